@@ -1,0 +1,235 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
+)
+
+// Verdicts.
+const (
+	OK         = "ok"
+	Race       = ranks.KindRace
+	Mismatch   = ranks.KindMismatch
+	Corruption = ranks.KindCorruption
+	Dropped    = ranks.KindDropped
+	Hang       = ranks.KindHang
+)
+
+var severity = map[string]int{OK: 0, Race: 1, Mismatch: 2, Corruption: 3, Dropped: 4, Hang: 5}
+
+// Worse reports whether verdict a is more severe than b.
+func Worse(a, b string) bool { return severity[a] > severity[b] }
+
+// Meets reports whether verdict v meets expectation expect ("race|corruption"
+// accepts either).
+func Meets(v, expect string) bool {
+	if expect == "" {
+		return true
+	}
+	for _, e := range strings.Split(expect, "|") {
+		if strings.TrimSpace(e) == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Reference is the reference run of a config: its memory, to compare with.
+type Reference struct {
+	built *scenarios.Built
+	err   error
+}
+
+// NewReference builds and runs the reference program of cfg.
+func NewReference(sc *scenarios.Scenario, cfg scenarios.Config) (*Reference, error) {
+	b, err := sc.Build(cfg, true, sim.NewEngine(sim.Timed, nil))
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.World.Run()
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	ref := &Reference{built: b}
+	if res.Hung {
+		ref.err = fmt.Errorf("the reference program (ops serialized per rank) hangs: %s", res.Findings[len(res.Findings)-1].Message)
+	}
+	return ref, nil
+}
+
+// Outcome is what one schedule produced.
+type Outcome struct {
+	Verdict   string
+	Findings  []ranks.Finding
+	TraceHash string
+	StepTime  sim.Time
+	Steps     uint64
+	Built     *scenarios.Built
+	Result    *ranks.Result
+}
+
+// RunSchedule builds cfg with chooser ch, runs it and judges it against ref.
+func RunSchedule(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser) (*Outcome, error) {
+	b, err := sc.Build(cfg, false, sim.NewEngine(mode, ch))
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.World.Run()
+	if err != nil {
+		return nil, err
+	}
+	o := &Outcome{TraceHash: res.TraceHash, StepTime: res.StepTime, Steps: res.Steps, Built: b, Result: res, Verdict: OK}
+	o.Findings = append(o.Findings, res.Findings...)
+	if !res.Hung && ref != nil && ref.err == nil {
+		o.Findings = append(o.Findings, compare(b, ref.built)...)
+	}
+	for _, f := range o.Findings {
+		if Worse(f.Kind, o.Verdict) {
+			o.Verdict = f.Kind
+		}
+	}
+	return o, nil
+}
+
+// compare reports, per rank, the first tensor chunk (in program order) whose
+// value differs from the reference, with expected and observed values and
+// their provenance.
+func compare(got, want *scenarios.Built) []ranks.Finding {
+	var out []ranks.Finding
+	for r := range got.Compare {
+		if r >= len(want.Compare) {
+			break
+		}
+		bad := 0
+		var first string
+		var firstOp string
+		for i, b := range got.Compare[r] {
+			wb := want.Compare[r][i]
+			for c := range b.Vals {
+				if b.Vals[c].N == wb.Vals[c].N {
+					continue
+				}
+				bad++
+				if first == "" {
+					firstOp = b.Name
+					first = fmt.Sprintf("rank %d tensor %s[%d]: expected %d = %s; observed %d = %s",
+						r, b.Name, c, wb.Vals[c].N, want.World.Srcs.Format(wb.Vals[c]), b.Vals[c].N, got.World.Srcs.Format(b.Vals[c]))
+				}
+			}
+		}
+		if bad > 0 {
+			out = append(out, ranks.Finding{
+				Kind:     ranks.KindCorruption,
+				Message:  fmt.Sprintf("%s (%d chunks differ from the reference on rank %d)", first, bad, r),
+				Ranks:    []int{r},
+				Ops:      []string{firstOp},
+				Resource: fmt.Sprintf("rank %d tensor %q", r, firstOp),
+			})
+		}
+	}
+	return out
+}
+
+// Options control a variant run.
+type Options struct {
+	Extra []string // --set overrides, applied after the variant's
+}
+
+// VariantReport is the judged result of one variant.
+type VariantReport struct {
+	Name        string           `json:"name"`
+	Config      scenarios.Config `json:"config"`
+	Expect      string           `json:"expect"`
+	Verdict     string           `json:"verdict"`
+	Met         bool             `json:"met"`
+	Schedules   int              `json:"schedules"`
+	StepTimeNs  int64            `json:"step_time_ns"`
+	Findings    []ranks.Finding  `json:"findings"`
+	WitnessSeed *uint64          `json:"witness_seed"`
+	TraceHash   string           `json:"trace_hash"`
+
+	Doc           string   `json:"-"`
+	Notes         []string `json:"-"`
+	Counts        map[string]int
+	WitnessHash   string `json:"-"`
+	NominalResult string `json:"-"`
+}
+
+// ScheduleSeed derives the seed of exploration schedule i from the base seed
+// (splitmix64), so schedules are independent and reproducible.
+func ScheduleSeed(base uint64, i int) uint64 {
+	z := base + uint64(i)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// RandomPerMille is how often a random schedule deviates from nominal at a
+// decision.
+const RandomPerMille = 300
+
+// RunVariant runs the nominal schedule of variant v plus cfg.Budget seeded
+// random schedules (timing jitter and rank skew) and judges the worst.
+func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*VariantReport, error) {
+	cfg, err := sc.VariantConfig(v, opt.Extra)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := NewReference(sc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep := &VariantReport{Name: v.Name, Config: cfg, Expect: v.Expect, Doc: v.Doc, Counts: map[string]int{}}
+	if ref.err != nil {
+		rep.Notes = append(rep.Notes, ref.err.Error())
+	}
+	nom, err := RunSchedule(sc, cfg, ref, sim.Timed, sim.Nominal{})
+	if err != nil {
+		return nil, err
+	}
+	rep.Notes = append(rep.Notes, nom.Built.Notes...)
+	rep.Schedules = 1
+	rep.StepTimeNs = int64(nom.StepTime)
+	rep.TraceHash = nom.TraceHash
+	rep.NominalResult = nom.Verdict
+	best := nom
+	for i := 1; i <= cfg.Budget; i++ {
+		seed := ScheduleSeed(cfg.Seed, i)
+		o, err := RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(seed, RandomPerMille))
+		if err != nil {
+			return nil, err
+		}
+		rep.Schedules++
+		if Worse(o.Verdict, best.Verdict) {
+			best = o
+			s := seed
+			rep.WitnessSeed = &s
+			rep.WitnessHash = o.TraceHash
+		}
+	}
+	rep.Verdict = best.Verdict
+	rep.Findings = sortFindings(best.Findings)
+	if rep.Findings == nil {
+		rep.Findings = []ranks.Finding{}
+	}
+	for _, f := range best.Findings {
+		rep.Counts[f.Kind]++
+	}
+	rep.Met = Meets(rep.Verdict, rep.Expect)
+	return rep, nil
+}
+
+// sortFindings orders findings most severe first, stably.
+func sortFindings(fs []ranks.Finding) []ranks.Finding {
+	out := append([]ranks.Finding(nil), fs...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && severity[out[j].Kind] > severity[out[j-1].Kind]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+// Command simctl runs collsim scenarios: it reproduces cross-stream
+// collective races from first principles and shows whether a schedule fix
+// holds.
+//
+//	simctl run tp8-shared-expert
+//
+// Exit status: 0 when every variant meets its expected verdict, 1 when one
+// does not, 2 on bad input or usage.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// usageError marks errors that exit with status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// unmetError marks a run whose verdicts did not meet expectations (exit 1).
+var errUnmet = errors.New("some variants did not meet their expected verdict")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := newRoot(stdout, stderr)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUnmet):
+		return 1
+	default:
+		var ue usageError
+		if errors.As(err, &ue) || isCobraUsage(err) {
+			fmt.Fprintln(stderr, "simctl:", err)
+			return 2
+		}
+		fmt.Fprintln(stderr, "simctl:", err)
+		return 2
+	}
+}

@@ -1,0 +1,192 @@
+package collectives
+
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+)
+
+// Workspace says whether all-reduce calls on one communicator share one
+// symmetric workspace and signal pad (as TensorRT-LLM's cached instance does)
+// or each call gets its own.
+type Workspace string
+
+const (
+	SharedWorkspace  Workspace = "shared"
+	PerCallWorkspace Workspace = "per-call"
+)
+
+// Comm is a communicator: a group of world ranks with its NCCL connections
+// and its symmetric workspace.
+type Comm struct {
+	Name      string
+	Group     []int
+	Workspace Workspace
+	HW        ranks.Profile
+
+	w       *ranks.World
+	shared  *ranks.Symmetric
+	perCall map[string]*ranks.Symmetric
+	fifos   map[[2]int]*ranks.Fifo
+	chunks  int
+}
+
+// NCCLSteps is the number of slots of one NCCL connection (NCCL_STEPS).
+const NCCLSteps = 8
+
+// NewComm returns a communicator over group in w. chunks is the value-chunk
+// count of the tensors it reduces (the workspace is sized to match).
+func NewComm(w *ranks.World, name string, group []int, ws Workspace, hw ranks.Profile, chunks int) *Comm {
+	return &Comm{Name: name, Group: append([]int(nil), group...), Workspace: ws, HW: hw, w: w,
+		perCall: map[string]*ranks.Symmetric{}, fifos: map[[2]int]*ranks.Fifo{}, chunks: chunks}
+}
+
+// Size is the number of ranks in the group.
+func (c *Comm) Size() int { return len(c.Group) }
+
+func (c *Comm) index(rank int) int {
+	for i, r := range c.Group {
+		if r == rank {
+			return i
+		}
+	}
+	return -1
+}
+
+// workspace returns the symmetric buffer a call uses.
+func (c *Comm) workspace(call string) *ranks.Symmetric {
+	n := len(c.Group)
+	if c.Workspace == PerCallWorkspace {
+		s, ok := c.perCall[call]
+		if !ok {
+			s = c.w.AllocSymmetric(c.Name+".ws."+call, c.Group, 0, c.chunks, n)
+			c.perCall[call] = s
+		}
+		return s
+	}
+	if c.shared == nil {
+		c.shared = c.w.AllocSymmetric(c.Name+".ws", c.Group, 0, c.chunks, n)
+	}
+	return c.shared
+}
+
+func (c *Comm) fifo(from, to int) *ranks.Fifo {
+	k := [2]int{from, to}
+	f, ok := c.fifos[k]
+	if !ok {
+		f = c.w.NewFifo(fmt.Sprintf("%s:%d→%d", c.Name, from, to), from, to, NCCLSteps)
+		c.fifos[k] = f
+	}
+	return f
+}
+
+// AllReduce returns rank's kernel for the all-reduce call named call (the same
+// name on every rank) of in into out with strategy s (already resolved).
+func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffer) (*ranks.KernelSpec, error) {
+	i := c.index(rank)
+	if i < 0 {
+		return nil, fmt.Errorf("all-reduce %q: rank %d is not in communicator %q %v", call, rank, c.Name, c.Group)
+	}
+	if in.Chunks() != c.chunks || out.Chunks() != c.chunks {
+		return nil, fmt.Errorf("all-reduce %q: tensors have %d/%d chunks, communicator %q expects %d", call, in.Chunks(), out.Chunks(), c.Name, c.chunks)
+	}
+	k := &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/" + string(s)}
+	switch s {
+	case NCCL:
+		k.Instrs = c.ring(i, in, out)
+		k.OrderKey = "nccl:" + c.Name
+	case Multimem, P2POneShot:
+		k.Instrs = c.oneShot(i, call, s, in, out)
+	default:
+		return nil, fmt.Errorf("all-reduce %q: strategy %q is not concrete", call, s)
+	}
+	return k, nil
+}
+
+// barrier is PyTorch's sync_remote_blocks for one block: put a flag into slot
+// blockIdx·ws + rank of every peer's pad, then wait for slot blockIdx·ws + peer
+// of one's own from every peer (CUDASymmetricMemory-inl.h).
+func (c *Comm) barrier(i int, ws *ranks.Symmetric, phase string) []ranks.Instr {
+	n := len(c.Group)
+	const block = 0
+	var out []ranks.Instr
+	for d := 1; d < n; d++ {
+		p := (i + d) % n
+		out = append(out, ranks.Instr{Op: ranks.OpPut, Phase: phase, Pad: ws.Pads[p], Slot: block*n + i, Dur: c.HW.SigLat / 4, Peer: c.Group[p]})
+	}
+	for d := 1; d < n; d++ {
+		p := (i + d) % n
+		out = append(out, ranks.Instr{Op: ranks.OpWait, Phase: phase, Pad: ws.Pads[i], Slot: block*n + p, Dur: c.HW.SigLat / 4, Peer: c.Group[p]})
+	}
+	return out
+}
+
+// oneShot: copy the input into this rank's copy of the workspace; barrier;
+// reduce every rank's copy (multicast ld_reduce, or P2P loads of each peer's
+// copy) into the output; barrier, so the workspace can be reused.
+// Sources: torch symm_mem one_shot_all_reduce / multimem_one_shot_all_reduce
+// (CUDASymmetricMemoryOps.cu); TensorRT-LLM SymmetricMemoryAllReduce.forward
+// (buffer[:n].copy_(inp) before the kernel).
+func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []ranks.Instr {
+	ws := c.workspace(call)
+	n := len(c.Group)
+	C := c.chunks
+	hw := c.HW
+	var prog []ranks.Instr
+	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: "copy-in", Dst: ws.Bufs[i], N: C,
+		Srcs: []ranks.Src{{Buf: in, Coef: 1}}, Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)})
+	prog = append(prog, c.barrier(i, ws, "barrier-entry")...)
+	srcs := make([]ranks.Src, n)
+	for p := range n {
+		srcs[p] = ranks.Src{Buf: ws.Bufs[p], Coef: 1}
+	}
+	phase, dur := "ld_reduce", ranks.Bytes(in.Bytes, hw.NVLink)+ranks.Bytes(in.Bytes, hw.HBM)
+	if s == P2POneShot {
+		phase, dur = "p2p-reduce", ranks.Bytes(in.Bytes*int64(n-1), hw.NVLink)+ranks.Bytes(in.Bytes, hw.HBM)
+	}
+	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: phase, Dst: out, N: C, Srcs: srcs, Dur: dur})
+	prog = append(prog, c.barrier(i, ws, "barrier-exit")...)
+	return prog
+}
+
+// ring is NCCL's ring all-reduce: copy in, n-1 reduce-scatter steps, n-1
+// all-gather steps, each a send to the next rank and a receive from the
+// previous one through a bounded FIFO connection.
+func (c *Comm) ring(i int, in, out *ranks.Buffer) []ranks.Instr {
+	n := len(c.Group)
+	C := c.chunks
+	hw := c.HW
+	next, prev := (i+1)%n, (i-1+n)%n
+	sendF := c.fifo(c.Group[i], c.Group[next])
+	recvF := c.fifo(c.Group[prev], c.Group[i])
+	seg := func(s int) (lo, cnt int) {
+		s = ((s % n) + n) % n
+		lo = s * C / n
+		return lo, (s+1)*C/n - lo
+	}
+	segBytes := in.Bytes / int64(n)
+	step := hw.StepLat + ranks.Bytes(segBytes, hw.NVLink)
+	prog := []ranks.Instr{{Op: ranks.OpCompute, Phase: "copy-in", Dst: out, N: C, Srcs: []ranks.Src{{Buf: in, Coef: 1}},
+		Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)}}
+	if n == 1 {
+		return prog
+	}
+	for k := 0; k < n-1; k++ {
+		slo, sn := seg(i - k)
+		rlo, rn := seg(i - k - 1)
+		prog = append(prog,
+			ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: sn, Srcs: []ranks.Src{{Buf: out, Lo: slo, Coef: 1}}, Dur: 0, Peer: c.Group[next]},
+			ranks.Instr{Op: ranks.OpRecv, Phase: "reduce-scatter", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Srcs: []ranks.Src{{Buf: out, Lo: rlo, Coef: 1}}, Dur: step, Peer: c.Group[prev]})
+	}
+	for k := 0; k < n-1; k++ {
+		slo, sn := seg(i + 1 - k)
+		rlo, rn := seg(i - k)
+		prog = append(prog,
+			ranks.Instr{Op: ranks.OpSend, Phase: "all-gather", Fifo: sendF, N: sn, Srcs: []ranks.Src{{Buf: out, Lo: slo, Coef: 1}}, Dur: 0, Peer: c.Group[next]},
+			ranks.Instr{Op: ranks.OpRecv, Phase: "all-gather", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Dur: step, Peer: c.Group[prev]})
+	}
+	return prog
+}
+
+var _ = sim.Nanosecond

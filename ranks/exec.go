@@ -1,0 +1,381 @@
+package ranks
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Finding kinds, in increasing severity.
+const (
+	KindRace       = "race"
+	KindMismatch   = "mismatch"
+	KindCorruption = "corruption"
+	KindDropped    = "dropped"
+	KindHang       = "hang"
+)
+
+// Finding is one thing a check found.
+type Finding struct {
+	Kind     string   `json:"kind"`
+	Message  string   `json:"message"`
+	Ranks    []int    `json:"ranks"`
+	Ops      []string `json:"ops"`
+	Streams  []string `json:"streams"`
+	Resource string   `json:"resource"`
+}
+
+func (w *World) report(f Finding) {
+	w.counts[f.Kind]++
+	if w.counts[f.Kind] > w.cfg.MaxFindings {
+		return
+	}
+	w.findings = append(w.findings, f)
+}
+
+// exec performs one micro-op for task t. It returns false when the op cannot
+// proceed (a spin on a signal or a FIFO) and t must block.
+func (w *World) exec(t *task, in *Instr) bool {
+	switch in.Op {
+	case OpCompute:
+		for i := 0; i < in.N; i++ {
+			var v Value
+			for _, s := range in.Srcs {
+				x := w.read(t, s.Buf, s.Lo+i)
+				if s.Coef != 1 {
+					x = scale(x, s.Coef)
+				}
+				v = Add(v, x)
+			}
+			if in.Fresh {
+				v.Prov = []Term{{Src: w.srcOf(in.Dst, in.DstLo+i), Coef: 1}}
+			}
+			w.write(t, in.Dst, in.DstLo+i, v)
+		}
+	case OpPut:
+		s := &in.Pad.Slots[in.Slot]
+		if s.val != 0 {
+			w.block(t, &s.waiters, fmt.Sprintf("put_signal to rank %d pad %q slot %d (still set)", in.Pad.Rank, in.Pad.Name, in.Slot), in.Pad.Rank)
+			return false
+		}
+		cur := w.vc[t.lane]
+		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, cur.clone()
+		cur[t.lane]++ // release
+		w.eng.Mix(0x50, uint64(in.Pad.Rank), uint64(in.Slot))
+		w.wake(&s.waiters)
+	case OpWait:
+		s := &in.Pad.Slots[in.Slot]
+		if s.val == 0 {
+			w.block(t, &s.waiters, fmt.Sprintf("wait_signal on own pad %q slot %d (for rank %d)", in.Pad.Name, in.Slot, in.Peer), in.Peer)
+			return false
+		}
+		s.val = 0
+		w.vc[t.lane].join(s.vc) // acquire
+		if s.inst != t.inst {
+			w.mismatch(t, s.by, s.inst, fmt.Sprintf("signal pad %q on rank %d, slot %d", in.Pad.Name, in.Pad.Rank, in.Slot))
+		}
+		w.eng.Mix(0x57, uint64(in.Pad.Rank), uint64(in.Slot), uint64(s.by))
+		w.wake(&s.waiters)
+	case OpSend:
+		f := in.Fifo
+		if len(f.q) >= f.Cap {
+			w.block(t, &f.waiters, fmt.Sprintf("send on %s (full)", f.Name), f.Dst)
+			return false
+		}
+		vals := make([]Value, in.N)
+		for i := range vals {
+			for _, s := range in.Srcs {
+				vals[i] = Add(vals[i], w.read(t, s.Buf, s.Lo+i))
+			}
+		}
+		cur := w.vc[t.lane]
+		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: cur.clone()})
+		cur[t.lane]++
+		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
+		w.wake(&f.waiters)
+	case OpRecv:
+		f := in.Fifo
+		if len(f.q) == 0 {
+			w.block(t, &f.waiters, fmt.Sprintf("recv on %s (empty)", f.Name), f.Src)
+			return false
+		}
+		m := f.q[0]
+		f.q = f.q[1:]
+		w.vc[t.lane].join(m.vc)
+		if m.inst != t.inst {
+			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
+		}
+		for i := 0; i < in.N; i++ {
+			v := Value{}
+			if i < len(m.vals) {
+				v = m.vals[i]
+			}
+			for _, s := range in.Srcs {
+				v = Add(v, w.read(t, s.Buf, s.Lo+i))
+			}
+			w.write(t, in.Dst, in.DstLo+i, v)
+		}
+		w.eng.Mix(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
+		w.wake(&f.waiters)
+	case OpDelay:
+	}
+	return true
+}
+
+func scale(v Value, c int64) Value {
+	cm := uint64(c % int64(Modulus))
+	if c < 0 {
+		cm = Modulus - uint64(-c%int64(Modulus))
+	}
+	out := Value{N: mulMod(v.N, cm), Prov: make([]Term, len(v.Prov))}
+	for i, t := range v.Prov {
+		out.Prov[i] = Term{t.Src, t.Coef * c}
+	}
+	return out
+}
+
+func (w *World) block(t *task, ws *[]int32, why string, peer int) {
+	*ws = append(*ws, t.id)
+	t.blockedOn = why
+	t.blockWho = t.blockWho[:0]
+	if peer >= 0 {
+		t.blockWho = append(t.blockWho, blockRef{rank: peer, what: why})
+	}
+}
+
+func (w *World) epoch(t *task) epoch {
+	return epoch{lane: t.lane, clock: w.vc[t.lane][t.lane], task: t.id}
+}
+
+func (w *World) hb(e epoch, cur VC) bool { return e.lane < 0 || e.clock <= cur[e.lane] }
+
+func (w *World) read(t *task, b *Buffer, c int) Value {
+	sh := &b.sh[c]
+	cur := w.vc[t.lane]
+	if !w.hb(sh.w, cur) {
+		w.race(t, sh.w.task, b, c, "write", "read")
+	}
+	e := w.epoch(t)
+	replaced := false
+	for i := range sh.reads {
+		if sh.reads[i].lane == e.lane {
+			sh.reads[i] = e
+			replaced = true
+			break
+		}
+	}
+	if !replaced {
+		sh.reads = append(sh.reads, e)
+	}
+	v := b.Vals[c]
+	w.eng.Mix(uint64(b.id)<<20|uint64(c), v.N)
+	return v
+}
+
+func (w *World) write(t *task, b *Buffer, c int, v Value) {
+	sh := &b.sh[c]
+	cur := w.vc[t.lane]
+	if !w.hb(sh.w, cur) {
+		w.race(t, sh.w.task, b, c, "write", "write")
+	}
+	for _, r := range sh.reads {
+		if !w.hb(r, cur) {
+			w.race(t, r.task, b, c, "read", "write")
+		}
+	}
+	sh.w = w.epoch(t)
+	sh.reads = sh.reads[:0]
+	b.Vals[c] = v
+	w.eng.Mix(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+}
+
+func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
+	o := w.tasks[other]
+	a, bn := w.taskName(other), w.taskName(t.id)
+	// One finding per (resource, op pair, access kinds, streams): the same
+	// race on every rank and chunk is one bug.
+	key := fmt.Sprintf("race|%s|%s|%s|%s|%s|%s|%s|%v", b.Name, a, bn, prev, cur, w.streamName(other), w.streamName(t.id), o.rank == t.rank)
+	if w.dedupe[key] {
+		return
+	}
+	w.dedupe[key] = true
+	w.report(Finding{
+		Kind: KindRace,
+		Message: fmt.Sprintf("unordered %s/%s on %s chunk %d: %s on rank %d stream %s and %s on rank %d stream %s are not ordered by happens-before",
+			prev, cur, b.Describe(), c, a, o.rank, w.streamName(other), bn, t.rank, w.streamName(t.id)),
+		Ranks:    uniqInts(o.rank, t.rank),
+		Ops:      []string{a, bn},
+		Streams:  []string{w.streamName(other), w.streamName(t.id)},
+		Resource: b.Describe(),
+	})
+}
+
+func (w *World) mismatch(t *task, by int32, got Instance, res string) {
+	o := w.tasks[by]
+	key := fmt.Sprintf("mismatch|%s|%d|%d|%s|%s", res[:strings.IndexByte(res+" ", ' ')], t.inst.Call, got.Call, w.streamName(t.id), w.streamName(by))
+	if w.dedupe[key] {
+		return
+	}
+	w.dedupe[key] = true
+	w.report(Finding{
+		Kind: KindMismatch,
+		Message: fmt.Sprintf("%s on rank %d stream %s consumed data of another collective, %s from rank %d stream %s, through %s",
+			w.callName(t.inst), t.rank, w.streamName(t.id), w.callName(got), o.rank, w.streamName(by), res),
+		Ranks:    uniqInts(t.rank, o.rank),
+		Ops:      []string{w.taskName(t.id), w.taskName(by)},
+		Streams:  []string{w.streamName(t.id), w.streamName(by)},
+		Resource: res,
+	})
+}
+
+func uniqInts(a, b int) []int {
+	if a == b {
+		return []int{a}
+	}
+	if a > b {
+		a, b = b, a
+	}
+	return []int{a, b}
+}
+
+// hangFinding reports a hang when work remains with nothing pending: the
+// blocked tasks and a wait-for cycle among them.
+func (w *World) hangFinding() *Finding {
+	var stuck []*task
+	for _, t := range w.tasks {
+		if t.state != done {
+			stuck = append(stuck, t)
+		}
+	}
+	if len(stuck) == 0 {
+		return nil
+	}
+	// Wait-for edges: a task waits for its unfinished deps; a blocked kernel
+	// waits for the unfinished kernels of the peer that must signal it.
+	edges := func(t *task) []int32 {
+		var out []int32
+		if t.state == pending {
+			for _, d := range t.deps {
+				if w.tasks[d].state != done {
+					out = append(out, d)
+				}
+			}
+			return out
+		}
+		for _, br := range t.blockWho {
+			for _, u := range stuck {
+				if u.rank == br.rank && u.state != pending && u.id != t.id {
+					out = append(out, u.id)
+				}
+			}
+			// a peer's work that never started is also what we wait for
+			for _, u := range stuck {
+				if u.rank == br.rank && u.state == pending && u.op != nil && u.op.Kind == Launch && u.op.Kernel.Coll != "" {
+					out = append(out, u.id)
+					break
+				}
+			}
+		}
+		if t.state == blocked && len(t.blockWho) == 0 {
+			// waiting on own pad: any peer kernel sharing the pad could signal it
+			for _, u := range stuck {
+				if u.rank != t.rank && u.state != pending && u.op != nil && u.op.Kind == Launch && u.op.Kernel.Coll != "" {
+					out = append(out, u.id)
+				}
+			}
+		}
+		return out
+	}
+	cycle := findCycle(stuck, edges)
+	desc := func(id int32) string {
+		t := w.tasks[id]
+		s := fmt.Sprintf("rank %d %s: %s", t.rank, w.streamName(id), w.taskName(id))
+		switch {
+		case t.state == blocked || (t.state == running && t.blockedOn != ""):
+			s += " blocked on " + t.blockedOn
+		case t.state == pending:
+			s += " waits for its dependencies"
+		}
+		return s
+	}
+	var parts []string
+	var ranksSet []int
+	var ops, streams []string
+	seenRank := map[int]bool{}
+	src := cycle
+	if len(src) == 0 {
+		for _, t := range stuck {
+			if t.state != pending {
+				src = append(src, t.id)
+			}
+		}
+		if len(src) == 0 {
+			src = append(src, stuck[0].id)
+		}
+	}
+	for _, id := range src {
+		parts = append(parts, desc(id))
+		t := w.tasks[id]
+		if !seenRank[t.rank] {
+			seenRank[t.rank] = true
+			ranksSet = append(ranksSet, t.rank)
+		}
+		ops = append(ops, w.taskName(id))
+		streams = append(streams, w.streamName(id))
+	}
+	sortInts(ranksSet)
+	msg := fmt.Sprintf("%d tasks can never finish", len(stuck))
+	if len(cycle) > 0 {
+		msg += "; wait-for cycle: " + strings.Join(parts, " → ") + " → (back to start)"
+	} else {
+		msg += ": " + strings.Join(parts, "; ")
+	}
+	return &Finding{Kind: KindHang, Message: msg, Ranks: ranksSet, Ops: ops, Streams: streams, Resource: "wait-for graph"}
+}
+
+func findCycle(nodes []*task, edges func(*task) []int32) []int32 {
+	color := map[int32]int{}
+	idx := map[int32]*task{}
+	for _, t := range nodes {
+		idx[t.id] = t
+	}
+	var stack []int32
+	var found []int32
+	var dfs func(id int32) bool
+	dfs = func(id int32) bool {
+		color[id] = 1
+		stack = append(stack, id)
+		t := idx[id]
+		if t != nil {
+			for _, n := range edges(t) {
+				if color[n] == 1 {
+					for i, s := range stack {
+						if s == n {
+							found = append([]int32(nil), stack[i:]...)
+							return true
+						}
+					}
+				}
+				if color[n] == 0 && dfs(n) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[id] = 2
+		return false
+	}
+	for _, t := range nodes {
+		if color[t.id] == 0 && dfs(t.id) {
+			return found
+		}
+	}
+	return nil
+}
+
+func sortInts(a []int) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}

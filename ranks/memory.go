@@ -1,0 +1,178 @@
+package ranks
+
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/sim"
+)
+
+// VC is a vector clock over lanes (one lane per rank and stream). It is the
+// happens-before relation: event a happens before b iff a's epoch is covered
+// by b's clock.
+type VC []uint32
+
+func (v VC) join(o VC) {
+	for i, x := range o {
+		if x > v[i] {
+			v[i] = x
+		}
+	}
+}
+
+func (v VC) clone() VC { return append(VC(nil), v...) }
+
+// epoch is one access: lane at its clock, by task.
+type epoch struct {
+	lane  int32
+	clock uint32
+	task  int32
+}
+
+var noEpoch = epoch{lane: -1}
+
+type shadow struct {
+	w     epoch
+	reads []epoch
+}
+
+// Buffer is a tensor on one rank, or one rank's copy of a symmetric buffer.
+// It has a byte size (for cost and strategy choice) and a few value chunks
+// (for values and race tracking).
+type Buffer struct {
+	Name   string
+	Rank   int
+	Bytes  int64
+	Vals   []Value
+	Output bool       // compared against the reference
+	Sym    *Symmetric // non-nil for a copy of a symmetric buffer
+
+	id   int32
+	sh   []shadow
+	srcs []SourceID // fresh-source label per chunk, interned lazily
+}
+
+// Chunks is the number of value chunks.
+func (b *Buffer) Chunks() int { return len(b.Vals) }
+
+// ChunkBytes is the byte size covered by one value chunk.
+func (b *Buffer) ChunkBytes() int64 { return b.Bytes / int64(max(1, len(b.Vals))) }
+
+// Describe names the buffer for reports ("rank 3 symmetric workspace ar_ws").
+func (b *Buffer) Describe() string {
+	if b.Sym != nil {
+		return fmt.Sprintf("rank %d's copy of symmetric buffer %q", b.Rank, b.Name)
+	}
+	return fmt.Sprintf("rank %d tensor %q", b.Rank, b.Name)
+}
+
+// Symmetric is a buffer that exists on every rank of a group at the same
+// offset, with a signal pad per rank. Kernels read or write a peer's copy
+// (P2P), ld_reduce across copies (multicast), or store to all.
+type Symmetric struct {
+	Name  string
+	Group []int     // world ranks, in group order
+	Bufs  []*Buffer // Bufs[i] lives on Group[i]
+	Pads  []*SignalPad
+}
+
+// Index returns the group position of world rank r, or -1.
+func (s *Symmetric) Index(r int) int {
+	for i, g := range s.Group {
+		if g == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// SignalPad is one rank's array of signal slots (uint32 flags), with the
+// PyTorch protocol: put = CAS 0→1 on the peer's slot, spinning while it is
+// still set; wait = CAS 1→0 on one's own slot. Each slot also carries, as ghost
+// data, the collective instance that set it.
+type SignalPad struct {
+	Name  string
+	Rank  int
+	Slots []sigSlot
+}
+
+type sigSlot struct {
+	val     uint32
+	inst    Instance
+	by      int32 // task that set it
+	vc      VC    // release clock of the put
+	waiters []int32
+}
+
+// Instance identifies one dynamic collective call: which call (interned name)
+// in which graph replay. Ghost data compares instances across ranks.
+type Instance struct {
+	Call   int32
+	Replay int32
+}
+
+// Fifo is an NCCL-style connection from one rank to a peer: a bounded queue of
+// messages (NCCL_STEPS slots), each tagged with the instance that sent it.
+type Fifo struct {
+	Name     string
+	Src, Dst int
+	Cap      int
+	q        []msg
+	waiters  []int32
+}
+
+type msg struct {
+	inst Instance
+	by   int32
+	vals []Value
+	vc   VC
+}
+
+// Src is one operand of a micro-op: Coef × Buf[Lo : Lo+n].
+type Src struct {
+	Buf  *Buffer
+	Lo   int
+	Coef int64
+}
+
+// InstrOp is the kind of a device micro-op.
+type InstrOp uint8
+
+const (
+	// OpCompute: Dst[DstLo+i] = Σ Coef·Src[Lo+i] for i < N. With Fresh the
+	// result is a new source (a computation); otherwise provenance propagates
+	// (a copy or a reduction).
+	OpCompute InstrOp = iota
+	// OpPut: CAS 0→1 on Pad.Slots[Slot] (Pad is the peer's); spins while set.
+	OpPut
+	// OpWait: CAS 1→0 on Pad.Slots[Slot] (Pad is one's own); spins while clear.
+	OpWait
+	// OpSend: push Srcs (N chunks) into Fifo; spins while the FIFO is full.
+	OpSend
+	// OpRecv: pop a message from Fifo; Dst[DstLo+i] = msg[i] + Σ Srcs[i].
+	OpRecv
+	// OpDelay only takes time.
+	OpDelay
+)
+
+var instrOpNames = [...]string{"compute", "put", "wait", "send", "recv", "delay"}
+
+func (o InstrOp) String() string { return instrOpNames[o] }
+
+// Instr is one device micro-op of a kernel. Its effects happen when it
+// executes; the kernel's next micro-op runs Dur later.
+type Instr struct {
+	Op    InstrOp
+	Phase string // label for timelines ("copy-in", "barrier", "ld_reduce")
+	Dur   sim.Time
+	Dst   *Buffer
+	DstLo int
+	N     int
+	Srcs  []Src
+	Fresh bool
+	Pad   *SignalPad
+	Slot  int
+	Fifo  *Fifo
+	// Peer is the world rank a put or wait is addressed to or expects, for
+	// hang analysis (-1 when unknown).
+	Peer int
+}

@@ -1,0 +1,206 @@
+package ranks
+
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/sim"
+)
+
+// HostOpKind is what the host thread does at one step of its program.
+type HostOpKind uint8
+
+const (
+	// Launch enqueues Kernel on Stream.
+	Launch HostOpKind = iota
+	// Record records Event on Stream (cudaEventRecord): the event then
+	// covers everything issued to Stream before it. Re-recording overwrites.
+	Record
+	// Wait makes Stream wait for Event (cudaStreamWaitEvent). It binds to the
+	// most recent Record of Event issued before it, at issue time; a wait on
+	// an event never recorded is a no-op, as in CUDA.
+	Wait
+)
+
+func (k HostOpKind) String() string {
+	switch k {
+	case Launch:
+		return "launch"
+	case Record:
+		return "record"
+	case Wait:
+		return "wait"
+	}
+	return "hostop?"
+}
+
+// KernelSpec is a kernel: a name and its per-rank micro-program.
+type KernelSpec struct {
+	Name   string
+	Instrs []Instr
+	// Coll is set for a collective call: the instance name that ghost data
+	// carries ("L0.shared_ar"). Calls with the same name on different ranks
+	// are the same collective.
+	Coll string
+	// OrderKey, when set, orders this kernel after the previous kernel with the
+	// same key on this rank in host issue order, whatever the stream — NCCL's
+	// per-communicator strong stream (src/enqueue.cc ncclLaunchPrepare).
+	OrderKey string
+	// Kind is a free-form label for reports ("gemm", "allreduce/multimem").
+	Kind string
+}
+
+// HostOp is one step of a rank's host program.
+type HostOp struct {
+	Kind   HostOpKind
+	Stream int
+	Event  int
+	Kernel *KernelSpec
+}
+
+// Program is one rank's host program: streams (index 0 is the stream the
+// program starts on, the capture origin in graph mode), events, and the ops in
+// host issue order.
+type Program struct {
+	Streams []string
+	Events  []string
+	Ops     []HostOp
+}
+
+// Mode is how a program is executed.
+type Mode uint8
+
+const (
+	// Eager: the host issues every op, paying a launch cost for each.
+	Eager Mode = iota
+	// Graph: the program is captured once into a CUDA graph (stream order and
+	// event edges become a DAG) and the graph is replayed; a node starts as
+	// soon as its predecessors finish, and replays run back to back.
+	Graph
+)
+
+func (m Mode) String() string {
+	if m == Graph {
+		return "graph"
+	}
+	return "eager"
+}
+
+// node is one op of a lowered program: what the host issues, with the
+// dependencies stream order, events and order keys give it.
+type node struct {
+	op     int // index into Program.Ops
+	stream int
+	deps   []int32
+}
+
+// CaptureError is a program that cannot be captured into a CUDA graph.
+type CaptureError struct {
+	Rank int
+	Msg  string
+}
+
+func (e *CaptureError) Error() string { return fmt.Sprintf("rank %d: capture: %s", e.Rank, e.Msg) }
+
+// lower turns the host program into a DAG of nodes, applying CUDA's issue-time
+// rules: stream order, event binding to the most recent record, order keys.
+// With capture it also enforces the capture rules (a stream must join the
+// capture by waiting on a captured event before use; every forked stream must
+// rejoin the origin stream).
+func lower(rank int, p *Program, capture bool) ([]node, error) {
+	nodes := make([]node, 0, len(p.Ops))
+	tail := make([]int32, len(p.Streams)) // last node per stream
+	for i := range tail {
+		tail[i] = -1
+	}
+	joined := make([]bool, len(p.Streams))
+	joined[0] = true
+	lastRecord := make([]int32, len(p.Events))
+	for i := range lastRecord {
+		lastRecord[i] = -1
+	}
+	orderTail := map[string]int32{}
+	for i, op := range p.Ops {
+		if op.Stream < 0 || op.Stream >= len(p.Streams) {
+			return nil, fmt.Errorf("rank %d op %d: stream %d out of range", rank, i, op.Stream)
+		}
+		n := node{op: i, stream: op.Stream}
+		if t := tail[op.Stream]; t >= 0 {
+			n.deps = append(n.deps, t)
+		}
+		switch op.Kind {
+		case Record:
+			if capture && !joined[op.Stream] {
+				return nil, &CaptureError{rank, fmt.Sprintf("record of event %q on stream %q, which is not part of the capture", p.Events[op.Event], p.Streams[op.Stream])}
+			}
+		case Wait:
+			r := lastRecord[op.Event]
+			if r >= 0 {
+				n.deps = append(n.deps, r)
+				if capture {
+					joined[op.Stream] = true
+				}
+			}
+		case Launch:
+			if capture && !joined[op.Stream] {
+				return nil, &CaptureError{rank, fmt.Sprintf("kernel %q launched on stream %q, which never joined the capture (wait on an event recorded in the capture first)", op.Kernel.Name, p.Streams[op.Stream])}
+			}
+			if k := op.Kernel.OrderKey; k != "" {
+				if t, ok := orderTail[k]; ok {
+					n.deps = append(n.deps, t)
+				}
+				orderTail[k] = int32(len(nodes))
+			}
+		}
+		id := int32(len(nodes))
+		nodes = append(nodes, n)
+		tail[op.Stream] = id
+		if op.Kind == Record {
+			lastRecord[op.Event] = id
+		}
+	}
+	if capture {
+		// Every node must be an ancestor of (or be) the origin stream's tail:
+		// otherwise cudaStreamEndCapture fails with cudaErrorStreamCaptureUnjoined.
+		seen := make([]bool, len(nodes))
+		var stack []int32
+		if tail[0] >= 0 {
+			stack = append(stack, tail[0])
+		}
+		for len(stack) > 0 {
+			x := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if seen[x] {
+				continue
+			}
+			seen[x] = true
+			stack = append(stack, nodes[x].deps...)
+		}
+		for i, s := range seen {
+			if !s {
+				op := p.Ops[nodes[i].op]
+				what := op.Kind.String()
+				if op.Kernel != nil {
+					what = fmt.Sprintf("kernel %q", op.Kernel.Name)
+				}
+				return nil, &CaptureError{rank, fmt.Sprintf("unjoined work: %s on stream %q is not joined back into the origin stream %q (cudaErrorStreamCaptureUnjoined)", what, p.Streams[nodes[i].stream], p.Streams[0])}
+			}
+		}
+	}
+	return nodes, nil
+}
+
+// sortedKeys is used where a map must be iterated.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := 1; i < len(ks); i++ {
+		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+	return ks
+}
+
+var _ = sim.Nanosecond

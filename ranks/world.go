@@ -1,0 +1,443 @@
+package ranks
+
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/sim"
+)
+
+// Config is how a world executes its programs.
+type Config struct {
+	Mode    Mode
+	Replays int // graph mode: how many times the graph is replayed (≥1)
+	// LaunchCost is the host time to issue one kernel (eager) or one graph.
+	LaunchCost sim.Time
+	// EventCost is the host time to issue an event record or wait.
+	EventCost sim.Time
+	// MaxFindings caps findings kept per kind (0 means 32).
+	MaxFindings int
+}
+
+// Jitter multipliers (per mille) offered to the chooser for each duration;
+// index 0 is nominal.
+var jitterPerMille = [...]int64{1000, 250, 500, 750, 1250, 1500, 2000, 3000, 5000}
+
+// Skew offsets offered for each rank's host start; index 0 is nominal.
+var skewSteps = [...]sim.Time{0, 500, 1000, 2000, 4000, 8000, 16000, 32000}
+
+// World is every rank's GPU, its memory and its programs, executed on one
+// deterministic engine. Build it with [NewWorld], allocate memory, set each
+// rank's program, then [World.Run] it once.
+type World struct {
+	cfg   Config
+	eng   *sim.Engine
+	N     int
+	Srcs  Sources
+	progs []*Program
+	bufs  []*Buffer
+	calls []string // interned collective instance names
+	callID map[string]int32
+
+	laneBase []int32 // first lane of each rank
+	vc       []VC    // per lane
+
+	tasks []*task
+	hosts []host
+
+	findings []Finding
+	counts   map[string]int
+	dedupe   map[string]bool
+
+	start, end sim.Time
+	ran        bool
+}
+
+type taskState uint8
+
+const (
+	pending taskState = iota
+	running
+	blocked
+	done
+)
+
+type task struct {
+	id     int32
+	rank   int
+	stream int
+	lane   int32
+	op     *HostOp
+	replay int32
+	inst   Instance
+
+	deps       []int32
+	waiting    int // deps not yet done
+	dependents []int32
+	issued     bool
+
+	state     taskState
+	pc        int
+	blockedOn string
+	blockWho  []blockRef // for hang analysis
+	start     sim.Time
+	end       sim.Time
+	done      VC
+}
+
+type blockRef struct {
+	rank int
+	what string
+}
+
+type host struct {
+	nodes []node
+	next  int // next node to issue (eager) or next replay (graph)
+	base  []int32
+	// graph mode: task ids of the previous replay's nodes
+	prevJoin int32
+}
+
+// NewWorld returns a world of n ranks.
+func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
+	if cfg.Replays < 1 {
+		cfg.Replays = 1
+	}
+	if cfg.MaxFindings == 0 {
+		cfg.MaxFindings = 32
+	}
+	return &World{
+		cfg: cfg, eng: eng, N: n,
+		progs:  make([]*Program, n),
+		callID: map[string]int32{},
+		counts: map[string]int{},
+		dedupe: map[string]bool{},
+	}
+}
+
+// Engine returns the world's engine.
+func (w *World) Engine() *sim.Engine { return w.eng }
+
+// Alloc allocates a tensor of the given size and value chunks on rank.
+func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
+	b := &Buffer{Name: name, Rank: rank, Bytes: bytes, Vals: make([]Value, chunks), id: int32(len(w.bufs))}
+	b.sh = make([]shadow, chunks)
+	for i := range b.sh {
+		b.sh[i].w = noEpoch
+	}
+	w.bufs = append(w.bufs, b)
+	return b
+}
+
+// AllocSymmetric allocates a symmetric buffer on every rank of group, with a
+// signal pad of padSlots slots per rank.
+func (w *World) AllocSymmetric(name string, group []int, bytes int64, chunks, padSlots int) *Symmetric {
+	s := &Symmetric{Name: name, Group: append([]int(nil), group...)}
+	for _, r := range group {
+		b := w.Alloc(r, name, bytes, chunks)
+		b.Sym = s
+		s.Bufs = append(s.Bufs, b)
+		s.Pads = append(s.Pads, &SignalPad{Name: name, Rank: r, Slots: make([]sigSlot, padSlots)})
+	}
+	return s
+}
+
+// NewFifo returns a connection from src to dst with cap message slots.
+func (w *World) NewFifo(name string, src, dst, cap int) *Fifo {
+	return &Fifo{Name: name, Src: src, Dst: dst, Cap: cap}
+}
+
+// Init sets every chunk of b to a fresh source with value f(chunk).
+func (w *World) Init(b *Buffer, f func(chunk int) uint64) {
+	for c := range b.Vals {
+		b.Vals[c] = Value{N: f(c) % Modulus, Prov: []Term{{Src: w.srcOf(b, c), Coef: 1}}}
+	}
+}
+
+func (w *World) srcOf(b *Buffer, c int) SourceID {
+	if b.srcs == nil {
+		b.srcs = make([]SourceID, len(b.Vals))
+		for i := range b.srcs {
+			b.srcs[i] = w.Srcs.ID(fmt.Sprintf("r%d:%s[%d]", b.Rank, b.Name, i))
+		}
+	}
+	return b.srcs[c]
+}
+
+// SetProgram sets rank's host program.
+func (w *World) SetProgram(rank int, p *Program) { w.progs[rank] = p }
+
+// Buffers returns every allocated buffer in allocation order.
+func (w *World) Buffers() []*Buffer { return w.bufs }
+
+// Result is what a run produced.
+type Result struct {
+	Findings  []Finding
+	Counts    map[string]int // findings per kind before the cap
+	Steps     uint64
+	TraceHash string
+	Start     sim.Time // first host issue
+	End       sim.Time // last task completion
+	StepTime  sim.Time // (End-Start) / replays
+	Hung      bool
+}
+
+// Run executes every rank's program to completion (or to a hang) and returns
+// the result. A capture error is returned as an error: it is a property of the
+// program, not of the schedule.
+func (w *World) Run() (*Result, error) {
+	if w.ran {
+		panic("ranks: World.Run called twice")
+	}
+	w.ran = true
+	// Lanes: one per (rank, stream).
+	nl := int32(0)
+	w.laneBase = make([]int32, w.N)
+	for r, p := range w.progs {
+		if p == nil {
+			p = &Program{Streams: []string{"main"}}
+			w.progs[r] = p
+		}
+		w.laneBase[r] = nl
+		nl += int32(len(p.Streams))
+	}
+	w.vc = make([]VC, nl)
+	for i := range w.vc {
+		w.vc[i] = make(VC, nl)
+		w.vc[i][i] = 1
+	}
+	// Intern collective instance names in rank-then-program order.
+	for _, p := range w.progs {
+		for _, op := range p.Ops {
+			if op.Kind == Launch && op.Kernel.Coll != "" {
+				if _, ok := w.callID[op.Kernel.Coll]; !ok {
+					w.callID[op.Kernel.Coll] = int32(len(w.calls))
+					w.calls = append(w.calls, op.Kernel.Coll)
+				}
+			}
+		}
+	}
+	w.hosts = make([]host, w.N)
+	for r, p := range w.progs {
+		nodes, err := lower(r, p, w.cfg.Mode == Graph)
+		if err != nil {
+			return nil, err
+		}
+		w.hosts[r] = host{nodes: nodes, prevJoin: -1}
+	}
+	// Host threads start, each with a chosen skew.
+	w.start = -1
+	for r := range w.hosts {
+		skew := skewSteps[w.eng.Chooser().Choose(sim.DecSkew, len(skewSteps))]
+		w.eng.Schedule(skew, uint64(r), int32(r))
+	}
+	for {
+		it, ok := w.eng.Next()
+		if !ok {
+			break
+		}
+		if int(it.Actor) < w.N {
+			w.stepHost(int(it.Actor))
+		} else {
+			w.stepTask(w.tasks[int(it.Actor)-w.N])
+		}
+	}
+	res := &Result{Steps: w.eng.Steps(), Start: max(w.start, 0), End: w.end, Counts: w.counts}
+	if hang := w.hangFinding(); hang != nil {
+		res.Hung = true
+		w.report(*hang)
+	}
+	res.Findings = w.findings
+	res.TraceHash = w.eng.TraceHash()
+	res.StepTime = (res.End - res.Start) / sim.Time(w.cfg.Replays)
+	return res, nil
+}
+
+func (w *World) jitter(d sim.Time) sim.Time {
+	i := w.eng.Chooser().Choose(sim.DecJitter, len(jitterPerMille))
+	return d * sim.Time(jitterPerMille[i]) / 1000
+}
+
+// stepHost issues the next op (eager) or the next graph replay.
+func (w *World) stepHost(r int) {
+	h := &w.hosts[r]
+	p := w.progs[r]
+	now := w.eng.Now()
+	if w.start < 0 || now < w.start {
+		w.start = now
+	}
+	if w.cfg.Mode == Eager {
+		if h.next >= len(h.nodes) {
+			return
+		}
+		n := h.nodes[h.next]
+		if h.next == 0 {
+			h.base = make([]int32, len(h.nodes))
+		}
+		t := w.newTask(r, n, p, 0, h.base)
+		h.base[h.next] = t.id
+		h.next++
+		w.issue(t)
+		cost := w.cfg.EventCost
+		if p.Ops[n.op].Kind == Launch {
+			cost = w.cfg.LaunchCost
+		}
+		if h.next < len(h.nodes) {
+			w.eng.Schedule(now+w.jitter(cost), uint64(r), int32(r))
+		}
+		return
+	}
+	// Graph mode: one launch instantiates every node of the graph; it runs
+	// behind the previous replay (cudaGraphLaunch ordering).
+	if h.next >= w.cfg.Replays {
+		return
+	}
+	replay := int32(h.next)
+	h.next++
+	base := make([]int32, len(h.nodes))
+	first := int32(len(w.tasks))
+	for i, n := range h.nodes {
+		base[i] = first + int32(i)
+		_ = n
+	}
+	ts := make([]*task, len(h.nodes))
+	for i, n := range h.nodes {
+		ts[i] = w.newTask(r, n, p, replay, base)
+		if len(n.deps) == 0 && h.prevJoin >= 0 {
+			w.addDep(ts[i], h.prevJoin)
+		}
+	}
+	// A join task completes when the whole replay has.
+	join := &task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, inst: Instance{Call: -1}}
+	w.tasks = append(w.tasks, join)
+	for _, t := range ts {
+		w.addDep(join, t.id)
+	}
+	h.prevJoin = join.id
+	for _, t := range ts {
+		w.issue(t)
+	}
+	w.issue(join)
+	if h.next < w.cfg.Replays {
+		w.eng.Schedule(now+w.jitter(w.cfg.LaunchCost), uint64(r), int32(r))
+	}
+}
+
+func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *task {
+	op := &p.Ops[n.op]
+	t := &task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, inst: Instance{Call: -1, Replay: replay}}
+	if op.Kind == Launch && op.Kernel.Coll != "" {
+		t.inst.Call = w.callID[op.Kernel.Coll]
+	}
+	w.tasks = append(w.tasks, t)
+	for _, d := range n.deps {
+		w.addDep(t, base[d])
+	}
+	return t
+}
+
+func (w *World) addDep(t *task, dep int32) {
+	t.deps = append(t.deps, dep)
+	d := w.tasks[dep]
+	if d.state != done {
+		t.waiting++
+		d.dependents = append(d.dependents, t.id)
+	}
+}
+
+func (w *World) issue(t *task) {
+	t.issued = true
+	if t.waiting == 0 {
+		w.eng.Schedule(w.eng.Now(), w.key(t), int32(w.N)+t.id)
+	}
+}
+
+func (w *World) key(t *task) uint64 { return uint64(w.N) + uint64(t.id) }
+
+// stepTask runs a task's next micro-op.
+func (w *World) stepTask(t *task) {
+	now := w.eng.Now()
+	if t.state == pending {
+		t.state = running
+		t.start = now
+		cur := w.vc[t.lane]
+		for _, d := range t.deps {
+			cur.join(w.tasks[d].done)
+		}
+	}
+	var instrs []Instr
+	if t.op != nil && t.op.Kind == Launch {
+		instrs = t.op.Kernel.Instrs
+	}
+	if t.pc >= len(instrs) {
+		w.complete(t)
+		return
+	}
+	in := &instrs[t.pc]
+	if !w.exec(t, in) {
+		t.state = blocked
+		return
+	}
+	t.state = running
+	t.blockedOn = ""
+	t.blockWho = nil
+	t.pc++
+	w.eng.Mix(uint64(t.id), uint64(t.pc))
+	w.eng.Schedule(now+w.jitter(in.Dur), w.key(t), int32(w.N)+t.id)
+}
+
+func (w *World) complete(t *task) {
+	t.state = done
+	t.end = w.eng.Now()
+	if t.end > w.end {
+		w.end = t.end
+	}
+	cur := w.vc[t.lane]
+	t.done = cur.clone()
+	cur[t.lane]++
+	for _, id := range t.dependents {
+		d := w.tasks[id]
+		d.waiting--
+		if d.waiting == 0 && d.issued {
+			w.eng.Schedule(w.eng.Now(), w.key(d), int32(w.N)+d.id)
+		}
+	}
+}
+
+func (w *World) wake(ws *[]int32) {
+	for _, id := range *ws {
+		t := w.tasks[id]
+		if t.state == blocked {
+			t.state = running
+			w.eng.Schedule(w.eng.Now(), w.key(t), int32(w.N)+id)
+		}
+	}
+	*ws = (*ws)[:0]
+}
+
+// TaskInfo describes a task for reports.
+func (w *World) taskName(id int32) string {
+	t := w.tasks[id]
+	if t.op == nil {
+		return fmt.Sprintf("replay %d", t.replay)
+	}
+	if t.op.Kind == Launch {
+		return t.op.Kernel.Name
+	}
+	return fmt.Sprintf("%s(%s)", t.op.Kind, w.progs[t.rank].Events[t.op.Event])
+}
+
+func (w *World) streamName(id int32) string {
+	t := w.tasks[id]
+	return w.progs[t.rank].Streams[t.stream]
+}
+
+func (w *World) callName(inst Instance) string {
+	if inst.Call < 0 {
+		return "?"
+	}
+	s := w.calls[inst.Call]
+	if w.cfg.Mode == Graph && w.cfg.Replays > 1 {
+		s += fmt.Sprintf(" (replay %d)", inst.Replay)
+	}
+	return s
+}

@@ -1,0 +1,154 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/collsim/collsim/collectives"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/streamsched"
+)
+
+// Config is every knob a scenario understands. Each field has a key for
+// --set key=value; [Config.Keys] lists them in a fixed order.
+type Config struct {
+	TP        int    `json:"tp"`
+	Arch      string `json:"arch"`
+	Mode      string `json:"mode"`  // graph | eager
+	Phase     string `json:"phase"` // decode | prefill
+	Strategy  string `json:"strategy"`
+	Workspace string `json:"workspace"` // shared | per-call
+	Placement string `json:"placement"`
+	Order     string `json:"order"`  // shared-first | routed-first
+	Shared    string `json:"shared"` // none | plain | trailing | mid
+	Layers    int    `json:"layers"`
+	Replays   int    `json:"replays"`
+	Tokens    int64  `json:"tokens"`
+	Hidden    int64  `json:"hidden"`
+	Chunks    int    `json:"chunks"`
+	Seed      uint64 `json:"seed"`
+	Budget    int    `json:"budget"`
+}
+
+// ErrBadKnob wraps every knob error.
+var ErrBadKnob = errors.New("bad knob")
+
+type knob struct {
+	key  string
+	help string
+	set  func(c *Config, v string) error
+	get  func(c *Config) string
+}
+
+func intKnob(key, help string, lo, hi int, f func(*Config) *int) knob {
+	return knob{key, help, func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%w: %s=%q: want an integer in [%d, %d]", ErrBadKnob, key, v, lo, hi)
+		}
+		*f(c) = n
+		return nil
+	}, func(c *Config) string { return strconv.Itoa(*f(c)) }}
+}
+
+func int64Knob(key, help string, lo, hi int64, f func(*Config) *int64) knob {
+	return knob{key, help, func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%w: %s=%q: want an integer in [%d, %d]", ErrBadKnob, key, v, lo, hi)
+		}
+		*f(c) = n
+		return nil
+	}, func(c *Config) string { return strconv.FormatInt(*f(c), 10) }}
+}
+
+func enumKnob(key, help string, vals []string, f func(*Config) *string) knob {
+	return knob{key, help, func(c *Config, v string) error {
+		for _, x := range vals {
+			if x == v {
+				*f(c) = v
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: %s=%q: want one of %s", ErrBadKnob, key, v, strings.Join(vals, ", "))
+	}, func(c *Config) string { return *f(c) }}
+}
+
+var knobs = []knob{
+	intKnob("tp", "tensor-parallel world size", 1, 1024, func(c *Config) *int { return &c.TP }),
+	enumKnob("arch", "hardware: sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200"}, func(c *Config) *string { return &c.Arch }),
+	enumKnob("mode", "graph (CUDA-graph replay) or eager", []string{"graph", "eager"}, func(c *Config) *string { return &c.Mode }),
+	enumKnob("phase", "decode (monolithic graph, multi-stream on) or prefill (piecewise path, stream helpers disabled)", []string{"decode", "prefill"}, func(c *Config) *string { return &c.Phase }),
+	enumKnob("strategy", "all-reduce strategy", []string{"auto", "nccl", "multimem", "p2p-oneshot"}, func(c *Config) *string { return &c.Strategy }),
+	enumKnob("workspace", "symmetric workspace per communicator (shared) or per call", []string{"shared", "per-call"}, func(c *Config) *string { return &c.Workspace }),
+	enumKnob("placement", "stream placement transform", []string{"single", "buggy", "fixed", "fixed-overlap"}, func(c *Config) *string { return &c.Placement }),
+	enumKnob("order", "which branch the framework issues first", []string{"shared-first", "routed-first"}, func(c *Config) *string { return &c.Order }),
+	enumKnob("shared", "shared-expert branch shape", []string{"none", "plain", "trailing", "mid"}, func(c *Config) *string { return &c.Shared }),
+	intKnob("layers", "MoE layers", 1, 256, func(c *Config) *int { return &c.Layers }),
+	intKnob("replays", "graph replays", 1, 64, func(c *Config) *int { return &c.Replays }),
+	int64Knob("tokens", "tokens per step", 1, 1<<20, func(c *Config) *int64 { return &c.Tokens }),
+	int64Knob("hidden", "hidden size", 1, 1<<20, func(c *Config) *int64 { return &c.Hidden }),
+	intKnob("chunks", "value chunks per tensor", 1, 64, func(c *Config) *int { return &c.Chunks }),
+	{"seed", "exploration seed", func(c *Config, v string) error {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: seed=%q: want a non-negative integer", ErrBadKnob, v)
+		}
+		c.Seed = n
+		return nil
+	}, func(c *Config) string { return strconv.FormatUint(c.Seed, 10) }},
+	intKnob("budget", "random schedules explored per variant besides the nominal one", 0, 1000000, func(c *Config) *int { return &c.Budget }),
+}
+
+// Set sets knob key to value.
+func (c *Config) Set(key, value string) error {
+	for _, k := range knobs {
+		if k.key == key {
+			return k.set(c, value)
+		}
+	}
+	keys := make([]string, len(knobs))
+	for i, k := range knobs {
+		keys[i] = k.key
+	}
+	return fmt.Errorf("%w: unknown key %q (known: %s)", ErrBadKnob, key, strings.Join(keys, ", "))
+}
+
+// ApplySets applies "key=value" strings in order.
+func (c *Config) ApplySets(sets []string) error {
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("%w: %q: want key=value", ErrBadKnob, s)
+		}
+		if err := c.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KnobHelp lists the knobs with their help text.
+func KnobHelp() string {
+	var b strings.Builder
+	for _, k := range knobs {
+		fmt.Fprintf(&b, "  %-10s %s\n", k.key, k.help)
+	}
+	return b.String()
+}
+
+// Summary is a one-line description of the main knobs.
+func (c *Config) Summary() string {
+	return fmt.Sprintf("tp=%d arch=%s mode=%s phase=%s strategy=%s workspace=%s placement=%s layers=%d", c.TP, c.Arch, c.Mode, c.Phase, c.Strategy, c.Workspace, c.Placement, c.Layers)
+}
+
+// Profile is the hardware profile for Arch.
+func (c *Config) Profile() (ranks.Profile, error) { return ranks.ProfileFor(c.Arch) }
+
+func (c *Config) strategy() (collectives.Strategy, error) { return collectives.ParseStrategy(c.Strategy) }
+
+func (c *Config) placement() (streamsched.Placement, error) {
+	return streamsched.ParsePlacement(c.Placement)
+}

@@ -1,0 +1,162 @@
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/collsim/collsim/collectives"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+	"github.com/collsim/collsim/streamsched"
+)
+
+// Variant is one configuration of a scenario with the verdict its mechanics
+// are expected to produce. Expect may list alternatives ("race|corruption").
+type Variant struct {
+	Name   string
+	Sets   []string // knob overrides applied to the scenario's base config
+	Expect string
+	Doc    string
+}
+
+// Scenario is a built-in scenario: a base config, variants, and a builder.
+type Scenario struct {
+	Name        string
+	Description string
+	Base        Config
+	Variants    []Variant
+	// Build constructs a world for cfg. With reference set, it builds the
+	// reference program instead: the same ops, each rank's ops serialized in
+	// program order on one stream, eager.
+	Build func(cfg Config, reference bool, eng *sim.Engine) (*Built, error)
+}
+
+// Built is a world ready to run, with what to compare afterwards.
+type Built struct {
+	World *ranks.World
+	// Compare lists, per rank, the tensors to compare against the
+	// reference, in program order.
+	Compare [][]*ranks.Buffer
+	// Notes are facts about the build worth reporting (strategies chosen,
+	// transform decisions).
+	Notes []string
+}
+
+var registry = map[string]*Scenario{}
+
+// Register adds s to the built-ins.
+func Register(s *Scenario) {
+	if _, dup := registry[s.Name]; dup {
+		panic("scenarios: duplicate " + s.Name)
+	}
+	registry[s.Name] = s
+}
+
+// Lookup returns the built-in named name.
+func Lookup(name string) (*Scenario, bool) {
+	s, ok := registry[name]
+	return s, ok
+}
+
+// Names lists the built-ins, sorted.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// VariantConfig returns the config of variant v with extra sets applied after
+// the variant's own.
+func (s *Scenario) VariantConfig(v Variant, extra []string) (Config, error) {
+	c := s.Base
+	if err := c.ApplySets(v.Sets); err != nil {
+		return c, fmt.Errorf("variant %q: %w", v.Name, err)
+	}
+	if err := c.ApplySets(extra); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Variant returns the variant named name.
+func (s *Scenario) Variant(name string) (Variant, bool) {
+	for _, v := range s.Variants {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return Variant{}, false
+}
+
+// BuildMoE builds a TP MoE scenario world from cfg: the op graph, the
+// placement, communicators and lowering. It is the builder of
+// tp8-shared-expert and of any scenario made of MoE layers.
+func BuildMoE(cfg Config, reference bool, eng *sim.Engine) (*Built, error) {
+	hw, err := cfg.Profile()
+	if err != nil {
+		return nil, err
+	}
+	strat, err := cfg.strategy()
+	if err != nil {
+		return nil, err
+	}
+	place, err := cfg.placement()
+	if err != nil {
+		return nil, err
+	}
+	opts := streamsched.MoEOptions{
+		Tokens: cfg.Tokens, Hidden: cfg.Hidden,
+		SharedInter: cfg.Hidden, ExpertInter: cfg.Hidden / 4, Experts: 128, TopK: 8,
+		TP: int64(cfg.TP), Shared: streamsched.SharedKind(cfg.Shared), RoutedFirst: cfg.Order == "routed-first",
+		Comm: "tp",
+	}
+	g := streamsched.BuildMoE(cfg.Layers, opts)
+	mode := ranks.Graph
+	if cfg.Mode == "eager" {
+		mode = ranks.Eager
+	}
+	multi := cfg.Phase != "prefill"
+	if reference {
+		place, mode, multi = streamsched.Single, ranks.Eager, false
+	}
+	sched, err := streamsched.Place(g, place)
+	if err != nil {
+		return nil, err
+	}
+	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp}, eng)
+	group := make([]int, cfg.TP)
+	for i := range group {
+		group[i] = i
+	}
+	ws := collectives.SharedWorkspace
+	if cfg.Workspace == "per-call" {
+		ws = collectives.PerCallWorkspace
+	}
+	comms := map[string]*collectives.Comm{"tp": collectives.NewComm(w, "tp", group, ws, hw, cfg.Chunks)}
+	lo, err := streamsched.Lower(w, g, sched, comms, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks})
+	if err != nil {
+		return nil, err
+	}
+	b := &Built{World: w}
+	for r := range cfg.TP {
+		var cmp []*ranks.Buffer
+		for _, op := range g.Ops {
+			cmp = append(cmp, lo.Tensors[r][op.Output])
+		}
+		b.Compare = append(b.Compare, cmp)
+	}
+	for _, op := range g.Ops {
+		if s, ok := lo.Strategies[op.Name]; ok && op.Layer == 0 {
+			b.Notes = append(b.Notes, fmt.Sprintf("%s → %s", op.Name, s))
+		}
+	}
+	for _, l := range sched.Layers {
+		if !l.Matched && l.Reason != "" && !reference {
+			b.Notes = append(b.Notes, "transform skipped "+l.MoE+": "+l.Reason)
+		}
+	}
+	return b, nil
+}

@@ -1,0 +1,140 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/google/btree"
+)
+
+// Item is one pending event: actor Actor runs at time At. Items are totally
+// ordered by (At, Key, Seq); Seq is assigned by the engine and strictly
+// increases, so no two items compare equal (btree's ReplaceOrInsert would
+// otherwise drop one).
+type Item struct {
+	At    Time
+	Key   uint64 // tie-break key chosen by the model (stable across runs)
+	Seq   uint64 // insertion sequence, assigned by Engine.Schedule
+	Actor int32  // what to run; meaning is the model's
+}
+
+func itemLess(a, b Item) bool {
+	if a.At != b.At {
+		return a.At < b.At
+	}
+	if a.Key != b.Key {
+		return a.Key < b.Key
+	}
+	return a.Seq < b.Seq
+}
+
+// Mode selects how the engine picks the next item.
+type Mode uint8
+
+const (
+	// Timed pops the least item: the cost model decides the order, ties are
+	// broken by key. This is the nominal schedule (and, with jitter, random).
+	Timed Mode = iota
+	// Untimed lets the chooser pick any pending item next (adversarial
+	// scheduling: PCT, exhaustive search). Time still advances monotonically
+	// for reporting.
+	Untimed
+)
+
+// Engine is the event queue plus the clock, the chooser and the trace hash.
+type Engine struct {
+	q      *btree.BTreeG[Item]
+	now    Time
+	seq    uint64
+	mode   Mode
+	choose Chooser
+	hash   uint64
+	steps  uint64
+	cands  []Item // scratch for Untimed
+}
+
+// NewEngine returns an empty engine at time 0. A nil chooser means [Nominal].
+func NewEngine(mode Mode, c Chooser) *Engine {
+	if c == nil {
+		c = Nominal{}
+	}
+	return &Engine{
+		q:      btree.NewG[Item](32, itemLess),
+		mode:   mode,
+		choose: c,
+		hash:   fnvOffset,
+	}
+}
+
+// Now is the current simulated time.
+func (e *Engine) Now() Time { return e.now }
+
+// Steps is the number of items executed so far.
+func (e *Engine) Steps() uint64 { return e.steps }
+
+// Len is the number of pending items.
+func (e *Engine) Len() int { return e.q.Len() }
+
+// Mode reports the engine's scheduling mode.
+func (e *Engine) Mode() Mode { return e.mode }
+
+// Chooser returns the engine's chooser, for decisions the model makes (jitter,
+// skew) that are not about queue order.
+func (e *Engine) Chooser() Chooser { return e.choose }
+
+// Schedule enqueues actor to run at time at (clamped to now) with tie-break key.
+func (e *Engine) Schedule(at Time, key uint64, actor int32) {
+	if at < e.now {
+		at = e.now
+	}
+	e.seq++
+	e.q.ReplaceOrInsert(Item{At: at, Key: key, Seq: e.seq, Actor: actor})
+}
+
+// Next removes and returns the next item to run and advances the clock to it.
+// It returns false when the queue is empty.
+func (e *Engine) Next() (Item, bool) {
+	if e.q.Len() == 0 {
+		return Item{}, false
+	}
+	var it Item
+	if e.mode == Untimed && e.q.Len() > 1 {
+		e.cands = e.cands[:0]
+		e.q.Ascend(func(x Item) bool { e.cands = append(e.cands, x); return true })
+		i := e.choose.ChooseItem(e.cands)
+		if i < 0 || i >= len(e.cands) {
+			panic(fmt.Sprintf("sim: chooser picked %d of %d items", i, len(e.cands)))
+		}
+		it = e.cands[i]
+		e.q.Delete(it)
+	} else {
+		it, _ = e.q.DeleteMin()
+	}
+	if it.At > e.now {
+		e.now = it.At
+	}
+	e.steps++
+	e.Mix(uint64(it.Actor), uint64(e.now), it.Key)
+	return it, true
+}
+
+// Mix folds words into the trace hash. The model calls it for every event
+// whose content matters (what was read, written, signalled).
+func (e *Engine) Mix(words ...uint64) {
+	h := e.hash
+	for _, w := range words {
+		for i := 0; i < 8; i++ {
+			h ^= w & 0xff
+			h *= fnvPrime
+			w >>= 8
+		}
+	}
+	e.hash = h
+}
+
+// TraceHash is the hash of the canonical event sequence so far, as 16 hex digits.
+func (e *Engine) TraceHash() string { return fmt.Sprintf("%016x", e.hash) }
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)

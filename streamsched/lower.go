@@ -1,0 +1,148 @@
+package streamsched
+
+import (
+	"fmt"
+	"hash/fnv"
+
+	"github.com/collsim/collsim/collectives"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+)
+
+// LowerConfig is what lowering needs besides the graph and its schedule.
+type LowerConfig struct {
+	HW ranks.Profile
+	// MultiStream false turns every stream helper into a no-op, as the
+	// framework's disable_multi_stream flag does on the piecewise (prefill)
+	// CUDA-graph path.
+	MultiStream bool
+	Strategy    collectives.Strategy
+	Chunks      int
+	// Init gives the initial value of graph input tensor on rank at chunk.
+	Init func(tensor string, rank, chunk int) uint64
+	// Weight gives the integer weight of a linear op on rank; nil uses
+	// DefaultWeight.
+	Weight func(op string, rank int) int64
+}
+
+// DefaultWeight is a deterministic small weight per (op, rank), distinct
+// across ranks of one op, so that mixed-up contributions show in values.
+func DefaultWeight(op string, rank int) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(op))
+	return 2 + int64((h.Sum32()+uint32(rank))%89)
+}
+
+// Lowered is a graph lowered onto a world.
+type Lowered struct {
+	// Tensors[rank][name] is the buffer for a graph tensor.
+	Tensors []map[string]*ranks.Buffer
+	// Strategies records the concrete strategy each all-reduce got.
+	Strategies map[string]collectives.Strategy
+}
+
+// Lower allocates every tensor of g on every rank of w and sets each rank's
+// host program from schedule s: ops are launched on the current stream; the
+// markers follow AutoDeploy's CudaStreamManager (one main_event and one
+// aux_event per device, reused by every layer; begin_aux records main_event
+// on the caller stream, switches to aux, and makes aux wait on it; end_aux
+// records aux_event on aux and switches back; wait_aux makes the current
+// stream wait on aux_event).
+func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.Comm, cfg LowerConfig) (*Lowered, error) {
+	weight := cfg.Weight
+	if weight == nil {
+		weight = DefaultWeight
+	}
+	lo := &Lowered{Strategies: map[string]collectives.Strategy{}}
+	for r := 0; r < w.N; r++ {
+		ts := map[string]*ranks.Buffer{}
+		for _, t := range g.Tensors {
+			b := w.Alloc(r, t.Name, t.Bytes, cfg.Chunks)
+			b.Output = t.Output
+			if t.Input {
+				name := t.Name
+				w.Init(b, func(c int) uint64 {
+					if cfg.Init != nil {
+						return cfg.Init(name, r, c)
+					}
+					return uint64(c + 1)
+				})
+			}
+			ts[t.Name] = b
+		}
+		lo.Tensors = append(lo.Tensors, ts)
+	}
+	for r := 0; r < w.N; r++ {
+		ts := lo.Tensors[r]
+		p := &ranks.Program{Streams: []string{"main", "aux"}, Events: []string{"main_event", "aux_event"}}
+		const main, aux, mainEv, auxEv = 0, 1, 0, 1
+		cur, caller := main, main
+		for _, st := range s.Steps {
+			if st.Op < 0 {
+				if !cfg.MultiStream {
+					continue
+				}
+				switch st.Marker {
+				case BeginAux:
+					caller = cur
+					p.Ops = append(p.Ops,
+						ranks.HostOp{Kind: ranks.Record, Stream: caller, Event: mainEv},
+						ranks.HostOp{Kind: ranks.Wait, Stream: aux, Event: mainEv})
+					cur = aux
+				case EndAux:
+					p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Record, Stream: cur, Event: auxEv})
+					cur = caller
+				case WaitAux:
+					p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Wait, Stream: cur, Event: auxEv})
+				}
+				continue
+			}
+			op := g.Ops[st.Op]
+			k, err := kernel(w, r, op, ts, comms, cfg, weight, lo)
+			if err != nil {
+				return nil, err
+			}
+			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: cur, Kernel: k})
+		}
+		w.SetProgram(r, p)
+	}
+	return lo, nil
+}
+
+func kernel(w *ranks.World, r int, op Op, ts map[string]*ranks.Buffer, comms map[string]*collectives.Comm, cfg LowerConfig, weight func(string, int) int64, lo *Lowered) (*ranks.KernelSpec, error) {
+	out := ts[op.Output]
+	srcs := make([]ranks.Src, len(op.Inputs))
+	for i, in := range op.Inputs {
+		srcs[i] = ranks.Src{Buf: ts[in], Coef: 1}
+	}
+	hw := cfg.HW
+	switch op.Kind {
+	case GEMM, MoE:
+		srcs[0].Coef = weight(op.Name, r)
+		dur := hw.GEMMTime(op.M, op.K, op.N)
+		if op.Kind == MoE {
+			// top-k experts, each an up and a down projection.
+			dur = moeTime(hw, op)
+		}
+		return &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: []ranks.Instr{{
+			Op: ranks.OpCompute, Phase: string(op.Kind), Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: dur}}}, nil
+	case Add:
+		dur := hw.KStart + ranks.Bytes(3*out.Bytes, hw.HBM)
+		return &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: []ranks.Instr{{
+			Op: ranks.OpCompute, Phase: "add", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: dur}}}, nil
+	case AllReduce:
+		c, ok := comms[op.Comm]
+		if !ok {
+			return nil, fmt.Errorf("op %q: unknown communicator %q", op.Name, op.Comm)
+		}
+		s := collectives.Resolve(cfg.Strategy, hw.Arch, c.Size(), out.Bytes)
+		lo.Strategies[op.Name] = s
+		return c.AllReduce(r, op.Name, s, ts[op.Inputs[0]], out)
+	}
+	return nil, fmt.Errorf("op %q: unknown kind %q", op.Name, op.Kind)
+}
+
+func moeTime(hw ranks.Profile, op Op) sim.Time {
+	k := max(op.Experts, 1)
+	return sim.Time(k) * (hw.GEMMTime(op.M, op.K, op.N) + hw.GEMMTime(op.M, op.N, op.K) - hw.KStart)
+}
