@@ -3,6 +3,7 @@ package ranks
 import (
 	"fmt"
 	"math/bits"
+	"sort"
 	"strings"
 )
 
@@ -127,15 +128,26 @@ func (s *Sources) Format(v Value) string {
 	if len(v.Prov) == 0 {
 		return "(uninitialised)"
 	}
-	var b strings.Builder
+	parts := make([]string, len(v.Prov))
 	for i, t := range v.Prov {
-		if i > 0 {
-			b.WriteString(" + ")
-		}
+		parts[i] = s.Name(t.Src)
 		if t.Coef != 1 {
-			fmt.Fprintf(&b, "%d·", t.Coef)
+			parts[i] = fmt.Sprintf("%d·%s", t.Coef, parts[i])
 		}
-		b.WriteString(s.Name(t.Src))
 	}
-	return b.String()
+	// Name order, not intern order: the same value prints the same way in
+	// every run.
+	sort.Slice(parts, func(i, j int) bool { return termKey(parts[i]) < termKey(parts[j]) })
+	return strings.Join(parts, " + ")
+}
+
+// termKey sorts "r10:x" after "r9:x" and ignores a coefficient prefix.
+func termKey(s string) string {
+	if i := strings.IndexByte(s, 0xb7); i >= 0 && strings.HasPrefix(s[i-1:], "·") {
+		s = s[i+1:]
+	}
+	if i := strings.IndexByte(s, ':'); i > 1 && s[0] == 'r' {
+		return fmt.Sprintf("%s|r%06s", s[i+1:], s[1:i])
+	}
+	return s
 }

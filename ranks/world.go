@@ -29,13 +29,13 @@ var skewSteps = [...]sim.Time{0, 500, 1000, 2000, 4000, 8000, 16000, 32000}
 // deterministic engine. Build it with [NewWorld], allocate memory, set each
 // rank's program, then [World.Run] it once.
 type World struct {
-	cfg   Config
-	eng   *sim.Engine
-	N     int
-	Srcs  Sources
-	progs []*Program
-	bufs  []*Buffer
-	calls []string // interned collective instance names
+	cfg    Config
+	eng    *sim.Engine
+	N      int
+	Srcs   Sources
+	progs  []*Program
+	bufs   []*Buffer
+	calls  []string // interned collective instance names
 	callID map[string]int32
 
 	laneBase []int32 // first lane of each rank

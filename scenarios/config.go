@@ -147,7 +147,9 @@ func (c *Config) Summary() string {
 // Profile is the hardware profile for Arch.
 func (c *Config) Profile() (ranks.Profile, error) { return ranks.ProfileFor(c.Arch) }
 
-func (c *Config) strategy() (collectives.Strategy, error) { return collectives.ParseStrategy(c.Strategy) }
+func (c *Config) strategy() (collectives.Strategy, error) {
+	return collectives.ParseStrategy(c.Strategy)
+}
 
 func (c *Config) placement() (streamsched.Placement, error) {
 	return streamsched.ParsePlacement(c.Placement)

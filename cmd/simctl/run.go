@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/scenarios"
+)
+
+func init() { register(newRunCmd) }
+
+type runFlags struct {
+	variant string
+	sets    []string
+	format  string
+}
+
+func newRunCmd(stdout, _ io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run NAME",
+		Short: "Run a scenario's variants: nominal schedule plus seeded exploration, with verdicts",
+		Example: `  simctl run tp8-shared-expert
+  simctl run tp8-shared-expert --variant buggy --set workspace=per-call
+  simctl run tp8-shared-expert --variant tp4-buggy --set strategy=multimem --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runScenario(stdout, args[0], f)
+		},
+	}
+	cmd.Flags().StringVar(&f.variant, "variant", "", "run only this variant")
+	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
+	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text or json")
+	return cmd
+}
+
+// Report is the JSON document of `simctl run`.
+type Report struct {
+	Scenario string                 `json:"scenario"`
+	Variants []*check.VariantReport `json:"variants"`
+}
+
+func runScenario(stdout io.Writer, name string, f runFlags) error {
+	sc, ok := scenarios.Lookup(name)
+	if !ok {
+		return usagef("unknown scenario %q (built-ins: %s)", name, strings.Join(scenarios.Names(), ", "))
+	}
+	if f.format != "text" && f.format != "json" {
+		return usagef("--format %q: want text or json", f.format)
+	}
+	vs := sc.Variants
+	if f.variant != "" {
+		v, ok := sc.Variant(f.variant)
+		if !ok {
+			names := make([]string, len(sc.Variants))
+			for i, v := range sc.Variants {
+				names[i] = v.Name
+			}
+			return usagef("scenario %q has no variant %q (variants: %s)", name, f.variant, strings.Join(names, ", "))
+		}
+		vs = []scenarios.Variant{v}
+	}
+	// Validate the overrides once, before anything runs.
+	probe := sc.Base
+	if err := probe.ApplySets(f.sets); err != nil {
+		return usageError{err}
+	}
+	rep := &Report{Scenario: sc.Name}
+	for _, v := range vs {
+		vr, err := check.RunVariant(sc, v, check.Options{Extra: f.sets})
+		if err != nil {
+			return usageError{fmt.Errorf("variant %s: %w", v.Name, err)}
+		}
+		rep.Variants = append(rep.Variants, vr)
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		writeText(stdout, sc, rep)
+	}
+	for _, v := range rep.Variants {
+		if !v.Met {
+			return errUnmet
+		}
+	}
+	return nil
+}
+
+func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
+	fmt.Fprintf(w, "scenario %s\n", sc.Name)
+	for _, line := range strings.Split(sc.Description, "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-14s %-16s %-11s %-4s %9s %12s  %s\n", "variant", "expect", "verdict", "met", "schedules", "step time", "trace")
+	for _, v := range rep.Variants {
+		met := "yes"
+		if !v.Met {
+			met = "NO"
+		}
+		fmt.Fprintf(w, "%-14s %-16s %-11s %-4s %9d %12s  %s\n", v.Name, v.Expect, v.Verdict, met, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
+	}
+	for _, v := range rep.Variants {
+		fmt.Fprintf(w, "\n== %s: %s\n", v.Name, v.Verdict)
+		if v.Doc != "" {
+			fmt.Fprintf(w, "   %s\n", v.Doc)
+		}
+		fmt.Fprintf(w, "   config: %s\n", v.Config.Summary())
+		for _, n := range v.Notes {
+			fmt.Fprintf(w, "   note: %s\n", n)
+		}
+		fmt.Fprintf(w, "   schedules: %d (nominal: %s)", v.Schedules, v.NominalResult)
+		if v.WitnessSeed != nil {
+			fmt.Fprintf(w, "; witness seed %d (trace %s)", *v.WitnessSeed, v.WitnessHash)
+		}
+		fmt.Fprintln(w)
+		// At most three findings of each kind; the JSON has them all.
+		shown := map[string]int{}
+		for _, f := range v.Findings {
+			shown[f.Kind]++
+			switch n := shown[f.Kind]; {
+			case n <= 3:
+				fmt.Fprintf(w, "   [%s] %s\n", f.Kind, f.Message)
+			case n == 4:
+				more := 0
+				for _, g := range v.Findings {
+					if g.Kind == f.Kind {
+						more++
+					}
+				}
+				fmt.Fprintf(w, "   [%s] … and %d more (see --format json)\n", f.Kind, more-3)
+			}
+		}
+	}
+}
+
+func fmtNs(ns int64) string {
+	return fmt.Sprintf("%.2fµs", float64(ns)/1000)
+}
