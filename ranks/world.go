@@ -16,6 +16,8 @@ type Config struct {
 	EventCost sim.Time
 	// MaxFindings caps findings kept per kind (0 means 32).
 	MaxFindings int
+	// Timeline records a Span per task (see World.Spans).
+	Timeline bool
 }
 
 // Jitter multipliers (per mille) offered to the chooser for each duration;
@@ -50,6 +52,7 @@ type World struct {
 
 	start, end sim.Time
 	ran        bool
+	spans      []Span
 }
 
 type taskState uint8
@@ -82,6 +85,7 @@ type task struct {
 	start     sim.Time
 	end       sim.Time
 	done      VC
+	phases    []Phase
 }
 
 type blockRef struct {
@@ -373,6 +377,7 @@ func (w *World) stepTask(t *task) {
 		return
 	}
 	in := &instrs[t.pc]
+	w.notePhase(t, in, now)
 	if !w.exec(t, in) {
 		t.state = blocked
 		return
@@ -394,6 +399,7 @@ func (w *World) complete(t *task) {
 	cur := w.vc[t.lane]
 	t.done = cur.clone()
 	cur[t.lane]++
+	w.recordSpan(t)
 	for _, id := range t.dependents {
 		d := w.tasks[id]
 		d.waiting--
