@@ -46,7 +46,7 @@ type Reference struct {
 
 // NewReference builds and runs the reference program of cfg.
 func NewReference(sc *scenarios.Scenario, cfg scenarios.Config) (*Reference, error) {
-	b, err := sc.Build(cfg, true, sim.NewEngine(sim.Timed, nil))
+	b, err := sc.Build(cfg, scenarios.BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,12 @@ type Outcome struct {
 
 // RunSchedule builds cfg with chooser ch, runs it and judges it against ref.
 func RunSchedule(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser) (*Outcome, error) {
-	b, err := sc.Build(cfg, false, sim.NewEngine(mode, ch))
+	return RunScheduleOpt(sc, cfg, ref, mode, ch, scenarios.BuildOptions{})
+}
+
+// RunScheduleOpt is RunSchedule with build options (a timeline, say).
+func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser, opt scenarios.BuildOptions) (*Outcome, error) {
+	b, err := sc.Build(cfg, opt, sim.NewEngine(mode, ch))
 	if err != nil {
 		return nil, err
 	}

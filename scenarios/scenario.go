@@ -25,10 +25,17 @@ type Scenario struct {
 	Description string
 	Base        Config
 	Variants    []Variant
-	// Build constructs a world for cfg. With reference set, it builds the
-	// reference program instead: the same ops, each rank's ops serialized in
-	// program order on one stream, eager.
-	Build func(cfg Config, reference bool, eng *sim.Engine) (*Built, error)
+	// Build constructs a world for cfg.
+	Build func(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error)
+}
+
+// BuildOptions are how a world is built, independent of the scenario's knobs.
+type BuildOptions struct {
+	// Reference builds the reference program instead: the same ops, each
+	// rank's ops serialized in program order on one stream, eager.
+	Reference bool
+	// Timeline records task spans (ranks.World.Spans) for timelines.
+	Timeline bool
 }
 
 // Built is a world ready to run, with what to compare afterwards.
@@ -94,7 +101,8 @@ func (s *Scenario) Variant(name string) (Variant, bool) {
 // BuildMoE builds a TP MoE scenario world from cfg: the op graph, the
 // placement, communicators and lowering. It is the builder of
 // tp8-shared-expert and of any scenario made of MoE layers.
-func BuildMoE(cfg Config, reference bool, eng *sim.Engine) (*Built, error) {
+func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
+	reference := opt.Reference
 	hw, err := cfg.Profile()
 	if err != nil {
 		return nil, err
@@ -126,7 +134,7 @@ func BuildMoE(cfg Config, reference bool, eng *sim.Engine) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp}, eng)
+	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
 	group := make([]int, cfg.TP)
 	for i := range group {
 		group[i] = i
