@@ -25,6 +25,7 @@ type Finding struct {
 }
 
 func (w *World) report(f Finding) {
+	w.noteFinding(&f)
 	w.counts[f.Kind]++
 	if w.counts[f.Kind] > w.cfg.MaxFindings {
 		return
@@ -59,6 +60,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		cur := w.vc[t.lane]
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, cur.clone()
+		w.notePut(s)
 		cur[t.lane]++ // release
 		w.eng.Mix(0x50, uint64(in.Pad.Rank), uint64(in.Slot))
 		w.wake(&s.waiters)
@@ -73,6 +75,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		if s.inst != t.inst {
 			w.mismatch(t, s.by, s.inst, fmt.Sprintf("signal pad %q on rank %d, slot %d", in.Pad.Name, in.Pad.Rank, in.Slot))
 		}
+		w.noteSignal(t, s, in)
 		w.eng.Mix(0x57, uint64(in.Pad.Rank), uint64(in.Slot), uint64(s.by))
 		w.wake(&s.waiters)
 	case OpSend:
@@ -89,6 +92,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		cur := w.vc[t.lane]
 		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: cur.clone()})
+		w.noteSend(f)
 		cur[t.lane]++
 		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
 		w.wake(&f.waiters)
@@ -100,6 +104,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		m := f.q[0]
 		f.q = f.q[1:]
+		w.noteRecv(t, f, m)
 		w.vc[t.lane].join(m.vc)
 		if m.inst != t.inst {
 			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
@@ -198,6 +203,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 		return
 	}
 	w.dedupe[key] = true
+	w.noteTasks(other, t.id)
 	w.report(Finding{
 		Kind: KindRace,
 		Message: fmt.Sprintf("unordered %s/%s on %s chunk %d: %s on rank %d stream %s and %s on rank %d stream %s are not ordered by happens-before",
@@ -216,6 +222,7 @@ func (w *World) mismatch(t *task, by int32, got Instance, res string) {
 		return
 	}
 	w.dedupe[key] = true
+	w.noteTasks(t.id, by)
 	w.report(Finding{
 		Kind: KindMismatch,
 		Message: fmt.Sprintf("%s on rank %d stream %s consumed data of another collective, %s from rank %d stream %s, through %s",

@@ -53,6 +53,7 @@ type World struct {
 	start, end sim.Time
 	ran        bool
 	spans      []Span
+	tl         flowLog // timeline hooks (flows.go)
 }
 
 type taskState uint8
@@ -281,6 +282,7 @@ func (w *World) stepHost(r int) {
 		h.base[h.next] = t.id
 		h.next++
 		w.issue(t)
+		w.noteIssue(t)
 		cost := w.cfg.EventCost
 		if p.Ops[n.op].Kind == Launch {
 			cost = w.cfg.LaunchCost
@@ -317,6 +319,7 @@ func (w *World) stepHost(r int) {
 		w.addDep(join, t.id)
 	}
 	h.prevJoin = join.id
+	w.noteLaunch(r, replay)
 	for _, t := range ts {
 		w.issue(t)
 	}

@@ -1,0 +1,124 @@
+package ranks_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/collsim/collsim/collectives"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+)
+
+// twoStreamAllReduces builds n ranks that each run two MULTIMEM all-reduces
+// over one shared workspace, "a" on main and "b" on aux. With join, aux waits
+// for an event recorded on main after "a", so the calls are ordered; without
+// it they race.
+func twoStreamAllReduces(t *testing.T, n int, join, timeline bool) (*ranks.World, *ranks.Result) {
+	t.Helper()
+	hw := ranks.Profiles["b200"]
+	w := ranks.NewWorld(n, ranks.Config{Mode: ranks.Graph, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: timeline}, sim.NewEngine(sim.Timed, nil))
+	group := make([]int, n)
+	for i := range group {
+		group[i] = i
+	}
+	comm := collectives.NewComm(w, "tp", group, collectives.SharedWorkspace, hw, 2)
+	for r := range n {
+		p := &ranks.Program{Streams: []string{"main", "aux"}, Events: []string{"fork", "join"}}
+		// aux joins the capture first.
+		p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Record, Stream: 0, Event: 0}, ranks.HostOp{Kind: ranks.Wait, Stream: 1, Event: 0})
+		for k, name := range []string{"a", "b"} {
+			in := w.Alloc(r, name+".in", 1<<12, 2)
+			w.Init(in, func(c int) uint64 { return uint64(r*10 + c + 100*k) })
+			out := w.Alloc(r, name+".out", 1<<12, 2)
+			ks, err := comm.AllReduce(r, name, collectives.Multimem, in, out)
+			require.NoError(t, err)
+			if k == 1 && join {
+				p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Record, Stream: 0, Event: 1}, ranks.HostOp{Kind: ranks.Wait, Stream: 1, Event: 1})
+			}
+			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: k, Kernel: ks})
+		}
+		// aux rejoins main so the capture ends cleanly.
+		p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Record, Stream: 1, Event: 1}, ranks.HostOp{Kind: ranks.Wait, Stream: 0, Event: 1})
+		w.SetProgram(r, p)
+	}
+	res, err := w.Run()
+	require.NoError(t, err)
+	return w, res
+}
+
+func countFlows(fs []ranks.Flow) map[string]int {
+	c := map[string]int{}
+	for _, f := range fs {
+		c[f.Kind]++
+		if f.Mismatch {
+			c["mismatch"]++
+		}
+	}
+	return c
+}
+
+func TestFlowsOffWithoutTimeline(t *testing.T) {
+	w, res := twoStreamAllReduces(t, 2, false, false)
+	require.NotEmpty(t, res.Findings, "the unordered calls race")
+	require.Empty(t, w.Flows())
+	require.Empty(t, w.Marks())
+	require.Empty(t, w.Issues())
+}
+
+func TestTimelineDoesNotChangeTheRun(t *testing.T) {
+	for _, join := range []bool{false, true} {
+		_, off := twoStreamAllReduces(t, 4, join, false)
+		_, on := twoStreamAllReduces(t, 4, join, true)
+		require.Equal(t, off.TraceHash, on.TraceHash, "join=%v", join)
+		require.Equal(t, off.Findings, on.Findings, "join=%v", join)
+	}
+}
+
+func TestFlowsOrderedCalls(t *testing.T) {
+	const n = 4
+	w, res := twoStreamAllReduces(t, n, true, true)
+	require.Empty(t, res.Findings)
+	c := countFlows(w.Flows())
+	// Each all-reduce has two barriers of n·(n-1) puts, each consumed once.
+	require.Equal(t, 2*2*n*(n-1), c[ranks.FlowSignal])
+	require.Zero(t, c["mismatch"])
+	// fork, join before b, rejoin: three record → wait pairs per rank.
+	require.Equal(t, 3*n, c[ranks.FlowEvent])
+	for _, f := range w.Flows() {
+		require.LessOrEqual(t, f.From.At, f.To.At, "%+v", f)
+		require.GreaterOrEqual(t, f.From.At, f.From.Start, "%+v", f)
+		require.GreaterOrEqual(t, f.To.At, f.To.Start, "%+v", f)
+		if f.Kind == ranks.FlowEvent {
+			require.Equal(t, f.From.Rank, f.To.Rank)
+			require.Contains(t, []string{"fork", "join"}, f.Label)
+		}
+	}
+	// One graph launch per rank.
+	require.Len(t, w.Issues(), n)
+}
+
+func TestMarksNameTheRacingPair(t *testing.T) {
+	const n = 4
+	w, res := twoStreamAllReduces(t, n, false, true)
+	require.NotEmpty(t, res.Findings)
+	marks := w.Marks()
+	require.Len(t, marks, len(res.Findings), "one mark per kept finding")
+	kinds := map[string]bool{}
+	for i, m := range marks {
+		require.Equal(t, res.Findings[i].Message, m.Message)
+		kinds[m.Kind] = true
+		require.Len(t, m.Tasks, 2, "%s", m.Message)
+		names := []string{m.Tasks[0].Name, m.Tasks[1].Name}
+		require.ElementsMatch(t, []string{"a", "b"}, names, "%s: the pair is the two calls", m.Message)
+		for _, tr := range m.Tasks {
+			require.LessOrEqual(t, tr.Start, m.At)
+			require.Equal(t, map[string]string{"a": "main", "b": "aux"}[tr.Name], tr.Stream)
+		}
+	}
+	require.True(t, kinds[ranks.KindRace], fmt.Sprint(kinds))
+	if kinds[ranks.KindMismatch] {
+		require.NotZero(t, countFlows(w.Flows())["mismatch"], "a mismatch finding has a mis-consumed signal")
+	}
+}
