@@ -222,3 +222,22 @@ func (w *World) noteLaunch(rank int, replay int32) {
 	}
 	w.tl.issues = append(w.tl.issues, Issue{Rank: rank, At: w.eng.Now(), Name: fmt.Sprintf("graph launch (replay %d)", replay), Stream: w.progs[rank].Streams[0], Replay: int(replay)})
 }
+
+// Streams returns rank's stream names in program order (index 0 is the
+// stream the program starts on).
+func (w *World) Streams(rank int) []string {
+	if p := w.progs[rank]; p != nil {
+		return p.Streams
+	}
+	return []string{"main"}
+}
+
+// LastWriter returns the task that last wrote chunk c of b, if any: for a
+// corrupted output, the kernel that stored the wrong value.
+func (w *World) LastWriter(b *Buffer, c int) (TaskRef, bool) {
+	e := b.sh[c].w
+	if e.lane < 0 || e.task < 0 || int(e.task) >= len(w.tasks) {
+		return TaskRef{}, false
+	}
+	return w.ref(e.task), true
+}

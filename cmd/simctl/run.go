@@ -18,6 +18,7 @@ type runFlags struct {
 	variant string
 	sets    []string
 	format  string
+	out     reportFiles // --trace, --html (report_files.go)
 }
 
 func newRunCmd(stdout, _ io.Writer) *cobra.Command {
@@ -36,6 +37,7 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&f.variant, "variant", "", "run only this variant")
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text or json")
+	f.out.addFlags(cmd)
 	return cmd
 }
 
@@ -77,6 +79,9 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 			return usageError{fmt.Errorf("variant %s: %w", v.Name, err)}
 		}
 		rep.Variants = append(rep.Variants, vr)
+	}
+	if err := f.out.write(sc, rep.Variants); err != nil {
+		return err
 	}
 	if f.format == "json" {
 		enc := json.NewEncoder(stdout)

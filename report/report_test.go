@@ -1,0 +1,206 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/report"
+	"github.com/collsim/collsim/scenarios"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// smallSets shrink tp8-shared-expert to 4 ranks, one layer, one replay and
+// forced MULTIMEM: the same bug, small enough to golden.
+var smallSets = []string{"tp=4", "strategy=multimem", "layers=1", "replays=1", "chunks=2", "budget=20"}
+
+// buildSmall runs the buggy and fixed variants with smallSets and captures
+// their traced schedules.
+func buildSmall(t testing.TB) *report.Data {
+	t.Helper()
+	sc, ok := scenarios.Lookup("tp8-shared-expert")
+	require.True(t, ok)
+	var vrs []*check.VariantReport
+	for _, name := range []string{"buggy", "fixed"} {
+		v, ok := sc.Variant(name)
+		require.True(t, ok)
+		vr, err := check.RunVariant(sc, v, check.Options{Extra: smallSets})
+		require.NoError(t, err)
+		vrs = append(vrs, vr)
+	}
+	d, err := report.Build(sc, vrs)
+	require.NoError(t, err)
+	return d
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./report -update to create it")
+	require.Equal(t, string(want), string(got), "%s differs; if the change is intended, run go test ./report -update", path)
+}
+
+func TestGolden(t *testing.T) {
+	d := buildSmall(t)
+	var tr bytes.Buffer
+	require.NoError(t, report.WriteTrace(&tr, d))
+	golden(t, "small.trace.json", tr.Bytes())
+	data, err := json.MarshalIndent(d, "", " ")
+	require.NoError(t, err)
+	golden(t, "small.data.json", append(data, '\n'))
+}
+
+// TestDeterministic builds the report twice and compares bytes (the trace
+// and the rendered page).
+func TestDeterministic(t *testing.T) {
+	render := func() (string, string) {
+		d := buildSmall(t)
+		var tr, page bytes.Buffer
+		require.NoError(t, report.WriteTrace(&tr, d))
+		require.NoError(t, report.WriteHTML(&page, d))
+		return tr.String(), page.String()
+	}
+	t1, h1 := render()
+	t2, h2 := render()
+	require.Equal(t, t1, t2)
+	require.Equal(t, h1, h2)
+}
+
+type traceFile struct {
+	TraceEvents []struct {
+		Name string          `json:"name"`
+		Cat  string          `json:"cat"`
+		Ph   string          `json:"ph"`
+		Ts   float64         `json:"ts"`
+		Dur  float64         `json:"dur"`
+		Pid  int             `json:"pid"`
+		Tid  int             `json:"tid"`
+		ID   int             `json:"id"`
+		Bp   string          `json:"bp"`
+		Args json.RawMessage `json:"args"`
+	} `json:"traceEvents"`
+	DisplayTimeUnit string `json:"displayTimeUnit"`
+}
+
+func TestTraceShape(t *testing.T) {
+	d := buildSmall(t)
+	var buf bytes.Buffer
+	require.NoError(t, report.WriteTrace(&buf, d))
+	var tf traceFile
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &tf))
+
+	// One process per rank and variant; one thread per stream plus the host.
+	procs := map[int]string{}
+	threads := map[[2]int]string{}
+	for _, e := range tf.TraceEvents {
+		var a struct{ Name string }
+		switch {
+		case e.Ph == "M" && e.Name == "process_name":
+			require.NoError(t, json.Unmarshal(e.Args, &a))
+			procs[e.Pid] = a.Name
+		case e.Ph == "M" && e.Name == "thread_name":
+			require.NoError(t, json.Unmarshal(e.Args, &a))
+			threads[[2]int{e.Pid, e.Tid}] = a.Name
+		}
+	}
+	require.Len(t, procs, 2*4)
+	for vi, v := range d.Variants {
+		for r := range v.Ranks {
+			pid := vi*report.PidStride + r
+			require.Equal(t, "rank "+strconv.Itoa(r)+" · "+v.Name+" ("+v.Verdict+")", procs[pid])
+			require.Equal(t, "host", threads[[2]int{pid, 0}])
+			require.Equal(t, "stream main", threads[[2]int{pid, 1}])
+			require.Equal(t, "stream aux", threads[[2]int{pid, 2}])
+		}
+	}
+
+	// Every slice lies on a named thread; every flow start has its finish.
+	starts, finishes := map[int]int{}, map[int]int{}
+	slices := map[string]int{}
+	for _, e := range tf.TraceEvents {
+		switch e.Ph {
+		case "X":
+			require.Contains(t, threads, [2]int{e.Pid, e.Tid}, e.Name)
+			require.Greater(t, e.Dur, 0.0, e.Name)
+			slices[e.Cat]++
+		case "s":
+			starts[e.ID]++
+		case "f":
+			require.Equal(t, "e", e.Bp)
+			finishes[e.ID]++
+		}
+	}
+	require.Equal(t, starts, finishes)
+	require.NotZero(t, slices["allreduce/multimem"])
+	require.NotZero(t, slices["phase"])
+	require.NotZero(t, slices["record"])
+
+	// The buggy variant's findings are instants on the lanes of the racing
+	// kernels, which are the two all-reduces on different streams.
+	buggy := d.Variants[0]
+	require.Equal(t, "corruption", buggy.Verdict)
+	require.NotNil(t, buggy.Seed, "exploration found a worse schedule than nominal")
+	var race *report.Finding
+	for i := range buggy.Findings {
+		if buggy.Findings[i].Kind == "race" {
+			race = &buggy.Findings[i]
+			break
+		}
+	}
+	require.NotNil(t, race)
+	require.Len(t, race.Spans, 2)
+	a, b := buggy.Spans[race.Spans[0]], buggy.Spans[race.Spans[1]]
+	require.NotEqual(t, buggy.Lanes[a.Lane].Stream, buggy.Lanes[b.Lane].Stream, "a cross-stream race")
+	require.Contains(t, []string{a.Name, b.Name}, "L0.shared_ar")
+	require.Contains(t, []string{a.Name, b.Name}, "L0.routed_ar")
+	instants := 0
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "i" && e.Cat == "finding.race" && e.Pid < report.PidStride {
+			instants++
+		}
+	}
+	require.NotZero(t, instants)
+
+	// Mis-consumed signals are flows marked as mismatches, and only in the
+	// buggy variant.
+	mis := func(v *report.Variant) int {
+		n := 0
+		for _, f := range v.Flows {
+			if f.Mismatch {
+				n++
+				require.Equal(t, "signal", f.Kind)
+				require.NotEqual(t, v.Colls[v.Spans[f.From].Coll], v.Colls[v.Spans[f.To].Coll])
+			}
+		}
+		return n
+	}
+	require.NotZero(t, mis(buggy))
+	require.Zero(t, mis(d.Variants[1]))
+
+	// Expected vs observed: each corrupted rank lists foreign terms, and the
+	// span that stored the value is an all-reduce.
+	require.NotEmpty(t, buggy.Values)
+	for _, vd := range buggy.Values {
+		require.NotEqual(t, vd.Expected, vd.Observed)
+		require.NotEmpty(t, vd.Extra, "the observed value has terms the reference does not")
+		require.GreaterOrEqual(t, vd.WrittenBy, 0)
+		require.True(t, strings.HasPrefix(buggy.Spans[vd.WrittenBy].Kind, "allreduce/"))
+	}
+	require.Empty(t, d.Variants[1].Values)
+	require.Empty(t, d.Variants[1].Findings)
+}
+
