@@ -203,4 +203,3 @@ func TestTraceShape(t *testing.T) {
 	require.Empty(t, d.Variants[1].Values)
 	require.Empty(t, d.Variants[1].Findings)
 }
-

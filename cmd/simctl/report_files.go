@@ -57,4 +57,3 @@ func (o *reportFiles) writeData(d *report.Data) error {
 	}
 	return nil
 }
-
