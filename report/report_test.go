@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,7 +53,22 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	require.NoError(t, err, "run go test ./report -update to create it")
-	require.Equal(t, string(want), string(got), "%s differs; if the change is intended, run go test ./report -update", path)
+	if string(want) == string(got) {
+		return
+	}
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			t.Fatalf("%s differs from line %d:\nwant: %s\ngot:  %s\nif the change is intended, run go test ./report -update", path, i+1, w, g)
+		}
+	}
 }
 
 func TestGolden(t *testing.T) {
@@ -135,7 +152,11 @@ func TestTraceShape(t *testing.T) {
 		switch e.Ph {
 		case "X":
 			require.Contains(t, threads, [2]int{e.Pid, e.Tid}, e.Name)
-			require.Greater(t, e.Dur, 0.0, e.Name)
+			if e.Cat == "record" || e.Cat == "wait" {
+				require.Zero(t, e.Dur, e.Name)
+			} else {
+				require.Greater(t, e.Dur, 0.0, e.Name)
+			}
 			slices[e.Cat]++
 		case "s":
 			starts[e.ID]++
@@ -145,6 +166,7 @@ func TestTraceShape(t *testing.T) {
 		}
 	}
 	require.Equal(t, starts, finishes)
+	checkNesting(t, tf)
 	require.NotZero(t, slices["allreduce/multimem"])
 	require.NotZero(t, slices["phase"])
 	require.NotZero(t, slices["record"])
@@ -202,4 +224,52 @@ func TestTraceShape(t *testing.T) {
 	}
 	require.Empty(t, d.Variants[1].Values)
 	require.Empty(t, d.Variants[1].Findings)
+}
+
+// checkNesting checks what trace viewers need: on each thread, complete
+// slices nest properly (a slice lies inside another or after it), and every
+// flow event lies inside a slice of its thread, so it has one to bind to.
+func checkNesting(t *testing.T, tf traceFile) {
+	t.Helper()
+	ns := func(us float64) int64 { return int64(math.Round(us * 1000)) }
+	type slice struct{ start, end int64 }
+	byThread := map[[2]int][]slice{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "X" {
+			k := [2]int{e.Pid, e.Tid}
+			byThread[k] = append(byThread[k], slice{ns(e.Ts), ns(e.Ts) + ns(e.Dur)})
+		}
+	}
+	for k, ss := range byThread {
+		sort.SliceStable(ss, func(i, j int) bool {
+			if ss[i].start != ss[j].start {
+				return ss[i].start < ss[j].start
+			}
+			return ss[i].end > ss[j].end
+		})
+		var stack []slice
+		for _, s := range ss {
+			for len(stack) > 0 && stack[len(stack)-1].end <= s.start && !(stack[len(stack)-1].end == s.start && s.end == s.start && stack[len(stack)-1].start == s.start) {
+				stack = stack[:len(stack)-1]
+			}
+			if len(stack) > 0 {
+				top := stack[len(stack)-1]
+				require.LessOrEqual(t, s.end, top.end, "thread %v: slice [%d,%d] overlaps [%d,%d] without nesting", k, s.start, s.end, top.start, top.end)
+			}
+			stack = append(stack, s)
+		}
+	}
+	for _, e := range tf.TraceEvents {
+		if e.Ph != "s" && e.Ph != "f" {
+			continue
+		}
+		at, found := ns(e.Ts), false
+		for _, s := range byThread[[2]int{e.Pid, e.Tid}] {
+			if s.start <= at && (at < s.end || s.start == s.end) {
+				found = true
+				break
+			}
+		}
+		require.True(t, found, "flow %d (%s) at %dns on %d/%d has no enclosing slice", e.ID, e.Ph, at, e.Pid, e.Tid)
+	}
 }

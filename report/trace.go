@@ -55,12 +55,14 @@ func pidStride(d *Data) int {
 //     … in program order) plus the host thread (tid 0);
 //   - every kernel, event record and wait as a complete ("X") slice, with the
 //     kernel's micro-program phases (copy-in, barrier-entry, ld_reduce, …)
-//     nested inside it; zero-length record and wait operations are drawn
-//     1 ns long so that arrows can attach to them;
+//     nested inside it; records and waits take no time (dur 0);
 //   - event record → wait, signal put → wait, NCCL send → receive and
 //     NCCL's implicit per-communicator order as flow arrows ("s"/"f"); a
 //     signal or message consumed by another collective is in category
-//     "flow.mismatch";
+//     "flow.mismatch". Viewers bind a flow to the slice that encloses its
+//     timestamp, which a zero-length slice cannot reliably do, so an event
+//     flow runs from the last kernel before the record to the first kernel
+//     after the wait (the pair the event orders);
 //   - host launches and findings as instant ("i") events on the lanes
 //     involved, at the simulated time they happened or were detected.
 //
@@ -160,22 +162,35 @@ func variantEvents(v *Variant, base int) []event {
 			}
 			args["findings"] = strings.Join(ks, ", ")
 		}
-		evs = append(evs, event{Name: s.Name, Cat: s.Kind, Ph: "X", Ts: micros(s.Start), Dur: dur(max(s.End-s.Start, 1)), Pid: pid[s.Lane], Tid: tid[s.Lane], Args: args})
+		evs = append(evs, event{Name: s.Name, Cat: s.Kind, Ph: "X", Ts: micros(s.Start), Dur: dur(s.End - s.Start), Pid: pid[s.Lane], Tid: tid[s.Lane], Args: args})
 		for _, p := range s.Phases {
-			evs = append(evs, event{Name: p.Name, Cat: "phase", Ph: "X", Ts: micros(p.Start), Dur: dur(max(p.End-p.Start, 1)), Pid: pid[s.Lane], Tid: tid[s.Lane]})
+			if p.End <= p.Start || p.Start < s.Start || p.End > s.End {
+				continue // nothing to draw, or it would not nest
+			}
+			evs = append(evs, event{Name: p.Name, Cat: "phase", Ph: "X", Ts: micros(p.Start), Dur: dur(p.End - p.Start), Pid: pid[s.Lane], Tid: tid[s.Lane]})
 		}
 	}
 	// Flow ids are unique per file: offset by the variant's pid base.
+	prev, next := neighbours(v)
 	for i, f := range v.Flows {
 		from, to := v.Spans[f.From], v.Spans[f.To]
+		fromAt, toAt := inside(f.FromAt, from), inside(f.ToAt, to)
+		if j := prev[f.From]; j >= 0 {
+			from = v.Spans[j]
+			fromAt = inside(from.End, from)
+		}
+		if j := next[f.To]; j >= 0 {
+			to = v.Spans[j]
+			toAt = to.Start
+		}
 		cat := "flow." + f.Kind
 		if f.Mismatch {
 			cat = "flow.mismatch"
 		}
 		id := base*100000 + i + 1
 		evs = append(evs,
-			event{Name: f.Kind + " " + f.Label, Cat: cat, Ph: "s", ID: id, Ts: micros(inside(f.FromAt, from)), Pid: pid[from.Lane], Tid: tid[from.Lane]},
-			event{Name: f.Kind + " " + f.Label, Cat: cat, Ph: "f", Bp: "e", ID: id, Ts: micros(inside(f.ToAt, to)), Pid: pid[to.Lane], Tid: tid[to.Lane]},
+			event{Name: f.Kind + " " + f.Label, Cat: cat, Ph: "s", ID: id, Ts: micros(fromAt), Pid: pid[from.Lane], Tid: tid[from.Lane]},
+			event{Name: f.Kind + " " + f.Label, Cat: cat, Ph: "f", Bp: "e", ID: id, Ts: micros(toAt), Pid: pid[to.Lane], Tid: tid[to.Lane]},
 		)
 	}
 	for _, f := range v.Findings {
@@ -204,9 +219,43 @@ func variantEvents(v *Variant, base int) []event {
 	return evs
 }
 
-// inside clamps t into the span's drawn extent [Start, End), so that a flow
+// inside clamps t into the span's extent [Start, End), so that a flow
 // event binds to the slice it belongs to.
 func inside(t int64, s Span) int64 {
 	end := max(s.End, s.Start+1)
 	return min(max(t, s.Start), end-1)
+}
+
+// isEventOp reports whether s is a zero-length event record or wait.
+func isEventOp(s Span) bool { return s.End == s.Start && (s.Kind == "record" || s.Kind == "wait") }
+
+// neighbours returns, for each event record or wait, the last kernel that
+// ended on its lane before it (prev) and the first kernel that started on
+// its lane after it (next); -1 where there is none or the span is a kernel.
+func neighbours(v *Variant) (prev, next []int) {
+	prev, next = make([]int, len(v.Spans)), make([]int, len(v.Spans))
+	byLane := make([][]int, len(v.Lanes))
+	for i, s := range v.Spans { // in start order
+		byLane[s.Lane] = append(byLane[s.Lane], i)
+		prev[i], next[i] = -1, -1
+	}
+	for _, ids := range byLane {
+		last := -1
+		for _, i := range ids {
+			if isEventOp(v.Spans[i]) {
+				prev[i] = last
+			} else {
+				last = i
+			}
+		}
+		last = -1
+		for k := len(ids) - 1; k >= 0; k-- {
+			if i := ids[k]; isEventOp(v.Spans[i]) {
+				next[i] = last
+			} else {
+				last = i
+			}
+		}
+	}
+	return prev, next
 }
