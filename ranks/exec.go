@@ -59,7 +59,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		cur := w.vc[t.lane]
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, cur.clone()
-		cur[t.lane]++ // release
+		cur.tick(t.lane) // release
 		w.eng.Mix(0x50, uint64(in.Pad.Rank), uint64(in.Slot))
 		w.wake(&s.waiters)
 	case OpWait:
@@ -89,7 +89,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		cur := w.vc[t.lane]
 		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: cur.clone()})
-		cur[t.lane]++
+		cur.tick(t.lane)
 		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
 		w.wake(&f.waiters)
 	case OpRecv:
@@ -143,10 +143,10 @@ func (w *World) block(t *task, ws *[]int32, why string, peer int) {
 }
 
 func (w *World) epoch(t *task) epoch {
-	return epoch{lane: t.lane, clock: w.vc[t.lane][t.lane], task: t.id}
+	return epoch{lane: t.lane, clock: w.vc[t.lane].get(t.lane), task: t.id}
 }
 
-func (w *World) hb(e epoch, cur VC) bool { return e.lane < 0 || e.clock <= cur[e.lane] }
+func (w *World) hb(e epoch, cur *VC) bool { return e.lane < 0 || e.clock <= cur.get(e.lane) }
 
 func (w *World) read(t *task, b *Buffer, c int) Value {
 	sh := &b.sh[c]

@@ -41,7 +41,7 @@ type World struct {
 	callID map[string]int32
 
 	laneBase []int32 // first lane of each rank
-	vc       []VC    // per lane
+	vc       []*VC   // per lane
 
 	tasks []*task
 	hosts []host
@@ -84,7 +84,7 @@ type task struct {
 	blockWho  []blockRef // for hang analysis
 	start     sim.Time
 	end       sim.Time
-	done      VC
+	done      *VC
 	phases    []Phase
 }
 
@@ -204,10 +204,9 @@ func (w *World) Run() (*Result, error) {
 		w.laneBase[r] = nl
 		nl += int32(len(p.Streams))
 	}
-	w.vc = make([]VC, nl)
+	w.vc = make([]*VC, nl)
 	for i := range w.vc {
-		w.vc[i] = make(VC, nl)
-		w.vc[i][i] = 1
+		w.vc[i] = newVC(int32(i))
 	}
 	// Intern collective instance names in rank-then-program order.
 	for _, p := range w.progs {
@@ -398,7 +397,7 @@ func (w *World) complete(t *task) {
 	}
 	cur := w.vc[t.lane]
 	t.done = cur.clone()
-	cur[t.lane]++
+	cur.tick(t.lane)
 	w.recordSpan(t)
 	for _, id := range t.dependents {
 		d := w.tasks[id]
