@@ -47,7 +47,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 				v = Add(v, x)
 			}
 			if in.Fresh {
-				v.Prov = []Term{{Src: w.srcOf(in.Dst, in.DstLo+i), Coef: 1}}
+				v.P = Fresh(w.srcOf(in.Dst, in.DstLo+i))
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
@@ -126,11 +126,10 @@ func scale(v Value, c int64) Value {
 	if c < 0 {
 		cm = Modulus - uint64(-c%int64(Modulus))
 	}
-	out := Value{N: mulMod(v.N, cm), Prov: make([]Term, len(v.Prov))}
-	for i, t := range v.Prov {
-		out.Prov[i] = Term{t.Src, t.Coef * c}
+	if v.P == nil {
+		return Value{N: mulMod(v.N, cm)}
 	}
-	return out
+	return Value{N: mulMod(v.N, cm), P: &Prov{kind: provScale, coef: c, a: v.P}}
 }
 
 func (w *World) block(t *task, ws *[]int32, why string, peer int) {
