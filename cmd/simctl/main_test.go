@@ -91,3 +91,26 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+func TestBenchQuickJSON(t *testing.T) {
+	code, out, stderr := simctl(t, "bench", "--quick", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var doc struct {
+		Rows []struct {
+			Name     string   `json:"name"`
+			Value    float64  `json:"value"`
+			Unit     string   `json:"unit"`
+			Baseline *float64 `json:"baseline"`
+			Ratio    *float64 `json:"ratio"`
+		} `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	names := map[string]bool{}
+	for _, r := range doc.Rows {
+		names[r.Name] = true
+		require.Positive(t, r.Value, r.Name)
+	}
+	for _, want := range []string{"engine-vs-btree", "tp8-1layer-schedules-per-s", "ring512-ms", "scale-1024x61-s", "scale-1024x61-peak-mib"} {
+		require.True(t, names[want], "row %s", want)
+	}
+}
