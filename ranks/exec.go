@@ -54,7 +54,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 	case OpPut:
 		s := &in.Pad.Slots[in.Slot]
 		if s.val != 0 {
-			w.block(t, &s.waiters, fmt.Sprintf("put_signal to rank %d pad %q slot %d (still set)", in.Pad.Rank, in.Pad.Name, in.Slot), in.Pad.Rank)
+			w.blockOn(t, &s.waiters, in, in.Pad.Rank)
 			return false
 		}
 		cur := w.vc[t.lane]
@@ -65,7 +65,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 	case OpWait:
 		s := &in.Pad.Slots[in.Slot]
 		if s.val == 0 {
-			w.block(t, &s.waiters, fmt.Sprintf("wait_signal on own pad %q slot %d (for rank %d)", in.Pad.Name, in.Slot, in.Peer), in.Peer)
+			w.blockOn(t, &s.waiters, in, in.Peer)
 			return false
 		}
 		s.val = 0
@@ -78,7 +78,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 	case OpSend:
 		f := in.Fifo
 		if len(f.q) >= f.Cap {
-			w.block(t, &f.waiters, fmt.Sprintf("send on %s (full)", f.Name), f.Dst)
+			w.blockOn(t, &f.waiters, in, f.Dst)
 			return false
 		}
 		vals := make([]Value, in.N)
@@ -95,7 +95,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 	case OpRecv:
 		f := in.Fifo
 		if len(f.q) == 0 {
-			w.block(t, &f.waiters, fmt.Sprintf("recv on %s (empty)", f.Name), f.Src)
+			w.blockOn(t, &f.waiters, in, f.Src)
 			return false
 		}
 		m := f.q[0]
@@ -132,13 +132,35 @@ func scale(v Value, c int64) Value {
 	return Value{N: mulMod(v.N, cm), P: &Prov{kind: provScale, coef: c, a: v.P}}
 }
 
-func (w *World) block(t *task, ws *[]int32, why string, peer int) {
+// blockOn parks t on a waiter list while micro-op in cannot proceed; the
+// reason is formatted only if a hang report needs it.
+func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 	*ws = append(*ws, t.id)
-	t.blockedOn = why
+	t.blockIn = in
+	t.blockedOn = ""
 	t.blockWho = t.blockWho[:0]
 	if peer >= 0 {
-		t.blockWho = append(t.blockWho, blockRef{rank: peer, what: why})
+		t.blockWho = append(t.blockWho, blockRef{rank: peer})
 	}
+}
+
+// blockReason describes what t is blocked on.
+func (t *task) blockReason() string {
+	if t.blockedOn != "" || t.blockIn == nil {
+		return t.blockedOn
+	}
+	in := t.blockIn
+	switch in.Op {
+	case OpPut:
+		return fmt.Sprintf("put_signal to rank %d pad %q slot %d (still set)", in.Pad.Rank, in.Pad.Name, in.Slot)
+	case OpWait:
+		return fmt.Sprintf("wait_signal on own pad %q slot %d (for rank %d)", in.Pad.Name, in.Slot, in.Peer)
+	case OpSend:
+		return fmt.Sprintf("send on %s (full)", in.Fifo.Name)
+	case OpRecv:
+		return fmt.Sprintf("recv on %s (empty)", in.Fifo.Name)
+	}
+	return in.Op.String()
 }
 
 func (w *World) epoch(t *task) epoch {
@@ -289,8 +311,8 @@ func (w *World) hangFinding() *Finding {
 		t := w.tasks[id]
 		s := fmt.Sprintf("rank %d %s: %s", t.rank, w.streamName(id), w.taskName(id))
 		switch {
-		case t.state == blocked || (t.state == running && t.blockedOn != ""):
-			s += " blocked on " + t.blockedOn
+		case t.state == blocked || (t.state == running && t.blockReason() != ""):
+			s += " blocked on " + t.blockReason()
 		case t.state == pending:
 			s += " waits for its dependencies"
 		}

@@ -31,9 +31,8 @@ type Buffer struct {
 	Output bool       // compared against the reference
 	Sym    *Symmetric // non-nil for a copy of a symmetric buffer
 
-	id   int32
-	sh   []shadow
-	srcs []SourceID // fresh-source label per chunk, interned lazily
+	id int32
+	sh []shadow
 }
 
 // Chunks is the number of value chunks.

@@ -32,7 +32,7 @@ func mulMod(a, b uint64) uint64 {
 
 // SourceID names one value chunk that was produced by a computation (not by
 // moving or summing data): "rank 3's L0.shared_down, chunk 1".
-type SourceID int32
+type SourceID int64
 
 // Term is one contribution to a value: Coef times a source.
 type Term struct {
@@ -135,30 +135,24 @@ func SameProv(a, b Value) bool {
 	return true
 }
 
-// Sources is the world's table of value sources, for naming provenance.
+// Sources names the world's value sources for provenance. A source is one
+// chunk of one buffer: its id packs (buffer, chunk), and its name
+// ("r3:L0.sh_y[1]") is made only when a report asks.
 type Sources struct {
-	names []string
-	index map[string]SourceID
+	bufs *[]*Buffer
 }
 
-// ID interns name.
-func (s *Sources) ID(name string) SourceID {
-	if s.index == nil {
-		s.index = map[string]SourceID{}
-	}
-	if id, ok := s.index[name]; ok {
-		return id
-	}
-	id := SourceID(len(s.names))
-	s.names = append(s.names, name)
-	s.index[name] = id
-	return id
-}
+// maxChunks bounds the chunks of one buffer (so a SourceID can pack them).
+const maxChunks = 1 << 12
+
+func sourceOf(b *Buffer, c int) SourceID { return SourceID(int(b.id)*maxChunks + c) }
 
 // Name returns the name of id.
 func (s *Sources) Name(id SourceID) string {
-	if int(id) < len(s.names) {
-		return s.names[id]
+	bi, c := int(id)/maxChunks, int(id)%maxChunks
+	if s.bufs != nil && bi < len(*s.bufs) {
+		b := (*s.bufs)[bi]
+		return fmt.Sprintf("r%d:%s[%d]", b.Rank, b.Name, c)
 	}
 	return fmt.Sprintf("src%d", id)
 }

@@ -81,6 +81,7 @@ type task struct {
 	state     taskState
 	pc        int
 	blockedOn string
+	blockIn   *Instr     // the micro-op t is blocked on (reason formatted lazily)
 	blockWho  []blockRef // for hang analysis
 	start     sim.Time
 	end       sim.Time
@@ -90,7 +91,6 @@ type task struct {
 
 type blockRef struct {
 	rank int
-	what string
 }
 
 type host struct {
@@ -109,13 +109,15 @@ func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
 	if cfg.MaxFindings == 0 {
 		cfg.MaxFindings = 32
 	}
-	return &World{
+	w := &World{
 		cfg: cfg, eng: eng, N: n,
 		progs:  make([]*Program, n),
 		callID: map[string]int32{},
 		counts: map[string]int{},
 		dedupe: map[string]bool{},
 	}
+	w.Srcs.bufs = &w.bufs
+	return w
 }
 
 // Engine returns the world's engine.
@@ -123,6 +125,9 @@ func (w *World) Engine() *sim.Engine { return w.eng }
 
 // Alloc allocates a tensor of the given size and value chunks on rank.
 func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
+	if chunks > maxChunks {
+		panic(fmt.Sprintf("ranks: buffer %q has %d chunks; at most %d", name, chunks, maxChunks))
+	}
 	b := &Buffer{Name: name, Rank: rank, Bytes: bytes, Vals: make([]Value, chunks), id: int32(len(w.bufs))}
 	b.sh = make([]shadow, chunks)
 	for i := range b.sh {
@@ -157,15 +162,7 @@ func (w *World) Init(b *Buffer, f func(chunk int) uint64) {
 	}
 }
 
-func (w *World) srcOf(b *Buffer, c int) SourceID {
-	if b.srcs == nil {
-		b.srcs = make([]SourceID, len(b.Vals))
-		for i := range b.srcs {
-			b.srcs[i] = w.Srcs.ID(fmt.Sprintf("r%d:%s[%d]", b.Rank, b.Name, i))
-		}
-	}
-	return b.srcs[c]
-}
+func (w *World) srcOf(b *Buffer, c int) SourceID { return sourceOf(b, c) }
 
 // SetProgram sets rank's host program.
 func (w *World) SetProgram(rank int, p *Program) { w.progs[rank] = p }
@@ -383,7 +380,8 @@ func (w *World) stepTask(t *task) {
 	}
 	t.state = running
 	t.blockedOn = ""
-	t.blockWho = nil
+	t.blockIn = nil
+	t.blockWho = t.blockWho[:0]
 	t.pc++
 	w.eng.Mix(uint64(t.id), uint64(t.pc))
 	w.eng.Schedule(now+w.jitter(in.Dur), w.key(t), int32(w.N)+t.id)
