@@ -214,7 +214,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	a, bn := w.taskName(other), w.taskName(t.id)
 	// One finding per (resource, op pair, access kinds, streams): the same
 	// race on every rank and chunk is one bug.
-	key := fmt.Sprintf("race|%s|%s|%s|%s|%s|%s|%s|%v", b.Name, a, bn, prev, cur, w.streamName(other), w.streamName(t.id), o.rank == t.rank)
+	key := dedupeKey{kind: KindRace, res: b.Name, a: a, b: bn, x: prev, y: cur, sa: w.streamName(other), sb: w.streamName(t.id), same: o.rank == t.rank}
 	if w.dedupe[key] {
 		return
 	}
@@ -232,7 +232,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 
 func (w *World) mismatch(t *task, by int32, got Instance, res string) {
 	o := w.tasks[by]
-	key := fmt.Sprintf("mismatch|%s|%d|%d|%s|%s", res[:strings.IndexByte(res+" ", ' ')], t.inst.Call, got.Call, w.streamName(t.id), w.streamName(by))
+	key := dedupeKey{kind: KindMismatch, res: res[:strings.IndexByte(res+" ", ' ')], a: w.calls[max(t.inst.Call, 0)], b: w.calls[max(got.Call, 0)], sa: w.streamName(t.id), sb: w.streamName(by)}
 	if w.dedupe[key] {
 		return
 	}
@@ -246,6 +246,12 @@ func (w *World) mismatch(t *task, by int32, got Instance, res string) {
 		Streams:  []string{w.streamName(t.id), w.streamName(by)},
 		Resource: res,
 	})
+}
+
+// dedupeKey identifies a finding up to rank and chunk.
+type dedupeKey struct {
+	kind, res, a, b, x, y, sa, sb string
+	same                          bool
 }
 
 func uniqInts(a, b int) []int {

@@ -48,7 +48,7 @@ type World struct {
 
 	findings []Finding
 	counts   map[string]int
-	dedupe   map[string]bool
+	dedupe   map[dedupeKey]bool
 
 	start, end sim.Time
 	ran        bool
@@ -114,7 +114,7 @@ func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
 		progs:  make([]*Program, n),
 		callID: map[string]int32{},
 		counts: map[string]int{},
-		dedupe: map[string]bool{},
+		dedupe: map[dedupeKey]bool{},
 	}
 	w.Srcs.bufs = &w.bufs
 	return w
