@@ -155,13 +155,16 @@ type VariantReport struct {
 	StepTimeNs  int64            `json:"step_time_ns"`
 	Findings    []ranks.Finding  `json:"findings"`
 	WitnessSeed *uint64          `json:"witness_seed"`
-	TraceHash   string           `json:"trace_hash"`
+	// WitnessSchedule is the index (1-based) of the explored schedule that
+	// first gave the verdict, 0 when the nominal schedule did.
+	WitnessSchedule int    `json:"witness_schedule"`
+	TraceHash       string `json:"trace_hash"`
 
-	Doc           string   `json:"-"`
-	Notes         []string `json:"-"`
-	Counts        map[string]int
-	WitnessHash   string `json:"-"`
-	NominalResult string `json:"-"`
+	Doc           string         `json:"-"`
+	Notes         []string       `json:"-"`
+	Counts        map[string]int `json:"-"`
+	WitnessHash   string         `json:"-"`
+	NominalResult string         `json:"-"`
 }
 
 // ScheduleSeed derives the seed of exploration schedule i from the base seed
@@ -214,6 +217,7 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 			s := seed
 			rep.WitnessSeed = &s
 			rep.WitnessHash = o.TraceHash
+			rep.WitnessSchedule = i
 		}
 	}
 	rep.Verdict = best.Verdict

@@ -57,7 +57,7 @@ func TestAllReduceEqualsIdealSum(t *testing.T) {
 									want += uint64((q+1)*(c+1) + 1000*k)
 								}
 								require.Equal(t, want, out.Vals[c].N, "rank %d call %d chunk %d", r, k, c)
-								require.Len(t, out.Vals[c].Prov, n, "one term per rank")
+								require.Len(t, out.Vals[c].Terms(), n, "one term per rank")
 							}
 						}
 					}

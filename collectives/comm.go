@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/sim"
 )
 
 // Workspace says whether all-reduce calls on one communicator share one
@@ -188,5 +187,3 @@ func (c *Comm) ring(i int, in, out *ranks.Buffer) []ranks.Instr {
 	}
 	return prog
 }
-
-var _ = sim.Nanosecond

@@ -48,26 +48,26 @@ func (w *World) exec(t *task, in *Instr) bool {
 				v = Add(v, x)
 			}
 			if in.Fresh {
-				v.Prov = []Term{{Src: w.srcOf(in.Dst, in.DstLo+i), Coef: 1}}
+				v.P = Fresh(w.srcOf(in.Dst, in.DstLo+i))
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
 	case OpPut:
 		s := &in.Pad.Slots[in.Slot]
 		if s.val != 0 {
-			w.block(t, &s.waiters, fmt.Sprintf("put_signal to rank %d pad %q slot %d (still set)", in.Pad.Rank, in.Pad.Name, in.Slot), in.Pad.Rank)
+			w.blockOn(t, &s.waiters, in, in.Pad.Rank)
 			return false
 		}
 		cur := w.vc[t.lane]
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, cur.clone()
 		w.notePut(s)
-		cur[t.lane]++ // release
+		cur.tick(t.lane) // release
 		w.eng.Mix(0x50, uint64(in.Pad.Rank), uint64(in.Slot))
 		w.wake(&s.waiters)
 	case OpWait:
 		s := &in.Pad.Slots[in.Slot]
 		if s.val == 0 {
-			w.block(t, &s.waiters, fmt.Sprintf("wait_signal on own pad %q slot %d (for rank %d)", in.Pad.Name, in.Slot, in.Peer), in.Peer)
+			w.blockOn(t, &s.waiters, in, in.Peer)
 			return false
 		}
 		s.val = 0
@@ -81,7 +81,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 	case OpSend:
 		f := in.Fifo
 		if len(f.q) >= f.Cap {
-			w.block(t, &f.waiters, fmt.Sprintf("send on %s (full)", f.Name), f.Dst)
+			w.blockOn(t, &f.waiters, in, f.Dst)
 			return false
 		}
 		vals := make([]Value, in.N)
@@ -93,13 +93,13 @@ func (w *World) exec(t *task, in *Instr) bool {
 		cur := w.vc[t.lane]
 		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: cur.clone()})
 		w.noteSend(f)
-		cur[t.lane]++
+		cur.tick(t.lane)
 		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
 		w.wake(&f.waiters)
 	case OpRecv:
 		f := in.Fifo
 		if len(f.q) == 0 {
-			w.block(t, &f.waiters, fmt.Sprintf("recv on %s (empty)", f.Name), f.Src)
+			w.blockOn(t, &f.waiters, in, f.Src)
 			return false
 		}
 		m := f.q[0]
@@ -131,27 +131,48 @@ func scale(v Value, c int64) Value {
 	if c < 0 {
 		cm = Modulus - uint64(-c%int64(Modulus))
 	}
-	out := Value{N: mulMod(v.N, cm), Prov: make([]Term, len(v.Prov))}
-	for i, t := range v.Prov {
-		out.Prov[i] = Term{t.Src, t.Coef * c}
+	if v.P == nil {
+		return Value{N: mulMod(v.N, cm)}
 	}
-	return out
+	return Value{N: mulMod(v.N, cm), P: &Prov{kind: provScale, coef: c, a: v.P}}
 }
 
-func (w *World) block(t *task, ws *[]int32, why string, peer int) {
+// blockOn parks t on a waiter list while micro-op in cannot proceed; the
+// reason is formatted only if a hang report needs it.
+func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 	*ws = append(*ws, t.id)
-	t.blockedOn = why
+	t.blockIn = in
+	t.blockedOn = ""
 	t.blockWho = t.blockWho[:0]
 	if peer >= 0 {
-		t.blockWho = append(t.blockWho, blockRef{rank: peer, what: why})
+		t.blockWho = append(t.blockWho, blockRef{rank: peer})
 	}
+}
+
+// blockReason describes what t is blocked on.
+func (t *task) blockReason() string {
+	if t.blockedOn != "" || t.blockIn == nil {
+		return t.blockedOn
+	}
+	in := t.blockIn
+	switch in.Op {
+	case OpPut:
+		return fmt.Sprintf("put_signal to rank %d pad %q slot %d (still set)", in.Pad.Rank, in.Pad.Name, in.Slot)
+	case OpWait:
+		return fmt.Sprintf("wait_signal on own pad %q slot %d (for rank %d)", in.Pad.Name, in.Slot, in.Peer)
+	case OpSend:
+		return fmt.Sprintf("send on %s (full)", in.Fifo.Name)
+	case OpRecv:
+		return fmt.Sprintf("recv on %s (empty)", in.Fifo.Name)
+	}
+	return in.Op.String()
 }
 
 func (w *World) epoch(t *task) epoch {
-	return epoch{lane: t.lane, clock: w.vc[t.lane][t.lane], task: t.id}
+	return epoch{lane: t.lane, clock: w.vc[t.lane].get(t.lane), task: t.id}
 }
 
-func (w *World) hb(e epoch, cur VC) bool { return e.lane < 0 || e.clock <= cur[e.lane] }
+func (w *World) hb(e epoch, cur *VC) bool { return e.lane < 0 || e.clock <= cur.get(e.lane) }
 
 func (w *World) read(t *task, b *Buffer, c int) Value {
 	sh := &b.sh[c]
@@ -198,7 +219,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	a, bn := w.taskName(other), w.taskName(t.id)
 	// One finding per (resource, op pair, access kinds, streams): the same
 	// race on every rank and chunk is one bug.
-	key := fmt.Sprintf("race|%s|%s|%s|%s|%s|%s|%s|%v", b.Name, a, bn, prev, cur, w.streamName(other), w.streamName(t.id), o.rank == t.rank)
+	key := dedupeKey{kind: KindRace, res: b.Name, a: a, b: bn, x: prev, y: cur, sa: w.streamName(other), sb: w.streamName(t.id), same: o.rank == t.rank}
 	if w.dedupe[key] {
 		return
 	}
@@ -217,7 +238,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 
 func (w *World) mismatch(t *task, by int32, got Instance, res string) {
 	o := w.tasks[by]
-	key := fmt.Sprintf("mismatch|%s|%d|%d|%s|%s", res[:strings.IndexByte(res+" ", ' ')], t.inst.Call, got.Call, w.streamName(t.id), w.streamName(by))
+	key := dedupeKey{kind: KindMismatch, res: res[:strings.IndexByte(res+" ", ' ')], a: w.calls[max(t.inst.Call, 0)], b: w.calls[max(got.Call, 0)], sa: w.streamName(t.id), sb: w.streamName(by)}
 	if w.dedupe[key] {
 		return
 	}
@@ -232,6 +253,12 @@ func (w *World) mismatch(t *task, by int32, got Instance, res string) {
 		Streams:  []string{w.streamName(t.id), w.streamName(by)},
 		Resource: res,
 	})
+}
+
+// dedupeKey identifies a finding up to rank and chunk.
+type dedupeKey struct {
+	kind, res, a, b, x, y, sa, sb string
+	same                          bool
 }
 
 func uniqInts(a, b int) []int {
@@ -297,8 +324,8 @@ func (w *World) hangFinding() *Finding {
 		t := w.tasks[id]
 		s := fmt.Sprintf("rank %d %s: %s", t.rank, w.streamName(id), w.taskName(id))
 		switch {
-		case t.state == blocked || (t.state == running && t.blockedOn != ""):
-			s += " blocked on " + t.blockedOn
+		case t.state == blocked || (t.state == running && t.blockReason() != ""):
+			s += " blocked on " + t.blockReason()
 		case t.state == pending:
 			s += " waits for its dependencies"
 		}

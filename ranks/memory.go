@@ -6,21 +6,6 @@ import (
 	"github.com/collsim/collsim/sim"
 )
 
-// VC is a vector clock over lanes (one lane per rank and stream). It is the
-// happens-before relation: event a happens before b iff a's epoch is covered
-// by b's clock.
-type VC []uint32
-
-func (v VC) join(o VC) {
-	for i, x := range o {
-		if x > v[i] {
-			v[i] = x
-		}
-	}
-}
-
-func (v VC) clone() VC { return append(VC(nil), v...) }
-
 // epoch is one access: lane at its clock, by task.
 type epoch struct {
 	lane  int32
@@ -46,9 +31,8 @@ type Buffer struct {
 	Output bool       // compared against the reference
 	Sym    *Symmetric // non-nil for a copy of a symmetric buffer
 
-	id   int32
-	sh   []shadow
-	srcs []SourceID // fresh-source label per chunk, interned lazily
+	id int32
+	sh []shadow
 }
 
 // Chunks is the number of value chunks.
@@ -99,7 +83,7 @@ type sigSlot struct {
 	val     uint32
 	inst    Instance
 	by      int32 // task that set it
-	vc      VC    // release clock of the put
+	vc      *VC   // release clock of the put
 	waiters []int32
 }
 
@@ -124,7 +108,7 @@ type msg struct {
 	inst Instance
 	by   int32
 	vals []Value
-	vc   VC
+	vc   *VC
 }
 
 // Src is one operand of a micro-op: Coef × Buf[Lo : Lo+n].

@@ -1,10 +1,6 @@
 package ranks
 
-import (
-	"fmt"
-
-	"github.com/collsim/collsim/sim"
-)
+import "fmt"
 
 // HostOpKind is what the host thread does at one step of its program.
 type HostOpKind uint8
@@ -188,19 +184,3 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 	}
 	return nodes, nil
 }
-
-// sortedKeys is used where a map must be iterated.
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
-	return ks
-}
-
-var _ = sim.Nanosecond

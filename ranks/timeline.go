@@ -42,7 +42,7 @@ func (w *World) recordSpan(t *task) {
 		s.Name, s.Kind = w.taskName(t.id), t.op.Kind.String()
 		s.Stream = w.progs[t.rank].Streams[t.stream]
 	}
-	if s.Phases != nil && len(s.Phases) > 0 {
+	if len(s.Phases) > 0 {
 		s.Phases[len(s.Phases)-1].End = t.end
 	}
 	w.spans = append(w.spans, s)

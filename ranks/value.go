@@ -32,7 +32,7 @@ func mulMod(a, b uint64) uint64 {
 
 // SourceID names one value chunk that was produced by a computation (not by
 // moving or summing data): "rank 3's L0.shared_down, chunk 1".
-type SourceID int32
+type SourceID int64
 
 // Term is one contribution to a value: Coef times a source.
 type Term struct {
@@ -40,96 +40,131 @@ type Term struct {
 	Coef int64
 }
 
-// Value is an exact value chunk with its provenance: the sum of terms that data
-// movement (copies, reductions, sends) assembled it from. A computed chunk has
-// a single term naming itself.
+// Value is an exact value chunk with its provenance: which computed sources
+// data movement (copies, reductions, sends) assembled it from.
 type Value struct {
-	N    uint64
-	Prov []Term // sorted by Src; nil for the zero value / uninitialised memory
+	N uint64
+	P *Prov // nil for uninitialised memory
 }
 
-// Add returns a+b with merged provenance.
+// Prov is an immutable provenance expression: a source, a sum of two
+// expressions, or a scaled expression. Building one is O(1) (values are
+// summed on every hop of a ring); [Value.Terms] flattens it for reports.
+type Prov struct {
+	kind provKind
+	src  SourceID
+	coef int64 // leaf coefficient, or scale factor
+	a, b *Prov
+}
+
+type provKind uint8
+
+const (
+	provLeaf provKind = iota
+	provSum
+	provScale
+)
+
+// Fresh returns the provenance of a computed chunk: the source itself.
+func Fresh(src SourceID) *Prov { return &Prov{kind: provLeaf, src: src, coef: 1} }
+
+// Add returns a+b with both provenances.
 func Add(a, b Value) Value {
-	return Value{N: addMod(a.N, b.N), Prov: mergeTerms(a.Prov, b.Prov)}
+	switch {
+	case a.P == nil:
+		return Value{N: addMod(a.N, b.N), P: b.P}
+	case b.P == nil:
+		return Value{N: addMod(a.N, b.N), P: a.P}
+	}
+	return Value{N: addMod(a.N, b.N), P: &Prov{kind: provSum, a: a.P, b: b.P}}
 }
 
-func mergeTerms(a, b []Term) []Term {
-	if len(a) == 0 {
-		return b
+// Terms flattens v's provenance into terms sorted by source, with equal
+// sources combined and zero coefficients dropped.
+func (v Value) Terms() []Term {
+	if v.P == nil {
+		return nil
 	}
-	if len(b) == 0 {
-		return a
-	}
-	out := make([]Term, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i].Src < b[j].Src:
-			out = append(out, a[i])
-			i++
-		case a[i].Src > b[j].Src:
-			out = append(out, b[j])
-			j++
-		default:
-			if c := a[i].Coef + b[j].Coef; c != 0 {
-				out = append(out, Term{a[i].Src, c})
+	memo := map[*Prov]map[SourceID]int64{}
+	var walk func(p *Prov) map[SourceID]int64
+	walk = func(p *Prov) map[SourceID]int64 {
+		if m, ok := memo[p]; ok {
+			return m
+		}
+		m := map[SourceID]int64{}
+		switch p.kind {
+		case provLeaf:
+			m[p.src] += p.coef
+		case provSum:
+			for k, c := range walk(p.a) {
+				m[k] += c
 			}
-			i++
-			j++
+			for k, c := range walk(p.b) {
+				m[k] += c
+			}
+		case provScale:
+			for k, c := range walk(p.a) {
+				m[k] += c * p.coef
+			}
+		}
+		memo[p] = m
+		return m
+	}
+	m := walk(v.P)
+	out := make([]Term, 0, len(m))
+	for k, c := range m {
+		if c != 0 {
+			out = append(out, Term{Src: k, Coef: c})
 		}
 	}
-	out = append(out, a[i:]...)
-	return append(out, b[j:]...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Src < out[j].Src })
+	return out
 }
 
 // SameProv reports whether two values were assembled from the same terms.
 func SameProv(a, b Value) bool {
-	if len(a.Prov) != len(b.Prov) {
+	ta, tb := a.Terms(), b.Terms()
+	if len(ta) != len(tb) {
 		return false
 	}
-	for i := range a.Prov {
-		if a.Prov[i] != b.Prov[i] {
+	for i := range ta {
+		if ta[i] != tb[i] {
 			return false
 		}
 	}
 	return true
 }
 
-// Sources is the world's table of value sources, for naming provenance.
+// Sources names the world's value sources for provenance. A source is one
+// chunk of one buffer: its id packs (buffer, chunk), and its name
+// ("r3:L0.sh_y[1]") is made only when a report asks.
 type Sources struct {
-	names []string
-	index map[string]SourceID
+	bufs *[]*Buffer
 }
 
-// ID interns name.
-func (s *Sources) ID(name string) SourceID {
-	if s.index == nil {
-		s.index = map[string]SourceID{}
-	}
-	if id, ok := s.index[name]; ok {
-		return id
-	}
-	id := SourceID(len(s.names))
-	s.names = append(s.names, name)
-	s.index[name] = id
-	return id
-}
+// maxChunks bounds the chunks of one buffer (so a SourceID can pack them).
+const maxChunks = 1 << 12
+
+func sourceOf(b *Buffer, c int) SourceID { return SourceID(int(b.id)*maxChunks + c) }
 
 // Name returns the name of id.
 func (s *Sources) Name(id SourceID) string {
-	if int(id) < len(s.names) {
-		return s.names[id]
+	bi, c := int(id)/maxChunks, int(id)%maxChunks
+	if s.bufs != nil && bi < len(*s.bufs) {
+		b := (*s.bufs)[bi]
+		return fmt.Sprintf("r%d:%s[%d]", b.Rank, b.Name, c)
 	}
 	return fmt.Sprintf("src%d", id)
 }
 
 // Format renders v's provenance ("r0:L0.sh_y[1] + r1:L0.sh_y[1]").
 func (s *Sources) Format(v Value) string {
-	if len(v.Prov) == 0 {
+	terms := v.Terms()
+	if len(terms) == 0 {
 		return "(uninitialised)"
 	}
-	parts := make([]string, len(v.Prov))
-	for i, t := range v.Prov {
+	parts := make([]string, len(terms))
+	for i, t := range terms {
 		parts[i] = s.Name(t.Src)
 		if t.Coef != 1 {
 			parts[i] = fmt.Sprintf("%d·%s", t.Coef, parts[i])

@@ -41,14 +41,14 @@ type World struct {
 	callID map[string]int32
 
 	laneBase []int32 // first lane of each rank
-	vc       []VC    // per lane
+	vc       []*VC   // per lane
 
 	tasks []*task
 	hosts []host
 
 	findings []Finding
 	counts   map[string]int
-	dedupe   map[string]bool
+	dedupe   map[dedupeKey]bool
 
 	start, end sim.Time
 	ran        bool
@@ -82,16 +82,16 @@ type task struct {
 	state     taskState
 	pc        int
 	blockedOn string
+	blockIn   *Instr     // the micro-op t is blocked on (reason formatted lazily)
 	blockWho  []blockRef // for hang analysis
 	start     sim.Time
 	end       sim.Time
-	done      VC
+	done      *VC
 	phases    []Phase
 }
 
 type blockRef struct {
 	rank int
-	what string
 }
 
 type host struct {
@@ -110,13 +110,15 @@ func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
 	if cfg.MaxFindings == 0 {
 		cfg.MaxFindings = 32
 	}
-	return &World{
+	w := &World{
 		cfg: cfg, eng: eng, N: n,
 		progs:  make([]*Program, n),
 		callID: map[string]int32{},
 		counts: map[string]int{},
-		dedupe: map[string]bool{},
+		dedupe: map[dedupeKey]bool{},
 	}
+	w.Srcs.bufs = &w.bufs
+	return w
 }
 
 // Engine returns the world's engine.
@@ -124,6 +126,9 @@ func (w *World) Engine() *sim.Engine { return w.eng }
 
 // Alloc allocates a tensor of the given size and value chunks on rank.
 func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
+	if chunks > maxChunks {
+		panic(fmt.Sprintf("ranks: buffer %q has %d chunks; at most %d", name, chunks, maxChunks))
+	}
 	b := &Buffer{Name: name, Rank: rank, Bytes: bytes, Vals: make([]Value, chunks), id: int32(len(w.bufs))}
 	b.sh = make([]shadow, chunks)
 	for i := range b.sh {
@@ -154,19 +159,11 @@ func (w *World) NewFifo(name string, src, dst, cap int) *Fifo {
 // Init sets every chunk of b to a fresh source with value f(chunk).
 func (w *World) Init(b *Buffer, f func(chunk int) uint64) {
 	for c := range b.Vals {
-		b.Vals[c] = Value{N: f(c) % Modulus, Prov: []Term{{Src: w.srcOf(b, c), Coef: 1}}}
+		b.Vals[c] = Value{N: f(c) % Modulus, P: Fresh(w.srcOf(b, c))}
 	}
 }
 
-func (w *World) srcOf(b *Buffer, c int) SourceID {
-	if b.srcs == nil {
-		b.srcs = make([]SourceID, len(b.Vals))
-		for i := range b.srcs {
-			b.srcs[i] = w.Srcs.ID(fmt.Sprintf("r%d:%s[%d]", b.Rank, b.Name, i))
-		}
-	}
-	return b.srcs[c]
-}
+func (w *World) srcOf(b *Buffer, c int) SourceID { return sourceOf(b, c) }
 
 // SetProgram sets rank's host program.
 func (w *World) SetProgram(rank int, p *Program) { w.progs[rank] = p }
@@ -205,10 +202,9 @@ func (w *World) Run() (*Result, error) {
 		w.laneBase[r] = nl
 		nl += int32(len(p.Streams))
 	}
-	w.vc = make([]VC, nl)
+	w.vc = make([]*VC, nl)
 	for i := range w.vc {
-		w.vc[i] = make(VC, nl)
-		w.vc[i][i] = 1
+		w.vc[i] = newVC(int32(i))
 	}
 	// Intern collective instance names in rank-then-program order.
 	for _, p := range w.progs {
@@ -387,7 +383,8 @@ func (w *World) stepTask(t *task) {
 	}
 	t.state = running
 	t.blockedOn = ""
-	t.blockWho = nil
+	t.blockIn = nil
+	t.blockWho = t.blockWho[:0]
 	t.pc++
 	w.eng.Mix(uint64(t.id), uint64(t.pc))
 	w.eng.Schedule(now+w.jitter(in.Dur), w.key(t), int32(w.N)+t.id)
@@ -401,7 +398,7 @@ func (w *World) complete(t *task) {
 	}
 	cur := w.vc[t.lane]
 	t.done = cur.clone()
-	cur[t.lane]++
+	cur.tick(t.lane)
 	w.recordSpan(t)
 	for _, id := range t.dependents {
 		d := w.tasks[id]

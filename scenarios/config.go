@@ -15,6 +15,7 @@ import (
 // --set key=value; [Config.Keys] lists them in a fixed order.
 type Config struct {
 	TP        int    `json:"tp"`
+	DP        int    `json:"dp,omitempty"` // data-parallel replicas: world size is TP·DP
 	Arch      string `json:"arch"`
 	Mode      string `json:"mode"`  // graph | eager
 	Phase     string `json:"phase"` // decode | prefill
@@ -78,6 +79,7 @@ func enumKnob(key, help string, vals []string, f func(*Config) *string) knob {
 
 var knobs = []knob{
 	intKnob("tp", "tensor-parallel world size", 1, 1024, func(c *Config) *int { return &c.TP }),
+	intKnob("dp", "data-parallel replicas of the TP group (world size tp·dp)", 1, 1024, func(c *Config) *int { return &c.DP }),
 	enumKnob("arch", "hardware: sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200"}, func(c *Config) *string { return &c.Arch }),
 	enumKnob("mode", "graph (CUDA-graph replay) or eager", []string{"graph", "eager"}, func(c *Config) *string { return &c.Mode }),
 	enumKnob("phase", "decode (monolithic graph, multi-stream on) or prefill (piecewise path, stream helpers disabled)", []string{"decode", "prefill"}, func(c *Config) *string { return &c.Phase }),
@@ -143,6 +145,9 @@ func KnobHelp() string {
 func (c *Config) Summary() string {
 	return fmt.Sprintf("tp=%d arch=%s mode=%s phase=%s strategy=%s workspace=%s placement=%s layers=%d", c.TP, c.Arch, c.Mode, c.Phase, c.Strategy, c.Workspace, c.Placement, c.Layers)
 }
+
+// World is the number of ranks: TP·DP.
+func (c *Config) World() int { return c.TP * max(c.DP, 1) }
 
 // Profile is the hardware profile for Arch.
 func (c *Config) Profile() (ranks.Profile, error) { return ranks.ProfileFor(c.Arch) }

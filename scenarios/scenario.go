@@ -134,22 +134,39 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
-	group := make([]int, cfg.TP)
-	for i := range group {
-		group[i] = i
+	if cfg.World() > 4096 {
+		return nil, fmt.Errorf("%w: tp·dp = %d ranks; at most 4096", ErrBadKnob, cfg.World())
 	}
+	w := ranks.NewWorld(cfg.World(), ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
 	ws := collectives.SharedWorkspace
 	if cfg.Workspace == "per-call" {
 		ws = collectives.PerCallWorkspace
 	}
-	comms := map[string]*collectives.Comm{"tp": collectives.NewComm(w, "tp", group, ws, hw, cfg.Chunks)}
-	lo, err := streamsched.Lower(w, g, sched, comms, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks})
+	// One TP communicator per data-parallel replica: ranks [d·tp, (d+1)·tp).
+	tpComms := make([]*collectives.Comm, max(cfg.DP, 1))
+	for d := range tpComms {
+		group := make([]int, cfg.TP)
+		for i := range group {
+			group[i] = d*cfg.TP + i
+		}
+		name := "tp"
+		if len(tpComms) > 1 {
+			name = fmt.Sprintf("tp%d", d)
+		}
+		tpComms[d] = collectives.NewComm(w, name, group, ws, hw, cfg.Chunks)
+	}
+	commFor := func(name string, rank int) (*collectives.Comm, bool) {
+		if name != "tp" {
+			return nil, false
+		}
+		return tpComms[rank/cfg.TP], true
+	}
+	lo, err := streamsched.Lower(w, g, sched, nil, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks, CommFor: commFor})
 	if err != nil {
 		return nil, err
 	}
 	b := &Built{World: w}
-	for r := range cfg.TP {
+	for r := range cfg.World() {
 		var cmp []*ranks.Buffer
 		for _, op := range g.Ops {
 			cmp = append(cmp, lo.Tensors[r][op.Output])

@@ -23,6 +23,10 @@ type LowerConfig struct {
 	// Weight gives the integer weight of a linear op on rank; nil uses
 	// DefaultWeight.
 	Weight func(op string, rank int) int64
+	// CommFor resolves an op's communicator name on a rank (a name can stand
+	// for one group per replica, as "tp" does with data parallelism); nil
+	// looks the name up in the comms map.
+	CommFor func(name string, rank int) (*collectives.Comm, bool)
 }
 
 // DefaultWeight is a deterministic small weight per (op, rank), distinct
@@ -132,6 +136,9 @@ func kernel(w *ranks.World, r int, op Op, ts map[string]*ranks.Buffer, comms map
 			Op: ranks.OpCompute, Phase: "add", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: dur}}}, nil
 	case AllReduce:
 		c, ok := comms[op.Comm]
+		if cfg.CommFor != nil {
+			c, ok = cfg.CommFor(op.Comm, r)
+		}
 		if !ok {
 			return nil, fmt.Errorf("op %q: unknown communicator %q", op.Name, op.Comm)
 		}

@@ -308,3 +308,31 @@ func moveBefore(order []int, x, y int) []int {
 	}
 	return out
 }
+
+// Placed is one op of a schedule with the stream it lands on.
+type Placed struct {
+	Op     string
+	Stream string // "main" or "aux"
+}
+
+// Layout returns the ops of s in issue order with their streams and the
+// markers as pseudo-ops ("begin_aux", …), following the stream helpers'
+// semantics (ops between begin_aux and end_aux run on aux).
+func (s *Schedule) Layout(g *Graph) []Placed {
+	var out []Placed
+	cur, caller := "main", "main"
+	for _, st := range s.Steps {
+		if st.Op < 0 {
+			out = append(out, Placed{Op: st.Marker.String(), Stream: cur})
+			switch st.Marker {
+			case BeginAux:
+				caller, cur = cur, "aux"
+			case EndAux:
+				cur = caller
+			}
+			continue
+		}
+		out = append(out, Placed{Op: g.Ops[st.Op].Name, Stream: cur})
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package ranks
+
+import (
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// The sparse clock behaves like a naive dense one under any sequence of
+// ticks, joins and clones (raft's quorum/quick_test.go habit: compare with a
+// deliberately naive reference).
+func TestSparseVCMatchesDense(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		const lanes = 6
+		sparse := make([]*VC, lanes)
+		dense := make([][]uint32, lanes)
+		for i := range lanes {
+			sparse[i] = newVC(int32(i))
+			dense[i] = make([]uint32, lanes)
+			dense[i][i] = 1
+		}
+		steps := rapid.IntRange(1, 60).Draw(t, "steps")
+		for range steps {
+			a := rapid.IntRange(0, lanes-1).Draw(t, "a")
+			b := rapid.IntRange(0, lanes-1).Draw(t, "b")
+			switch rapid.IntRange(0, 2).Draw(t, "op") {
+			case 0:
+				sparse[a].tick(int32(a))
+				dense[a][a]++
+			case 1:
+				sparse[a].join(sparse[b])
+				for i := range lanes {
+					dense[a][i] = max(dense[a][i], dense[b][i])
+				}
+			case 2:
+				c := sparse[b].clone()
+				c.tick(int32(b))
+				sparse[a].join(c)
+				d := append([]uint32(nil), dense[b]...)
+				d[b]++
+				for i := range lanes {
+					dense[a][i] = max(dense[a][i], d[i])
+				}
+			}
+			for x := range lanes {
+				for l := range lanes {
+					if got, want := sparse[x].get(int32(l)), dense[x][l]; got != want {
+						t.Fatalf("clock %d lane %d: sparse %d, dense %d", x, l, got, want)
+					}
+				}
+				for i := 1; i < len(sparse[x].e); i++ {
+					if sparse[x].e[i-1].lane >= sparse[x].e[i].lane {
+						t.Fatalf("clock %d not sorted: %v", x, sparse[x].e)
+					}
+				}
+			}
+		}
+	})
+}
