@@ -436,8 +436,10 @@ func provKey(s string) string {
 	return s
 }
 
-// Build runs every variant of rep's scenario and captures each one's traced
-// schedule; see [Capture].
+// Build captures the traced schedule of each variant report (from
+// check.RunVariant) of scenario sc, in order; see [Capture]. A command that
+// has one schedule to show (a witness it explored or replayed) builds
+// Data{Scenario: sc.Name, Variants: []*Variant{v}} from [Schedule] instead.
 func Build(sc *scenarios.Scenario, reports []*check.VariantReport) (*Data, error) {
 	d := &Data{Scenario: sc.Name, Description: sc.Description}
 	for _, vr := range reports {
