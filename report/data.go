@@ -337,12 +337,10 @@ func hasReplays(spans []ranks.Span) bool {
 	return false
 }
 
-var severity = map[string]int{check.OK: 0, check.Race: 1, check.Mismatch: 2, check.Corruption: 3, check.Dropped: 4, check.Hang: 5}
-
 // sortFindings orders findings most severe first, stably (as check does).
 func sortFindings(fs []ranks.Finding) []ranks.Finding {
 	out := append([]ranks.Finding(nil), fs...)
-	sort.SliceStable(out, func(i, j int) bool { return severity[out[i].Kind] > severity[out[j].Kind] })
+	sort.SliceStable(out, func(i, j int) bool { return check.Worse(out[i].Kind, out[j].Kind) })
 	return out
 }
 
