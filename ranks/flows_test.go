@@ -17,6 +17,11 @@ import (
 // it they race.
 func twoStreamAllReduces(t *testing.T, n int, join, timeline bool) (*ranks.World, *ranks.Result) {
 	t.Helper()
+	return twoStreamAllReducesWith(t, collectives.Multimem, n, join, timeline)
+}
+
+func twoStreamAllReducesWith(t *testing.T, strat collectives.Strategy, n int, join, timeline bool) (*ranks.World, *ranks.Result) {
+	t.Helper()
 	hw := ranks.Profiles["b200"]
 	w := ranks.NewWorld(n, ranks.Config{Mode: ranks.Graph, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: timeline}, sim.NewEngine(sim.Timed, nil))
 	group := make([]int, n)
@@ -32,7 +37,7 @@ func twoStreamAllReduces(t *testing.T, n int, join, timeline bool) (*ranks.World
 			in := w.Alloc(r, name+".in", 1<<12, 2)
 			w.Init(in, func(c int) uint64 { return uint64(r*10 + c + 100*k) })
 			out := w.Alloc(r, name+".out", 1<<12, 2)
-			ks, err := comm.AllReduce(r, name, collectives.Multimem, in, out)
+			ks, err := comm.AllReduce(r, name, strat, in, out)
 			require.NoError(t, err)
 			if k == 1 && join {
 				p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Record, Stream: 0, Event: 1}, ranks.HostOp{Kind: ranks.Wait, Stream: 1, Event: 1})
@@ -120,5 +125,31 @@ func TestMarksNameTheRacingPair(t *testing.T) {
 	require.True(t, kinds[ranks.KindRace], fmt.Sprint(kinds))
 	if kinds[ranks.KindMismatch] {
 		require.NotZero(t, countFlows(w.Flows())["mismatch"], "a mismatch finding has a mis-consumed signal")
+	}
+}
+
+// With NCCL the two calls are ordered by the communicator's strong stream
+// even unjoined: an "order" flow from a on main to b on aux on every rank,
+// and every ring message is a FIFO flow between neighbours.
+func TestFlowsNCCL(t *testing.T) {
+	const n = 4
+	w, res := twoStreamAllReducesWith(t, collectives.NCCL, n, false, true)
+	require.Empty(t, res.Findings)
+	c := countFlows(w.Flows())
+	require.Equal(t, n, c[ranks.FlowOrder])
+	// Ring all-reduce: 2(n-1) sends per rank per call, two calls.
+	require.Equal(t, 2*n*2*(n-1), c[ranks.FlowFifo])
+	require.Zero(t, c["mismatch"])
+	for _, f := range w.Flows() {
+		switch f.Kind {
+		case ranks.FlowOrder:
+			require.Equal(t, "a", f.From.Name)
+			require.Equal(t, "b", f.To.Name)
+			require.Equal(t, f.From.Rank, f.To.Rank)
+			require.LessOrEqual(t, f.From.At, f.To.At)
+		case ranks.FlowFifo:
+			require.Equal(t, (f.From.Rank+1)%n, f.To.Rank, "a ring sends to the next rank")
+			require.Equal(t, f.From.Name, f.To.Name, "one call's message is received by the same call")
+		}
 	}
 }
