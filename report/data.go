@@ -184,11 +184,14 @@ func Schedule(sc *scenarios.Scenario, cfg scenarios.Config, name string, ch sim.
 	if err != nil {
 		return nil, err
 	}
-	if _, err := rb.World.Run(); err != nil {
+	rres, err := rb.World.Run()
+	if err != nil {
 		return nil, err
 	}
-	v := FromOutcome(name, cfg, o, rb)
-	return v, nil
+	if rres.Hung || o.Result.Hung {
+		rb = nil // no values to compare, as in check
+	}
+	return FromOutcome(name, cfg, o, rb), nil
 }
 
 // FromOutcome turns a schedule's outcome, built with
