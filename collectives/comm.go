@@ -24,12 +24,22 @@ type Comm struct {
 	Group     []int
 	Workspace Workspace
 	HW        ranks.Profile
+	// ImplicitOrder is NCCL_LAUNCH_ORDER_IMPLICIT (NCCL ≥ 2.26): kernels of
+	// every communicator with the option run in host program order on a GPU,
+	// not only those of one communicator (usage/communicators.rst).
+	ImplicitOrder bool
+	// WorkspaceChunks and PadSlots size the symmetric workspace and signal
+	// pad when set before the first call (defaults: the tensor chunk count
+	// and one block's slots); all-gather and all-to-all need group size ×
+	// chunks, kernels with B blocks B × group size slots.
+	WorkspaceChunks, PadSlots int
 
-	w       *ranks.World
-	shared  *ranks.Symmetric
-	perCall map[string]*ranks.Symmetric
-	fifos   map[[2]int]*ranks.Fifo
-	chunks  int
+	w         *ranks.World
+	scratches map[string]*ranks.Buffer
+	shared    *ranks.Symmetric
+	perCall   map[string]*ranks.Symmetric
+	fifos     map[[2]int]*ranks.Fifo
+	chunks    int
 }
 
 // NCCLSteps is the number of slots of one NCCL connection (NCCL_STEPS).
@@ -60,13 +70,13 @@ func (c *Comm) workspace(call string) *ranks.Symmetric {
 	if c.Workspace == PerCallWorkspace {
 		s, ok := c.perCall[call]
 		if !ok {
-			s = c.w.AllocSymmetric(c.Name+".ws."+call, c.Group, 0, c.chunks, n)
+			s = c.w.AllocSymmetric(c.Name+".ws."+call, c.Group, 0, max(c.chunks, c.WorkspaceChunks), max(n, c.PadSlots))
 			c.perCall[call] = s
 		}
 		return s
 	}
 	if c.shared == nil {
-		c.shared = c.w.AllocSymmetric(c.Name+".ws", c.Group, 0, c.chunks, n)
+		c.shared = c.w.AllocSymmetric(c.Name+".ws", c.Group, 0, max(c.chunks, c.WorkspaceChunks), max(n, c.PadSlots))
 	}
 	return c.shared
 }

@@ -100,6 +100,7 @@ type sigSlot struct {
 	inst    Instance
 	by      int32 // task that set it
 	vc      VC    // release clock of the put
+	sig     string
 	waiters []int32
 }
 
@@ -125,6 +126,7 @@ type msg struct {
 	by   int32
 	vals []Value
 	vc   VC
+	sig  string
 }
 
 // Src is one operand of a micro-op: Coef × Buf[Lo : Lo+n].
