@@ -34,12 +34,13 @@ type Comm struct {
 	// chunks, kernels with B blocks B × group size slots.
 	WorkspaceChunks, PadSlots int
 
-	w         *ranks.World
-	scratches map[string]*ranks.Buffer
-	shared    *ranks.Symmetric
-	perCall   map[string]*ranks.Symmetric
-	fifos     map[[2]int]*ranks.Fifo
-	chunks    int
+	w       *ranks.World
+	shared  *ranks.Symmetric
+	perCall map[string]*ranks.Symmetric
+	fifos   map[[2]int]*ranks.Fifo
+	chunks  int
+
+	scratches map[string]*ranks.Buffer // per-call private buffers (family.go)
 }
 
 // NCCLSteps is the number of slots of one NCCL connection (NCCL_STEPS).
