@@ -109,6 +109,8 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 		k.OrderKey = "nccl:" + c.Name
 	case Multimem, P2POneShot:
 		k.Instrs = c.oneShot(i, call, s, in, out)
+	case NCCLTree, MultimemTwoShot, P2PTwoShot:
+		return c.Collective(rank, Call{Name: call, Op: AllReduce, Strategy: s, In: in, Out: out})
 	default:
 		return nil, fmt.Errorf("all-reduce %q: strategy %q is not concrete", call, s)
 	}

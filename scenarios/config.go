@@ -81,7 +81,7 @@ var knobs = []knob{
 	enumKnob("arch", "hardware: sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200"}, func(c *Config) *string { return &c.Arch }),
 	enumKnob("mode", "graph (CUDA-graph replay) or eager", []string{"graph", "eager"}, func(c *Config) *string { return &c.Mode }),
 	enumKnob("phase", "decode (monolithic graph, multi-stream on) or prefill (piecewise path, stream helpers disabled)", []string{"decode", "prefill"}, func(c *Config) *string { return &c.Phase }),
-	enumKnob("strategy", "all-reduce strategy", []string{"auto", "nccl", "multimem", "p2p-oneshot"}, func(c *Config) *string { return &c.Strategy }),
+	enumKnob("strategy", "all-reduce strategy", []string{"auto", "nccl", "multimem", "p2p-oneshot", "nccl-tree", "multimem-twoshot", "p2p-twoshot"}, func(c *Config) *string { return &c.Strategy }),
 	enumKnob("workspace", "symmetric workspace per communicator (shared) or per call", []string{"shared", "per-call"}, func(c *Config) *string { return &c.Workspace }),
 	enumKnob("placement", "stream placement transform", []string{"single", "buggy", "fixed", "fixed-overlap"}, func(c *Config) *string { return &c.Placement }),
 	enumKnob("order", "which branch the framework issues first", []string{"shared-first", "routed-first"}, func(c *Config) *string { return &c.Order }),
