@@ -30,6 +30,12 @@ type Config struct {
 	Chunks    int    `json:"chunks"`
 	Seed      uint64 `json:"seed"`
 	Budget    int    `json:"budget"`
+
+	// Knobs of the collective-family scenarios (family_knobs.go).
+	Issue     string `json:"issue,omitempty"`
+	NCCLOrder string `json:"nccl_order,omitempty"`
+	Blocks    int    `json:"blocks,omitempty"`
+	Engines   string `json:"engines,omitempty"`
 }
 
 // ErrBadKnob wraps every knob error.
@@ -141,6 +147,9 @@ func KnobHelp() string {
 
 // Summary is a one-line description of the main knobs.
 func (c *Config) Summary() string {
+	if c.Issue != "" || c.Engines != "" {
+		return c.familySummary()
+	}
 	return fmt.Sprintf("tp=%d arch=%s mode=%s phase=%s strategy=%s workspace=%s placement=%s layers=%d", c.TP, c.Arch, c.Mode, c.Phase, c.Strategy, c.Workspace, c.Placement, c.Layers)
 }
 
