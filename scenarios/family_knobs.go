@@ -1,6 +1,10 @@
 package scenarios
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/ranks"
+)
 
 // Knobs of the collective-family scenarios, appended to the common list.
 func init() {
@@ -31,4 +35,15 @@ func (c *Config) familySummary() string {
 		s += fmt.Sprintf(" layers=%d", c.Layers)
 	}
 	return s
+}
+
+// BuildFailed reports whether the build found a build error: the program
+// never ran, so its outputs are not compared.
+func (b *Built) BuildFailed() bool {
+	for _, f := range b.Findings {
+		if f.Kind == ranks.KindBuildError {
+			return true
+		}
+	}
+	return false
 }

@@ -47,6 +47,9 @@ type Built struct {
 	// Notes are facts about the build worth reporting (strategies chosen,
 	// transform decisions).
 	Notes []string
+	// Findings are what the build itself found (an engine that failed to
+	// build); they join the run's findings.
+	Findings []ranks.Finding
 }
 
 var registry = map[string]*Scenario{}
