@@ -134,7 +134,7 @@ func droppedMsg(k *KernelSpec, rs []int) string {
 	for i, r := range rs {
 		s[i] = fmt.Sprint(r)
 	}
-	return fmt.Sprintf("collective %s (%s) in kernel %q completed without communicating on ranks %s: no signal, message or peer memory access reached any of its %d-rank group",
+	return fmt.Sprintf("collective %s (%s, kernel %s) completed without communicating on ranks %s: no signal, message or peer memory access reached any of its %d-rank group",
 		k.Coll, k.Kind, k.Name, strings.Join(s, ", "), k.GroupSize)
 }
 

@@ -84,7 +84,7 @@ func enumKnob(key, help string, vals []string, f func(*Config) *string) knob {
 
 var knobs = []knob{
 	intKnob("tp", "tensor-parallel world size", 1, 1024, func(c *Config) *int { return &c.TP }),
-	enumKnob("arch", "hardware: sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200"}, func(c *Config) *string { return &c.Arch }),
+	enumKnob("arch", "hardware: sm80/a100, sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200", "sm80", "a100"}, func(c *Config) *string { return &c.Arch }),
 	enumKnob("mode", "graph (CUDA-graph replay) or eager", []string{"graph", "eager"}, func(c *Config) *string { return &c.Mode }),
 	enumKnob("phase", "decode (monolithic graph, multi-stream on) or prefill (piecewise path, stream helpers disabled)", []string{"decode", "prefill"}, func(c *Config) *string { return &c.Phase }),
 	enumKnob("strategy", "all-reduce strategy", []string{"auto", "nccl", "multimem", "p2p-oneshot", "nccl-tree", "multimem-twoshot", "p2p-twoshot"}, func(c *Config) *string { return &c.Strategy }),

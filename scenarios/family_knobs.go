@@ -14,8 +14,8 @@ func init() {
 		enumKnob("nccl-order", "NCCL launch order across communicators: per-comm (each communicator ordered on its own) or implicit (NCCL_LAUNCH_ORDER_IMPLICIT, NCCL ≥ 2.26: host program order across communicators)",
 			[]string{"per-comm", "implicit"}, func(c *Config) *string { return &c.NCCLOrder }),
 		intKnob("blocks", "grid size (thread blocks) of the second symmetric-memory call", 1, 64, func(c *Config) *int { return &c.Blocks }),
-		enumKnob("engines", "TensorRT engine partition: fused (large graph, Myelin fuses the collective into a ForeignNode), standalone (collectives alone in their engines), workaround (collectives run in PyTorch: torch_executed_ops), per-layer (one engine per layer, collectives fused with GEMMs), myelin-fixed (hypothetical: Myelin maps fused collectives)",
-			[]string{"fused", "standalone", "workaround", "per-layer", "myelin-fixed"}, func(c *Config) *string { return &c.Engines }),
+		enumKnob("engines", "TensorRT engine partition: fused (large graph, Myelin fuses the collective into a ForeignNode), standalone (collectives alone in their engines), workaround (collectives run in PyTorch: torch_executed_ops), per-layer (one engine per layer, collectives fused with GEMMs), keep-standalone (each collective in an engine of its own), myelin-fixed (hypothetical: Myelin maps fused collectives), ideal (hypothetical: that, and every collective engine multi-device)",
+			[]string{"fused", "standalone", "workaround", "per-layer", "keep-standalone", "myelin-fixed", "ideal"}, func(c *Config) *string { return &c.Engines }),
 	)
 }
 
@@ -46,4 +46,11 @@ func (b *Built) BuildFailed() bool {
 		}
 	}
 	return false
+}
+
+// Comparison asks the text report to print one variant's step time against
+// another's ("fixed costs +29µs against buggy").
+type Comparison struct {
+	Variant, Against string
+	Label            string // what the difference is ("the join before the collective")
 }

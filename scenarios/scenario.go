@@ -27,6 +27,8 @@ type Scenario struct {
 	Variants    []Variant
 	// Build constructs a world for cfg.
 	Build func(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error)
+	// Compare lists step-time comparisons for the text report.
+	Compare []Comparison
 }
 
 // BuildOptions are how a world is built, independent of the scenario's knobs.
