@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/collsim/collsim/ranks"
 )
@@ -53,4 +54,16 @@ func (b *Built) BuildFailed() bool {
 type Comparison struct {
 	Variant, Against string
 	Label            string // what the difference is ("the join before the collective")
+}
+
+// OneLine is the first sentence of the scenario's description, on one line,
+// for listings.
+func (s *Scenario) OneLine() string {
+	d := strings.Join(strings.Fields(s.Description), " ")
+	for i := 0; i+1 < len(d); i++ {
+		if d[i] == '.' && d[i+1] == ' ' {
+			return d[:i+1]
+		}
+	}
+	return d
 }

@@ -22,10 +22,11 @@ import (
 func init() {
 	Register(&Scenario{
 		Name: "nccl-order-mismatch",
-		Description: `Rank-divergent calls on one NCCL communicator. NCCL pairs the k-th call of
-every rank with no operation identity, so swapped calls of equal size mix data
-(mismatch, corruption), and calls that differ in count or op at the same
-sequence number leave one side waiting for messages that never come (hang).`,
+		Description: `Rank-divergent calls on one NCCL communicator mix data or hang. NCCL pairs the
+k-th call of every rank with no operation identity, so swapped calls of equal
+size mix data (mismatch, corruption), and calls that differ in count or op at
+the same sequence number leave one side waiting for messages that never come
+(hang).`,
 		Base: Config{TP: 4, Arch: "sm100", Mode: "eager", Strategy: "nccl", Issue: "consistent", Chunks: 4, Seed: 1, Budget: 20},
 		Variants: []Variant{
 			{Name: "consistent", Expect: "ok", Doc: "every rank issues X then Y"},
@@ -37,18 +38,20 @@ sequence number leave one side waiting for messages that never come (hang).`,
 	})
 	Register(&Scenario{
 		Name: "two-comms-opposite-order",
-		Description: `Two NCCL communicators over the same ranks, used from two streams. Every rank
-issues A (comm tp) then B (comm ep), but load imbalance makes odd ranks reach B
-first: each GPU runs one NCCL kernel at a time (no co-residency guarantee), so
-even ranks hold A waiting for odd ranks, which hold B waiting for even ranks: a
-wait-for cycle. NCCL_LAUNCH_ORDER_IMPLICIT (NCCL ≥ 2.26) orders kernels of all
-communicators by host program order and removes it, but only when the host
-order itself is consistent across ranks.`,
+		Description: `Two NCCL communicators reached in opposite orders on different GPUs hang;
+NCCL_LAUNCH_ORDER_IMPLICIT removes the cycle. Two communicators over the same
+ranks are used from two streams. Every rank issues A (comm tp) then B (comm
+ep), but load imbalance makes odd ranks reach B first: each GPU runs one NCCL
+kernel at a time (no co-residency guarantee), so even ranks hold A waiting for
+odd ranks, which hold B waiting for even ranks: a wait-for cycle.
+NCCL_LAUNCH_ORDER_IMPLICIT (NCCL ≥ 2.26) orders kernels of all communicators by
+host program order and removes it, but only when the host order itself is
+consistent across ranks.`,
 		Base: Config{TP: 4, Arch: "sm100", Mode: "eager", Strategy: "nccl", Issue: "consistent", NCCLOrder: "per-comm", Chunks: 4, Seed: 1, Budget: 20},
 		Variants: []Variant{
 			{Name: "per-comm-order", Expect: "hang", Doc: "each communicator ordered on its own: GPUs reach A and B in opposite orders"},
 			{Name: "implicit-order", Sets: []string{"nccl-order=implicit"}, Expect: "ok", Doc: "NCCL_LAUNCH_ORDER_IMPLICIT=1: B waits for A on every GPU"},
-			{Name: "host-opposite-implicit", Sets: []string{"nccl-order=implicit", "issue=host-opposite"}, Expect: "hang", Doc: "odd ranks issue B before A on the host: implicit order follows it into the same cycle"},
+			{Name: "host-opposite", Sets: []string{"nccl-order=implicit", "issue=host-opposite"}, Expect: "hang", Doc: "odd ranks issue B before A on the host: implicit order follows it into the same cycle"},
 		},
 		Build: buildTwoComms,
 	})
@@ -63,8 +66,8 @@ stays unpaired and both wait forever (hang).`,
 		Base: Config{TP: 4, Arch: "sm100", Mode: "eager", Strategy: "multimem", Issue: "consistent", Blocks: 2, Chunks: 4, Seed: 1, Budget: 20},
 		Variants: []Variant{
 			{Name: "same-order", Expect: "ok", Doc: "every rank runs X (1 block) then Y (2 blocks)"},
-			{Name: "swapped-equal-blocks", Sets: []string{"issue=swapped", "blocks=1"}, Expect: "corruption", Doc: "odd ranks run Y first; both 1 block"},
-			{Name: "swapped-blocks-differ", Sets: []string{"issue=swapped", "blocks=2"}, Expect: "hang", Doc: "odd ranks run Y first; X has 1 block, Y 2: slot ws+rank is never paired"},
+			{Name: "swapped-equal", Sets: []string{"issue=swapped", "blocks=1"}, Expect: "corruption", Doc: "odd ranks run Y first; both 1 block"},
+			{Name: "swapped-differ", Sets: []string{"issue=swapped", "blocks=2"}, Expect: "hang", Doc: "odd ranks run Y first; X has 1 block, Y 2: slot ws+rank is never paired"},
 		},
 		Build: buildBlockMismatch,
 	})
