@@ -102,11 +102,13 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 	if in.Chunks() != c.chunks || out.Chunks() != c.chunks {
 		return nil, fmt.Errorf("all-reduce %q: tensors have %d/%d chunks, communicator %q expects %d", call, in.Chunks(), out.Chunks(), c.Name, c.chunks)
 	}
-	k := &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/" + string(s)}
+	k := &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/" + string(s), GroupSize: len(c.Group),
+		Sig: Call{Op: AllReduce, In: in}.Sig()}
 	switch s {
 	case NCCL:
 		k.Instrs = c.ring(i, in, out)
-		k.OrderKey = "nccl:" + c.Name
+		k.OrderKey = c.orderKey()
+		k.Exclusive = NCCLExclusive
 	case Multimem, P2POneShot:
 		k.Instrs = c.oneShot(i, call, s, in, out)
 	case NCCLTree, MultimemTwoShot, P2PTwoShot:
