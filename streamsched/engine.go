@@ -209,26 +209,24 @@ func buildEngine(g *Graph, e *Engine, o EngineOptions) {
 // buildError is the first ForeignNode holding a collective that Myelin
 // cannot map: TensorRT stops the build there.
 func buildError(g *Graph, e *Engine, o EngineOptions) (ranks.Finding, bool) {
-	if o.MyelinComm {
+	if o.MyelinComm || len(e.Foreign) == 0 {
 		return ranks.Finding{}, false
 	}
-	for _, fn := range e.Foreign {
-		var colls, names []string
-		for _, i := range fn.Ops {
-			names = append(names, g.Ops[i].Name)
-			if IsCollective(g.Ops[i].Kind) {
-				colls = append(colls, g.Ops[i].Name)
-			}
+	fn := e.Foreign[0]
+	var colls, names []string
+	for _, i := range fn.Ops {
+		names = append(names, g.Ops[i].Name)
+		if IsCollective(g.Ops[i].Kind) {
+			colls = append(colls, g.Ops[i].Name)
 		}
-		return ranks.Finding{
-			Kind: ranks.KindBuildError,
-			Message: fmt.Sprintf("engine %s: Could not find any implementation for node %s: Myelin fused the collective %s with %d shuffle/pointwise ops (%s) and toMyelinCommKind does not support it (CollectiveOperation not supported for collective)",
-				e.Name, fn.Name, strings.Join(colls, ", "), len(fn.Ops)-len(colls), strings.Join(names, " → ")),
-			Ops:      names,
-			Resource: fn.Name,
-		}, true
 	}
-	return ranks.Finding{}, false
+	return ranks.Finding{
+		Kind: ranks.KindBuildError,
+		Message: fmt.Sprintf("engine %s: Could not find any implementation for node %s: Myelin fused the collective %s with %d shuffle/pointwise ops (%s) and toMyelinCommKind does not support it (CollectiveOperation not supported for collective)",
+			e.Name, fn.Name, strings.Join(colls, ", "), len(fn.Ops)-len(colls), strings.Join(names, " → ")),
+		Ops:      names,
+		Resource: fn.Name,
+	}, true
 }
 
 // EngineLowerConfig is what LowerEngines needs besides the graph.
