@@ -172,3 +172,22 @@ func (w *World) partner(stuck []*task, t *task, rank int) int32 {
 	}
 	return -1
 }
+
+// peerDone explains a wait on a peer that has no unfinished work: what it
+// should have sent will never come.
+func (w *World) peerDone(stuck []*task, t *task) string {
+	var out string
+	for _, br := range t.blockWho {
+		busy := false
+		for _, u := range stuck {
+			if u.rank == br.rank {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			out += fmt.Sprintf(" (rank %d has finished all its work: it will never send it)", br.rank)
+		}
+	}
+	return out
+}

@@ -305,7 +305,7 @@ func (w *World) hangFinding() *Finding {
 		s := fmt.Sprintf("rank %d %s: %s", t.rank, w.streamName(id), w.taskName(id))
 		switch {
 		case t.state == blocked || (t.state == running && t.blockedOn != ""):
-			s += " blocked on " + t.blockedOn
+			s += " blocked on " + t.blockedOn + w.peerDone(stuck, t)
 		case t.state == pending && t.heldBy > 0:
 			s += fmt.Sprintf(" waits for the GPU: %s holds %q", w.taskName(t.heldBy-1), t.op.Kernel.Exclusive)
 		case t.state == pending:
