@@ -202,15 +202,18 @@ func span(lo, cnt, k, j int) (int, int) {
 	return a, b - a
 }
 
-// xfer sends cnt chunks of src from slo and receives cnt chunks into dst at
-// dlo (optionally adding acc at alo), in pieces; the receive of each piece
-// takes its transfer time, the first piece also the step latency α.
+// xfer is one direction pair of a step: the connection to send on (to a
+// peer) and the one to receive on (from a peer), and the step's payload.
 type xfer struct {
 	send, recv *ranks.Fifo
 	to, from   int
 	bytes      int64 // payload of the whole step
 }
 
+// step is one ring step in pieces: send cnt chunks of src from slo (unless
+// recvOnly), receive cnt chunks into dst at dlo, adding acc's chunks when
+// acc is set (unless sendOnly). Each piece's receive takes its transfer time,
+// the first piece also the step latency α.
 func (c *Comm) step(x xfer, phase string, src *ranks.Buffer, slo int, dst *ranks.Buffer, dlo, cnt int, acc *ranks.Buffer, sendOnly, recvOnly bool) []ranks.Instr {
 	p := pieces(x.bytes)
 	var out []ranks.Instr

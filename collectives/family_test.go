@@ -47,7 +47,6 @@ func initVal(r, k, c int) uint64 { return uint64(1 + 7*r + 131*c + 10007*k) }
 
 // ideal is the collective's definition over the group's inputs.
 func ideal(op collectives.Op, group []int, root, B, k, gi, c int) uint64 {
-	g := len(group)
 	switch op {
 	case collectives.AllReduce:
 		var s uint64
@@ -68,7 +67,6 @@ func ideal(op collectives.Op, group []int, root, B, k, gi, c int) uint64 {
 	case collectives.Broadcast:
 		return initVal(group[root], k, c)
 	}
-	_ = g
 	panic("op")
 }
 

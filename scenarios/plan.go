@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"fmt"
 	"hash/fnv"
 	"sort"
 
@@ -80,8 +79,8 @@ func (p *collPlan) build(hw ranks.Profile, opt BuildOptions, eng *sim.Engine, mo
 	for r := range p.n {
 		// Tensors in a canonical order (sorted call names) so the run and
 		// the reference compare the same tensors position by position.
-		type io struct{ in, out *ranks.Buffer }
-		tensors := map[string]io{}
+		type pair struct{ in, out *ranks.Buffer }
+		tensors := map[string]pair{}
 		var names []string
 		for _, st := range progs[r] {
 			if st.comm != "" {
@@ -110,7 +109,7 @@ func (p *collPlan) build(hw ranks.Profile, opt BuildOptions, eng *sim.Engine, mo
 			w.Init(in, func(c int) uint64 { return callInit(name, r, c) })
 			out := w.Alloc(r, name+".out", st.bytes*int64(oc/st.chunks), oc)
 			out.Output = true
-			tensors[name] = io{in, out}
+			tensors[name] = pair{in, out}
 			cmp = append(cmp, out)
 		}
 		b.Compare = append(b.Compare, cmp)
@@ -137,19 +136,7 @@ func (p *collPlan) build(hw ranks.Profile, opt BuildOptions, eng *sim.Engine, mo
 			}
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: stream, Kernel: k})
 		}
-		if err := validStreams(prog); err != nil {
-			return nil, fmt.Errorf("rank %d: %w", r, err)
-		}
 		w.SetProgram(r, prog)
 	}
 	return b, nil
-}
-
-func validStreams(p *ranks.Program) error {
-	for i, op := range p.Ops {
-		if op.Stream < 0 || op.Stream >= len(p.Streams) {
-			return fmt.Errorf("op %d: stream %d out of range", i, op.Stream)
-		}
-	}
-	return nil
 }
