@@ -195,7 +195,8 @@ func TestFamilyPiecesAndBlocks(t *testing.T) {
 }
 
 // Property: under any seeded timing jitter and rank skew, ordered calls on
-// one stream equal the ideal semantics, with no finding.
+// one stream equal the ideal semantics, with no finding, on the whole world
+// or on disjoint sub-communicators running side by side.
 func TestFamilyPropertyAnySchedule(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		op := rapid.SampledFrom(collectives.Ops).Draw(rt, "op")
@@ -207,11 +208,26 @@ func TestFamilyPropertyAnySchedule(t *testing.T) {
 		}
 		s := rapid.SampledFrom(ss).Draw(rt, "strategy")
 		n := rapid.IntRange(2, 16).Draw(rt, "n")
-		fc := famCase{op: op, s: s, n: n, groups: [][]int{iota(0, n, 1)},
+		// Sub-communicators: the whole world, or k groups of n/k ranks,
+		// contiguous (TP-like) or strided (SP-like).
+		groups := [][]int{iota(0, n, 1)}
+		if k := rapid.SampledFrom([]int{1, 2, 3, 4}).Draw(rt, "groups"); k > 1 && n%k == 0 && n/k >= 2 {
+			groups = nil
+			strided := rapid.Bool().Draw(rt, "strided")
+			for g := range k {
+				if strided {
+					groups = append(groups, iota(g, n/k, k))
+				} else {
+					groups = append(groups, iota(g*(n/k), n/k, 1))
+				}
+			}
+		}
+		root := rapid.IntRange(0, len(groups[0])-1).Draw(rt, "root")
+		fc := famCase{op: op, s: s, n: n, groups: groups,
 			B:      rapid.IntRange(1, 4).Draw(rt, "B"),
 			bytes:  rapid.SampledFrom([]int64{1024, 1 << 20}).Draw(rt, "bytes"),
 			calls:  rapid.IntRange(1, 3).Draw(rt, "calls"),
-			root:   rapid.IntRange(0, n-1).Draw(rt, "root"),
+			root:   root,
 			blocks: rapid.IntRange(1, 3).Draw(rt, "blocks"),
 		}
 		seed := rapid.Uint64().Draw(rt, "seed")
