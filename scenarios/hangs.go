@@ -117,7 +117,7 @@ func buildOrderMismatch(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, 
 	if err != nil {
 		return nil, err
 	}
-	p := &collPlan{n: n, streams: []string{"main"}, comms: []commSpec{{name: "tp", group: allRanks(n), strategy: s}}}
+	p := &collPlan{n: n, replays: cfg.Replays, streams: []string{"main"}, comms: []commSpec{{name: "tp", group: allRanks(n), strategy: s}}}
 	for r := range n {
 		x := cstep{name: "X", comm: "tp", op: collectives.AllReduce, bytes: MiB, chunks: cfg.Chunks}
 		y := cstep{name: "Y", comm: "tp", op: collectives.AllReduce, bytes: MiB, chunks: cfg.Chunks}
@@ -163,7 +163,7 @@ func buildTwoComms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 		return nil, err
 	}
 	implicit := cfg.NCCLOrder == "implicit"
-	p := &collPlan{n: n, streams: []string{"s1", "s2"}, comms: []commSpec{
+	p := &collPlan{n: n, replays: cfg.Replays, streams: []string{"s1", "s2"}, comms: []commSpec{
 		{name: "tp", group: allRanks(n), strategy: s, implicit: implicit},
 		{name: "ep", group: allRanks(n), strategy: s, implicit: implicit},
 	}}
@@ -211,7 +211,7 @@ func buildBlockMismatch(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, 
 	if err != nil {
 		return nil, err
 	}
-	p := &collPlan{n: n, streams: []string{"main"}, comms: []commSpec{{name: "tp", group: allRanks(n), strategy: s}}}
+	p := &collPlan{n: n, replays: cfg.Replays, streams: []string{"main"}, comms: []commSpec{{name: "tp", group: allRanks(n), strategy: s}}}
 	for r := range n {
 		x := cstep{name: "X", comm: "tp", op: collectives.AllReduce, bytes: bytes, chunks: cfg.Chunks, blocks: 1}
 		y := cstep{name: "Y", comm: "tp", op: collectives.AllReduce, bytes: bytes, chunks: cfg.Chunks, blocks: max(1, cfg.Blocks)}

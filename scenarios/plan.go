@@ -20,6 +20,7 @@ type collPlan struct {
 	// program (every collective in one consistent order), which the
 	// reference run serializes on one stream.
 	progs, ref [][]cstep
+	replays    int // graph mode: replays of the captured graph
 }
 
 type commSpec struct {
@@ -56,7 +57,7 @@ func (p *collPlan) build(hw ranks.Profile, opt BuildOptions, eng *sim.Engine, mo
 	if opt.Reference {
 		progs, mode = p.ref, ranks.Eager
 	}
-	w := ranks.NewWorld(p.n, ranks.Config{Mode: mode, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
+	w := ranks.NewWorld(p.n, ranks.Config{Mode: mode, Replays: p.replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
 	comms := map[string]*collectives.Comm{}
 	specs := map[string]commSpec{}
 	for _, cs := range p.comms {
