@@ -53,6 +53,9 @@ type World struct {
 	start, end sim.Time
 	ran        bool
 	spans      []Span
+
+	excl    map[exclKey]*exclState // Exclusive kernels (exclusive.go)
+	dropped map[string]int         // dropped finding index by kernel name
 }
 
 type taskState uint8
@@ -87,6 +90,8 @@ type task struct {
 	end       sim.Time
 	done      *VC
 	phases    []Phase
+	talked    bool  // touched a peer: signal, FIFO or peer memory
+	heldBy    int32 // Exclusive: 1 + id of the task holding the resource (0: none)
 }
 
 type blockRef struct {
@@ -357,6 +362,9 @@ func (w *World) key(t *task) uint64 { return uint64(w.N) + uint64(t.id) }
 func (w *World) stepTask(t *task) {
 	now := w.eng.Now()
 	if t.state == pending {
+		if !w.acquire(t) {
+			return
+		}
 		t.state = running
 		t.start = now
 		cur := w.vc[t.lane]
@@ -397,6 +405,8 @@ func (w *World) complete(t *task) {
 	t.done = cur.clone()
 	cur.tick(t.lane)
 	w.recordSpan(t)
+	w.release(t)
+	w.checkDropped(t)
 	for _, id := range t.dependents {
 		d := w.tasks[id]
 		d.waiting--
