@@ -17,9 +17,12 @@ const (
 	Corruption = ranks.KindCorruption
 	Dropped    = ranks.KindDropped
 	Hang       = ranks.KindHang
+	// BuildError: the program never ran (an engine failed to build). It is
+	// the most severe: nothing about the run can be trusted or measured.
+	BuildError = ranks.KindBuildError
 )
 
-var severity = map[string]int{OK: 0, Race: 1, Mismatch: 2, Corruption: 3, Dropped: 4, Hang: 5}
+var severity = map[string]int{OK: 0, Race: 1, Mismatch: 2, Corruption: 3, Dropped: 4, Hang: 5, BuildError: 6}
 
 // Worse reports whether verdict a is more severe than b.
 func Worse(a, b string) bool { return severity[a] > severity[b] }
@@ -88,8 +91,9 @@ func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference
 		return nil, err
 	}
 	o := &Outcome{TraceHash: res.TraceHash, StepTime: res.StepTime, Steps: res.Steps, Built: b, Result: res, Verdict: OK}
+	o.Findings = append(o.Findings, b.Findings...)
 	o.Findings = append(o.Findings, res.Findings...)
-	if !res.Hung && ref != nil && ref.err == nil {
+	if !res.Hung && !b.BuildFailed() && ref != nil && ref.err == nil {
 		o.Findings = append(o.Findings, compare(b, ref.built)...)
 	}
 	for _, f := range o.Findings {

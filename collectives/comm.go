@@ -23,12 +23,23 @@ type Comm struct {
 	Group     []int
 	Workspace Workspace
 	HW        ranks.Profile
+	// ImplicitOrder is NCCL_LAUNCH_ORDER_IMPLICIT (NCCL ≥ 2.26): kernels of
+	// every communicator with the option run in host program order on a GPU,
+	// not only those of one communicator (usage/communicators.rst).
+	ImplicitOrder bool
+	// WorkspaceChunks and PadSlots size the symmetric workspace and signal
+	// pad when set before the first call (defaults: the tensor chunk count
+	// and one block's slots); all-gather and all-to-all need group size ×
+	// chunks, kernels with B blocks B × group size slots.
+	WorkspaceChunks, PadSlots int
 
 	w       *ranks.World
 	shared  *ranks.Symmetric
 	perCall map[string]*ranks.Symmetric
 	fifos   map[[2]int]*ranks.Fifo
 	chunks  int
+
+	scratches map[string]*ranks.Buffer // per-call private buffers (family.go)
 }
 
 // NCCLSteps is the number of slots of one NCCL connection (NCCL_STEPS).
@@ -59,13 +70,13 @@ func (c *Comm) workspace(call string) *ranks.Symmetric {
 	if c.Workspace == PerCallWorkspace {
 		s, ok := c.perCall[call]
 		if !ok {
-			s = c.w.AllocSymmetric(c.Name+".ws."+call, c.Group, 0, c.chunks, n)
+			s = c.w.AllocSymmetric(c.Name+".ws."+call, c.Group, 0, max(c.chunks, c.WorkspaceChunks), max(n, c.PadSlots))
 			c.perCall[call] = s
 		}
 		return s
 	}
 	if c.shared == nil {
-		c.shared = c.w.AllocSymmetric(c.Name+".ws", c.Group, 0, c.chunks, n)
+		c.shared = c.w.AllocSymmetric(c.Name+".ws", c.Group, 0, max(c.chunks, c.WorkspaceChunks), max(n, c.PadSlots))
 	}
 	return c.shared
 }
@@ -90,13 +101,17 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 	if in.Chunks() != c.chunks || out.Chunks() != c.chunks {
 		return nil, fmt.Errorf("all-reduce %q: tensors have %d/%d chunks, communicator %q expects %d", call, in.Chunks(), out.Chunks(), c.Name, c.chunks)
 	}
-	k := &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/" + string(s)}
+	k := &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/" + string(s), GroupSize: len(c.Group),
+		Sig: Call{Op: AllReduce, In: in}.Sig()}
 	switch s {
 	case NCCL:
 		k.Instrs = c.ring(i, in, out)
-		k.OrderKey = "nccl:" + c.Name
+		k.OrderKey = c.orderKey()
+		k.Exclusive = NCCLExclusive
 	case Multimem, P2POneShot:
 		k.Instrs = c.oneShot(i, call, s, in, out)
+	case NCCLTree, MultimemTwoShot, P2PTwoShot:
+		return c.Collective(rank, Call{Name: call, Op: AllReduce, Strategy: s, In: in, Out: out})
 	default:
 		return nil, fmt.Errorf("all-reduce %q: strategy %q is not concrete", call, s)
 	}

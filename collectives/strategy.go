@@ -21,10 +21,10 @@ const (
 // ParseStrategy parses a strategy name.
 func ParseStrategy(s string) (Strategy, error) {
 	switch Strategy(s) {
-	case Auto, NCCL, Multimem, P2POneShot:
+	case Auto, NCCL, Multimem, P2POneShot, NCCLTree, MultimemTwoShot, P2PTwoShot:
 		return Strategy(s), nil
 	}
-	return "", fmt.Errorf("unknown strategy %q (want auto, nccl, multimem or p2p-oneshot)", s)
+	return "", fmt.Errorf("unknown strategy %q (want auto, nccl, nccl-tree, multimem, p2p-oneshot, multimem-twoshot or p2p-twoshot)", s)
 }
 
 // multimemWorldSizes is where MULTIMEM is enabled, by arch.

@@ -36,6 +36,7 @@ func (w *World) report(f Finding) {
 // exec performs one micro-op for task t. It returns false when the op cannot
 // proceed (a spin on a signal or a FIFO) and t must block.
 func (w *World) exec(t *task, in *Instr) bool {
+	w.noteTalk(t, in)
 	switch in.Op {
 	case OpCompute:
 		for i := 0; i < in.N; i++ {
@@ -60,6 +61,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		cur := w.vc[t.lane]
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, cur.clone()
+		s.sig = t.sig()
 		w.notePut(s)
 		cur.tick(t.lane) // release
 		w.eng.Mix(0x50, uint64(in.Pad.Rank), uint64(in.Slot))
@@ -74,6 +76,8 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.vc[t.lane].join(s.vc) // acquire
 		if s.inst != t.inst {
 			w.mismatch(t, s.by, s.inst, fmt.Sprintf("signal pad %q on rank %d, slot %d", in.Pad.Name, in.Pad.Rank, in.Slot))
+		} else if s.sig != t.sig() {
+			w.sigMismatch(t, s.by, s.sig, fmt.Sprintf("signal pad %q on rank %d, slot %d", in.Pad.Name, in.Pad.Rank, in.Slot))
 		}
 		w.noteSignal(t, s, in)
 		w.eng.Mix(0x57, uint64(in.Pad.Rank), uint64(in.Slot), uint64(s.by))
@@ -91,7 +95,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			}
 		}
 		cur := w.vc[t.lane]
-		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: cur.clone()})
+		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: cur.clone(), sig: t.sig()})
 		w.noteSend(f)
 		cur.tick(t.lane)
 		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
@@ -108,6 +112,8 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.vc[t.lane].join(m.vc)
 		if m.inst != t.inst {
 			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
+		} else if m.sig != t.sig() {
+			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
 		}
 		for i := 0; i < in.N; i++ {
 			v := Value{}
@@ -288,6 +294,9 @@ func (w *World) hangFinding() *Finding {
 	edges := func(t *task) []int32 {
 		var out []int32
 		if t.state == pending {
+			if t.heldBy > 0 {
+				out = append(out, t.heldBy-1)
+			}
 			for _, d := range t.deps {
 				if w.tasks[d].state != done {
 					out = append(out, d)
@@ -296,6 +305,11 @@ func (w *World) hangFinding() *Finding {
 			return out
 		}
 		for _, br := range t.blockWho {
+			// The precise partner first: the peer's side of the same call.
+			if p := w.partner(stuck, t, br.rank); p >= 0 {
+				out = append(out, p)
+				continue
+			}
 			for _, u := range stuck {
 				if u.rank == br.rank && u.state != pending && u.id != t.id {
 					out = append(out, u.id)
@@ -325,7 +339,9 @@ func (w *World) hangFinding() *Finding {
 		s := fmt.Sprintf("rank %d %s: %s", t.rank, w.streamName(id), w.taskName(id))
 		switch {
 		case t.state == blocked || (t.state == running && t.blockReason() != ""):
-			s += " blocked on " + t.blockReason()
+			s += " blocked on " + t.blockReason() + w.peerDone(stuck, t)
+		case t.state == pending && t.heldBy > 0:
+			s += fmt.Sprintf(" waits for the GPU: %s holds %q", w.taskName(t.heldBy-1), t.op.Kernel.Exclusive)
 		case t.state == pending:
 			s += " waits for its dependencies"
 		}

@@ -42,7 +42,9 @@ type FlowEnd struct {
 // record → the wait bound to it, a signal put → the wait that consumed it, an
 // NCCL send → its receive, or an implicit NCCL order between streams.
 // Mismatch is set when the consumer belongs to another collective instance
-// than the producer: the consumer took someone else's signal or data.
+// than the producer, or to a call that differs from it (another kind, size
+// or root at the same sequence number): the consumer took someone else's
+// signal or data.
 type Flow struct {
 	Kind     string  `json:"kind"`
 	Label    string  `json:"label"`
@@ -149,7 +151,7 @@ func (w *World) noteSignal(t *task, s *sigSlot, in *Instr) {
 		Label:    fmt.Sprintf("pad %q rank %d slot %d", in.Pad.Name, in.Pad.Rank, in.Slot),
 		From:     FlowEnd{w.ref(s.by), w.tl.putAt[s]},
 		To:       FlowEnd{w.ref(t.id), w.eng.Now()},
-		Mismatch: s.inst != t.inst,
+		Mismatch: s.inst != t.inst || s.sig != t.sig(),
 	})
 }
 
@@ -178,7 +180,7 @@ func (w *World) noteRecv(t *task, f *Fifo, m msg) {
 		Kind: FlowFifo, Label: f.Name,
 		From:     FlowEnd{w.ref(m.by), at},
 		To:       FlowEnd{w.ref(t.id), w.eng.Now()},
-		Mismatch: m.inst != t.inst,
+		Mismatch: m.inst != t.inst || m.sig != t.sig(),
 	})
 }
 

@@ -84,6 +84,7 @@ type sigSlot struct {
 	inst    Instance
 	by      int32 // task that set it
 	vc      *VC   // release clock of the put
+	sig     string
 	waiters []int32
 }
 
@@ -109,6 +110,7 @@ type msg struct {
 	by   int32
 	vals []Value
 	vc   *VC
+	sig  string
 }
 
 // Src is one operand of a micro-op: Coef × Buf[Lo : Lo+n].

@@ -43,6 +43,20 @@ type KernelSpec struct {
 	OrderKey string
 	// Kind is a free-form label for reports ("gemm", "allreduce/multimem").
 	Kind string
+	// Sig is the call's signature as peers see it (op and count); ghost
+	// data carries it with the instance, so calls that differ at the same
+	// sequence number are a mismatch even when their names agree.
+	Sig string
+	// GroupSize is the size of the collective's communicator (0: unknown).
+	// A collective kernel with GroupSize > 1 that completes without touching
+	// a peer (no signal, FIFO message or peer memory access) is reported as
+	// dropped.
+	GroupSize int
+	// Exclusive, when set, keeps this kernel from running on its rank while
+	// another kernel with the same key runs there, whatever the streams:
+	// CUDA does not guarantee that kernels of different streams are
+	// co-resident, so the model takes the worst case.
+	Exclusive string
 }
 
 // HostOp is one step of a rank's host program.

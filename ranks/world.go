@@ -54,6 +54,9 @@ type World struct {
 	ran        bool
 	spans      []Span
 	tl         flowLog // timeline hooks (flows.go)
+
+	excl    map[exclKey]*exclState // Exclusive kernels (exclusive.go)
+	dropped map[string]int         // dropped finding index by kernel name
 }
 
 type taskState uint8
@@ -88,6 +91,8 @@ type task struct {
 	end       sim.Time
 	done      *VC
 	phases    []Phase
+	talked    bool  // touched a peer: signal, FIFO or peer memory
+	heldBy    int32 // Exclusive: 1 + id of the task holding the resource (0: none)
 }
 
 type blockRef struct {
@@ -360,6 +365,9 @@ func (w *World) key(t *task) uint64 { return uint64(w.N) + uint64(t.id) }
 func (w *World) stepTask(t *task) {
 	now := w.eng.Now()
 	if t.state == pending {
+		if !w.acquire(t) {
+			return
+		}
 		t.state = running
 		t.start = now
 		cur := w.vc[t.lane]
@@ -400,6 +408,8 @@ func (w *World) complete(t *task) {
 	t.done = cur.clone()
 	cur.tick(t.lane)
 	w.recordSpan(t)
+	w.release(t)
+	w.checkDropped(t)
 	for _, id := range t.dependents {
 		d := w.tasks[id]
 		d.waiting--

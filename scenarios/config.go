@@ -31,6 +31,12 @@ type Config struct {
 	Chunks    int    `json:"chunks"`
 	Seed      uint64 `json:"seed"`
 	Budget    int    `json:"budget"`
+
+	// Knobs of the collective-family scenarios (family_knobs.go).
+	Issue     string `json:"issue,omitempty"`
+	NCCLOrder string `json:"nccl_order,omitempty"`
+	Blocks    int    `json:"blocks,omitempty"`
+	Engines   string `json:"engines,omitempty"`
 }
 
 // ErrBadKnob wraps every knob error.
@@ -80,10 +86,10 @@ func enumKnob(key, help string, vals []string, f func(*Config) *string) knob {
 var knobs = []knob{
 	intKnob("tp", "tensor-parallel world size", 1, 1024, func(c *Config) *int { return &c.TP }),
 	intKnob("dp", "data-parallel replicas of the TP group (world size tp·dp)", 1, 1024, func(c *Config) *int { return &c.DP }),
-	enumKnob("arch", "hardware: sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200"}, func(c *Config) *string { return &c.Arch }),
+	enumKnob("arch", "hardware: sm80/a100, sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200", "sm80", "a100"}, func(c *Config) *string { return &c.Arch }),
 	enumKnob("mode", "graph (CUDA-graph replay) or eager", []string{"graph", "eager"}, func(c *Config) *string { return &c.Mode }),
 	enumKnob("phase", "decode (monolithic graph, multi-stream on) or prefill (piecewise path, stream helpers disabled)", []string{"decode", "prefill"}, func(c *Config) *string { return &c.Phase }),
-	enumKnob("strategy", "all-reduce strategy", []string{"auto", "nccl", "multimem", "p2p-oneshot"}, func(c *Config) *string { return &c.Strategy }),
+	enumKnob("strategy", "all-reduce strategy", []string{"auto", "nccl", "multimem", "p2p-oneshot", "nccl-tree", "multimem-twoshot", "p2p-twoshot"}, func(c *Config) *string { return &c.Strategy }),
 	enumKnob("workspace", "symmetric workspace per communicator (shared) or per call", []string{"shared", "per-call"}, func(c *Config) *string { return &c.Workspace }),
 	enumKnob("placement", "stream placement transform", []string{"single", "buggy", "fixed", "fixed-overlap"}, func(c *Config) *string { return &c.Placement }),
 	enumKnob("order", "which branch the framework issues first", []string{"shared-first", "routed-first"}, func(c *Config) *string { return &c.Order }),
@@ -143,6 +149,9 @@ func KnobHelp() string {
 
 // Summary is a one-line description of the main knobs.
 func (c *Config) Summary() string {
+	if c.Issue != "" || c.Engines != "" {
+		return c.familySummary()
+	}
 	return fmt.Sprintf("tp=%d arch=%s mode=%s phase=%s strategy=%s workspace=%s placement=%s layers=%d", c.TP, c.Arch, c.Mode, c.Phase, c.Strategy, c.Workspace, c.Placement, c.Layers)
 }
 

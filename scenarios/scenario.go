@@ -27,6 +27,8 @@ type Scenario struct {
 	Variants    []Variant
 	// Build constructs a world for cfg.
 	Build func(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error)
+	// Compare lists step-time comparisons for the text report.
+	Compare []Comparison
 }
 
 // BuildOptions are how a world is built, independent of the scenario's knobs.
@@ -47,6 +49,9 @@ type Built struct {
 	// Notes are facts about the build worth reporting (strategies chosen,
 	// transform decisions).
 	Notes []string
+	// Findings are what the build itself found (an engine that failed to
+	// build); they join the run's findings.
+	Findings []ranks.Finding
 }
 
 var registry = map[string]*Scenario{}

@@ -22,6 +22,10 @@ world size 4 on SM100); prefill runs with the stream helpers disabled.`,
 			{Name: "prefill-buggy", Sets: []string{"phase=prefill", "tokens=2048"}, Expect: "ok", Doc: "piecewise prefill graph: stream helpers are no-ops, one stream"},
 			{Name: "eager-buggy", Sets: []string{"mode=eager"}, Expect: "race|corruption", Doc: "eager with two streams: launch gaps narrow the window but do not close it"},
 		},
+		Compare: []Comparison{
+			{Variant: "fixed", Against: "buggy", Label: "the join before the collective serializes the shared GEMMs"},
+			{Variant: "fixed-overlap", Against: "fixed", Label: "routed experts issued before the join overlap the shared GEMMs again"},
+		},
 		Build: BuildMoE,
 	})
 }

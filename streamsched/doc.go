@@ -6,4 +6,11 @@
 // more overlap), and the lowering of a placed graph to per-rank host programs
 // through the stream helpers' semantics (begin/end/wait_aux with two events
 // reused across layers).
+//
+// engine.go models Torch-TensorRT's engine build for graphs with native
+// collectives: partitioning into TensorRT engines and PyTorch ops, Myelin
+// ForeignNode fusion (a fused collective fails to build), the multi-device
+// rule (an engine with a collective and GEMMs is not multi-device, so its
+// communicator binding is rejected and the collective does nothing), and the
+// lowering of each submodule call to one launch.
 package streamsched

@@ -19,7 +19,7 @@ func newListCmd(stdout, _ io.Writer) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			for _, n := range scenarios.Names() {
 				s, _ := scenarios.Lookup(n)
-				fmt.Fprintf(stdout, "%s\n", n)
+				fmt.Fprintf(stdout, "%s — %s\n", n, s.OneLine())
 				for _, v := range s.Variants {
 					fmt.Fprintf(stdout, "  %-16s expect %-16s %s\n", v.Name, v.Expect, v.Doc)
 				}

@@ -45,6 +45,8 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 type Report struct {
 	Scenario string                 `json:"scenario"`
 	Variants []*check.VariantReport `json:"variants"`
+	// Comparisons are the scenario's step-time comparisons (compare.go).
+	Comparisons []comparison `json:"comparisons,omitempty"`
 }
 
 func runScenario(stdout io.Writer, name string, f runFlags) error {
@@ -80,6 +82,7 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 		}
 		rep.Variants = append(rep.Variants, vr)
 	}
+	rep.Comparisons = comparisons(sc, rep.Variants)
 	if err := f.out.write(sc, rep.Variants); err != nil {
 		return err
 	}
@@ -114,6 +117,7 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 		}
 		fmt.Fprintf(w, "%-14s %-16s %-11s %-4s %9d %12s  %s\n", v.Name, v.Expect, v.Verdict, met, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
 	}
+	writeComparisons(w, rep.Comparisons)
 	for _, v := range rep.Variants {
 		fmt.Fprintf(w, "\n== %s: %s\n", v.Name, v.Verdict)
 		if v.Doc != "" {

@@ -1,0 +1,194 @@
+package ranks
+
+import (
+	"fmt"
+	"strings"
+)
+
+// exclKey is one Exclusive resource of one rank.
+type exclKey struct {
+	rank int
+	key  string
+}
+
+type exclState struct {
+	holder  int32 // task id, -1 when free
+	waiters []int32
+}
+
+// acquire takes t's Exclusive resource, if it has one. It returns false when
+// another task holds it: t stays pending and is woken on release.
+func (w *World) acquire(t *task) bool {
+	if t.op == nil || t.op.Kind != Launch || t.op.Kernel.Exclusive == "" {
+		return true
+	}
+	if w.excl == nil {
+		w.excl = map[exclKey]*exclState{}
+	}
+	k := exclKey{t.rank, t.op.Kernel.Exclusive}
+	s, ok := w.excl[k]
+	if !ok {
+		s = &exclState{holder: -1}
+		w.excl[k] = s
+	}
+	if s.holder < 0 || s.holder == t.id {
+		s.holder = t.id
+		t.heldBy = 0
+		return true
+	}
+	t.heldBy = s.holder + 1
+	s.waiters = append(s.waiters, t.id)
+	return false
+}
+
+// release frees t's Exclusive resource and wakes the first waiter (FIFO,
+// so the order is deterministic).
+func (w *World) release(t *task) {
+	if t.op == nil || t.op.Kind != Launch || t.op.Kernel.Exclusive == "" {
+		return
+	}
+	s := w.excl[exclKey{t.rank, t.op.Kernel.Exclusive}]
+	if s == nil || s.holder != t.id {
+		return
+	}
+	s.holder = -1
+	if len(s.waiters) > 0 {
+		id := s.waiters[0]
+		s.waiters = s.waiters[1:]
+		s.holder = id
+		w.eng.Schedule(w.eng.Now(), w.key(w.tasks[id]), int32(w.N)+id)
+	}
+}
+
+// sig is the signature ghost data carries for t's collective call.
+func (t *task) sig() string {
+	if t.op == nil || t.op.Kernel == nil {
+		return ""
+	}
+	return t.op.Kernel.Sig
+}
+
+// noteTalk marks t as having communicated when in touches a peer.
+func (w *World) noteTalk(t *task, in *Instr) {
+	if t.talked {
+		return
+	}
+	switch in.Op {
+	case OpPut, OpWait, OpSend, OpRecv:
+		t.talked = true
+	case OpCompute:
+		if in.Dst != nil && in.Dst.Rank != t.rank {
+			t.talked = true
+		}
+		for _, s := range in.Srcs {
+			if s.Buf != nil && s.Buf.Rank != t.rank {
+				t.talked = true
+			}
+		}
+	}
+}
+
+// checkDropped reports a collective kernel that completed without
+// communicating: its peers' contributions never reached this rank, whatever
+// its output holds. One finding per kernel name lists every rank.
+func (w *World) checkDropped(t *task) {
+	if t.op == nil || t.op.Kind != Launch {
+		return
+	}
+	k := t.op.Kernel
+	if k.Coll == "" || k.GroupSize <= 1 || t.talked {
+		return
+	}
+	if w.dropped == nil {
+		w.dropped = map[string]int{}
+	}
+	if i, ok := w.dropped[k.Name]; ok {
+		f := &w.findings[i]
+		for _, r := range f.Ranks {
+			if r == t.rank {
+				return
+			}
+		}
+		f.Ranks = append(f.Ranks, t.rank)
+		sortInts(f.Ranks)
+		f.Message = droppedMsg(k, f.Ranks)
+		return
+	}
+	w.counts[KindDropped]++
+	if w.counts[KindDropped] > w.cfg.MaxFindings {
+		return
+	}
+	w.dropped[k.Name] = len(w.findings)
+	w.findings = append(w.findings, Finding{
+		Kind:     KindDropped,
+		Message:  droppedMsg(k, []int{t.rank}),
+		Ranks:    []int{t.rank},
+		Ops:      []string{k.Name},
+		Streams:  []string{w.streamName(t.id)},
+		Resource: k.Coll,
+	})
+}
+
+func droppedMsg(k *KernelSpec, rs []int) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = fmt.Sprint(r)
+	}
+	return fmt.Sprintf("collective %s (%s, kernel %s) completed without communicating on ranks %s: no signal, message or peer memory access reached any of its %d-rank group",
+		k.Coll, k.Kind, k.Name, strings.Join(s, ", "), k.GroupSize)
+}
+
+// sigMismatch reports a call that consumed data of a call with the same
+// instance name but a different signature (op or count): the calls differ
+// at the same sequence number.
+func (w *World) sigMismatch(t *task, by int32, got, res string) {
+	o := w.tasks[by]
+	key := dedupeKey{kind: "sigmismatch", a: w.calls[max(t.inst.Call, 0)], b: t.sig(), x: got, res: res[:strings.IndexByte(res+" ", ' ')]}
+	if w.dedupe[key] {
+		return
+	}
+	w.dedupe[key] = true
+	w.noteTasks(t.id, by)
+	w.report(Finding{
+		Kind: KindMismatch,
+		Message: fmt.Sprintf("%s on rank %d stream %s (%s) consumed data of %s from rank %d stream %s (%s) through %s: the calls differ at the same sequence number",
+			w.callName(t.inst), t.rank, w.streamName(t.id), t.sig(), w.callName(o.inst), o.rank, w.streamName(by), got, res),
+		Ranks:    uniqInts(t.rank, o.rank),
+		Ops:      []string{w.taskName(t.id), w.taskName(by)},
+		Streams:  []string{w.streamName(t.id), w.streamName(by)},
+		Resource: res,
+	})
+}
+
+// partner returns the stuck task on rank that is the same collective
+// instance as t (its peer in the call), or -1.
+func (w *World) partner(stuck []*task, t *task, rank int) int32 {
+	if t.inst.Call < 0 {
+		return -1
+	}
+	for _, u := range stuck {
+		if u.rank == rank && u.inst == t.inst && u.id != t.id {
+			return u.id
+		}
+	}
+	return -1
+}
+
+// peerDone explains a wait on a peer that has no unfinished work: what it
+// should have sent will never come.
+func (w *World) peerDone(stuck []*task, t *task) string {
+	var out string
+	for _, br := range t.blockWho {
+		busy := false
+		for _, u := range stuck {
+			if u.rank == br.rank {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			out += fmt.Sprintf(" (rank %d has finished all its work: it will never send it)", br.rank)
+		}
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/collsim/collsim/ranks"
+)
+
+// Knobs of the collective-family scenarios, appended to the common list.
+func init() {
+	knobs = append(knobs,
+		enumKnob("issue", "how ranks issue their collectives: consistent, swapped (odd ranks swap two calls), count-differs (odd ranks pass a larger count), op-differs (odd ranks call all-gather where even ranks call all-reduce), host-opposite (odd ranks issue the two communicators' calls in the opposite host order)",
+			[]string{"consistent", "swapped", "count-differs", "op-differs", "host-opposite"}, func(c *Config) *string { return &c.Issue }),
+		enumKnob("nccl-order", "NCCL launch order across communicators: per-comm (each communicator ordered on its own) or implicit (NCCL_LAUNCH_ORDER_IMPLICIT, NCCL ≥ 2.26: host program order across communicators)",
+			[]string{"per-comm", "implicit"}, func(c *Config) *string { return &c.NCCLOrder }),
+		intKnob("blocks", "grid size (thread blocks) of the second symmetric-memory call", 1, 64, func(c *Config) *int { return &c.Blocks }),
+		enumKnob("engines", "TensorRT engine partition: fused (large graph, Myelin fuses the collective into a ForeignNode), standalone (collectives alone in their engines), workaround (collectives run in PyTorch: torch_executed_ops), per-layer (one engine per layer, collectives fused with GEMMs), keep-standalone (each collective in an engine of its own), myelin-fixed (hypothetical: Myelin maps fused collectives), ideal (hypothetical: that, and every collective engine multi-device)",
+			[]string{"fused", "standalone", "workaround", "per-layer", "keep-standalone", "myelin-fixed", "ideal"}, func(c *Config) *string { return &c.Engines }),
+	)
+}
+
+// familySummary is Summary for the collective-family scenarios: only the
+// knobs they set.
+func (c *Config) familySummary() string {
+	s := fmt.Sprintf("tp=%d arch=%s mode=%s strategy=%s", c.TP, c.Arch, c.Mode, c.Strategy)
+	for _, kv := range [][2]string{{"issue", c.Issue}, {"nccl-order", c.NCCLOrder}, {"engines", c.Engines}} {
+		if kv[1] != "" {
+			s += " " + kv[0] + "=" + kv[1]
+		}
+	}
+	if c.Blocks > 0 {
+		s += fmt.Sprintf(" blocks=%d", c.Blocks)
+	}
+	if c.Layers > 0 {
+		s += fmt.Sprintf(" layers=%d", c.Layers)
+	}
+	return s
+}
+
+// BuildFailed reports whether the build found a build error: the program
+// never ran, so its outputs are not compared.
+func (b *Built) BuildFailed() bool {
+	for _, f := range b.Findings {
+		if f.Kind == ranks.KindBuildError {
+			return true
+		}
+	}
+	return false
+}
+
+// Comparison asks the text report to print one variant's step time against
+// another's ("fixed costs +29µs against buggy").
+type Comparison struct {
+	Variant, Against string
+	Label            string // what the difference is ("the join before the collective")
+}
+
+// OneLine is the first sentence of the scenario's description, on one line,
+// for listings.
+func (s *Scenario) OneLine() string {
+	d := strings.Join(strings.Fields(s.Description), " ")
+	for i := 0; i+1 < len(d); i++ {
+		if d[i] == '.' && d[i+1] == ' ' {
+			return d[:i+1]
+		}
+	}
+	return d
+}
