@@ -75,30 +75,83 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestHTMLInBrowser loads the report of every tp8-shared-expert variant in
-// headless Chromium: no console errors or exceptions, no network requests,
-// every variant's verdict shown, the racing spans and mis-consumed signals
-// highlighted. It saves a full-page screenshot to
-// report/testdata/screenshots/report.png.
+// TestHTMLInBrowser loads report pages in headless Chromium: no console
+// errors or exceptions, no network requests, every variant's verdict shown,
+// the racing spans and mis-consumed signals highlighted. The first page holds
+// every tp8-shared-expert variant; the second, one variant of each other
+// verdict (hang, dropped, build error, corruption without a race). Each
+// saves a full-page screenshot under report/testdata/screenshots/ (tp8:
+// report.png).
 func TestHTMLInBrowser(t *testing.T) {
-	sc, ok := scenarios.Lookup("tp8-shared-expert")
-	require.True(t, ok)
-	var vrs []*check.VariantReport
-	for _, v := range sc.Variants {
-		vr, err := check.RunVariant(sc, v, check.Options{Extra: []string{"budget=20"}})
+	ctx := browser(t)
+	t.Run("tp8-shared-expert", func(t *testing.T) {
+		sc, ok := scenarios.Lookup("tp8-shared-expert")
+		require.True(t, ok)
+		var vrs []*check.VariantReport
+		for _, v := range sc.Variants {
+			vr, err := check.RunVariant(sc, v, check.Options{Extra: []string{"budget=20"}})
+			require.NoError(t, err)
+			vrs = append(vrs, vr)
+		}
+		d, err := report.Build(sc, vrs)
 		require.NoError(t, err)
-		vrs = append(vrs, vr)
-	}
-	d, err := report.Build(sc, vrs)
-	require.NoError(t, err)
+		checkPage(t, ctx, d, "report")
+		for _, v := range d.Variants {
+			if v.Name == "buggy" {
+				require.NotZero(t, count(t, ctx, `section.variant[data-variant="buggy"] rect.racing`), "the buggy variant's race is highlighted")
+				require.NotZero(t, count(t, ctx, `section.variant[data-variant="buggy"] path.misconsumed`), "the buggy variant's mis-consumed signals are drawn")
+			}
+		}
+	})
+	t.Run("other-verdicts", func(t *testing.T) {
+		d := &report.Data{Scenario: "other verdicts"}
+		for _, sv := range [][2]string{
+			{"nccl-order-mismatch", "count-differs"},
+			{"moe-ep-dropped-allreduce", "per-layer"},
+			{"trt-fused-collective", "fused"},
+			{"symm-block-mismatch", "swapped-equal"},
+		} {
+			sc, ok := scenarios.Lookup(sv[0])
+			if !ok {
+				t.Logf("scenario %s not built in here; skipped", sv[0])
+				continue
+			}
+			v, ok := sc.Variant(sv[1])
+			require.True(t, ok, sv[1])
+			vr, err := check.RunVariant(sc, v, check.Options{Extra: []string{"budget=0"}})
+			require.NoError(t, err)
+			rv, err := report.Capture(sc, vr)
+			require.NoError(t, err)
+			rv.Name = sv[0] + "-" + sv[1]
+			d.Variants = append(d.Variants, rv)
+		}
+		if len(d.Variants) == 0 {
+			t.Skip("no other scenarios built in")
+		}
+		checkPage(t, ctx, d, "other-verdicts")
+	})
+}
+
+// count returns how many elements match a CSS selector.
+func count(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+	require.NoError(t, err, sel)
+	return n
+}
+
+// checkPage writes d's page, loads it, checks it and saves a screenshot.
+func checkPage(t *testing.T, ctx context.Context, d *report.Data, name string) {
+	t.Helper()
 	var page bytes.Buffer
 	require.NoError(t, report.WriteHTML(&page, d))
 	require.NoError(t, os.MkdirAll(screenshotDir, 0o755))
-	htmlPath, err := filepath.Abs(filepath.Join(screenshotDir, "report.html"))
+	htmlPath, err := filepath.Abs(filepath.Join(screenshotDir, name+".html"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(htmlPath, page.Bytes(), 0o644))
 
-	ctx := browser(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var mu sync.Mutex
 	var problems []string
 	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
@@ -139,11 +192,6 @@ func TestHTMLInBrowser(t *testing.T) {
 	rendered, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.rendered || ""`))
 	require.NoError(t, err)
 	require.Equal(t, "yes", rendered, "the page's script did not finish; console:\n%s", report())
-	count := func(sel string) int {
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
-		require.NoError(t, err, sel)
-		return n
-	}
 	text := func(sel string) string {
 		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 		require.NoError(t, err, sel)
@@ -154,7 +202,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		sel := fmt.Sprintf(`section.variant[data-variant=%q]`, v.Name)
 		require.Equal(t, v.Verdict, text(fmt.Sprintf(`.card[data-variant=%q] .verdict`, v.Name)), "%s: card verdict", v.Name)
 		require.Equal(t, v.Verdict, text(sel+` h2 .verdict`), "%s: section verdict", v.Name)
-		require.Equal(t, len(v.Spans), count(sel+` svg.timeline rect.span`), "%s: one rect per span", v.Name)
+		require.Equal(t, len(v.Spans), count(t, ctx, sel+` svg.timeline rect.span`), "%s: one rect per span", v.Name)
 
 		wantRacing, wantMis := 0, 0
 		for _, s := range v.Spans {
@@ -170,18 +218,14 @@ func TestHTMLInBrowser(t *testing.T) {
 				wantMis++
 			}
 		}
-		racing, misconsumed := count(sel+` rect.racing`), count(sel+` path.misconsumed`)
+		racing, misconsumed := count(t, ctx, sel+` rect.racing`), count(t, ctx, sel+` path.misconsumed`)
 		require.Equal(t, wantRacing, racing, "%s: racing spans highlighted", v.Name)
 		require.Equal(t, wantMis, misconsumed, "%s: mis-consumed signals drawn", v.Name)
-		require.Equal(t, len(v.Values), count(sel+` tr.value-diff`), "%s: value rows", v.Name)
-		if v.Name == "buggy" {
-			require.NotZero(t, racing, "the buggy variant's race is highlighted")
-			require.NotZero(t, misconsumed, "the buggy variant's mis-consumed signals are drawn")
-		}
+		require.Equal(t, len(v.Values), count(t, ctx, sel+` tr.value-diff`), "%s: value rows", v.Name)
 	}
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
-	shotPath := filepath.Join(screenshotDir, "report.png")
+	shotPath := filepath.Join(screenshotDir, name+".png")
 	require.NoError(t, os.WriteFile(shotPath, shot, 0o644))
 	t.Logf("screenshot: %s", shotPath)
 	require.Empty(t, report(), "the page must load cleanly and offline")

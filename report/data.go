@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -109,12 +110,15 @@ type Flow struct {
 }
 
 // Finding is a check's finding placed on the timeline: At is when it was
-// detected (or, for corruption, when the wrong value was stored; -1 when
-// unknown), Spans the spans it names.
+// detected (for corruption, when the wrong value was stored; for a dropped
+// collective, when its kernel first completed; for a hang, the end of the
+// run; -1 when unknown), Spans the spans it names, and Lanes the lanes it
+// names where it has no span (the stuck streams of a hang).
 type Finding struct {
 	ranks.Finding
 	At    int64 `json:"at"`
 	Spans []int `json:"spans"`
+	Lanes []int `json:"lanes"`
 }
 
 // ValueDiff is one output chunk whose value differs from the reference:
@@ -302,8 +306,40 @@ func FromOutcome(name string, cfg scenarios.Config, o *check.Outcome, ref *scena
 				}
 			}
 		}
-		if pf.At < 0 && f.Kind == ranks.KindHang {
-			pf.At = v.EndNs
+		if len(pf.Spans) == 0 && f.Kind != ranks.KindHang {
+			// No mark (a dropped collective): the first span of each named
+			// kernel on each named rank.
+			for _, r := range f.Ranks {
+				for _, op := range f.Ops {
+					for i, sp := range v.Spans {
+						if sp.Name == op && v.Lanes[sp.Lane].Rank == r {
+							pf.Spans = append(pf.Spans, i)
+							if pf.At < 0 || sp.End < pf.At {
+								pf.At = sp.End
+							}
+							break
+						}
+					}
+				}
+			}
+		}
+		if len(pf.Spans) == 0 {
+			// Stuck tasks never complete, so they have no span: name the
+			// lanes of the streams involved on the ranks involved.
+			for _, r := range f.Ranks {
+				for _, st := range f.Streams {
+					if l, ok := laneOf[laneKey(r, st, false)]; ok && !slices.Contains(pf.Lanes, l) {
+						pf.Lanes = append(pf.Lanes, l)
+					}
+				}
+			}
+			slices.Sort(pf.Lanes)
+			if pf.At < 0 && f.Kind == ranks.KindHang {
+				pf.At = v.EndNs
+			}
+		}
+		if pf.Lanes == nil {
+			pf.Lanes = []int{}
 		}
 		v.Findings = append(v.Findings, pf)
 	}
@@ -315,13 +351,22 @@ func FromOutcome(name string, cfg scenarios.Config, o *check.Outcome, ref *scena
 		}
 	}
 	v.Values = diffs
-	if v.Values == nil {
-		v.Values = []ValueDiff{}
-	}
-	if v.Findings == nil {
-		v.Findings = []Finding{}
-	}
+	// Empty lists are [] in JSON, never null: the page iterates them.
+	v.Values = nonNil(v.Values)
+	v.Findings = nonNil(v.Findings)
+	v.Spans = nonNil(v.Spans)
+	v.Flows = nonNil(v.Flows)
+	v.Issues = nonNil(v.Issues)
+	v.Colls = nonNil(v.Colls)
+	v.Lanes = nonNil(v.Lanes)
 	return v
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func laneKey(rank int, stream string, host bool) string {

@@ -205,12 +205,18 @@ func variantEvents(v *Variant, base int) []event {
 			seen[l] = true
 			evs = append(evs, event{Name: name, Cat: "finding." + f.Kind, Ph: "i", S: "t", Ts: micros(max(f.At, 0)), Pid: pid[l], Tid: tid[l], Args: args})
 		}
+		at := f.At
+		if at < 0 {
+			at = v.EndNs
+		}
+		for _, l := range f.Lanes {
+			if !seen[l] {
+				seen[l] = true
+				evs = append(evs, event{Name: name, Cat: "finding." + f.Kind, Ph: "i", S: "t", Ts: micros(at), Pid: pid[l], Tid: tid[l], Args: args})
+			}
+		}
 		if len(seen) == 0 {
 			// Nothing to anchor on: a process-wide instant on each rank named.
-			at := f.At
-			if at < 0 {
-				at = v.EndNs
-			}
 			for _, r := range f.Ranks {
 				evs = append(evs, event{Name: name, Cat: "finding." + f.Kind, Ph: "i", S: "p", Ts: micros(at), Pid: base + r, Args: args})
 			}
