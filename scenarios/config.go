@@ -30,6 +30,8 @@ type Config struct {
 	Chunks    int    `json:"chunks"`
 	Seed      uint64 `json:"seed"`
 	Budget    int    `json:"budget"`
+	// Bug holds the knobs of the bug-class built-ins (family.go).
+	Bug BugKnobs `json:"bug,omitzero"`
 }
 
 // ErrBadKnob wraps every knob error.
