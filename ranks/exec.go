@@ -262,6 +262,11 @@ func (w *World) hangFinding() *Finding {
 			return out
 		}
 		for _, br := range t.blockWho {
+			// the peer's host is blocked in a sync: it cannot issue the
+			// matching work until the sync returns (hostsync.go)
+			if s := w.hostSyncEdge(br.rank); s >= 0 {
+				out = append(out, s)
+			}
 			for _, u := range stuck {
 				if u.rank == br.rank && u.state != pending && u.id != t.id {
 					out = append(out, u.id)
@@ -290,6 +295,8 @@ func (w *World) hangFinding() *Finding {
 		t := w.tasks[id]
 		s := fmt.Sprintf("rank %d %s: %s", t.rank, w.streamName(id), w.taskName(id))
 		switch {
+		case isSync(t):
+			s += fmt.Sprintf(" blocks rank %d's host thread (it issues nothing until this returns)", t.rank)
 		case t.state == blocked || (t.state == running && t.blockedOn != ""):
 			s += " blocked on " + t.blockedOn
 		case t.state == pending:

@@ -25,6 +25,7 @@ type BugKnobs struct {
 	SkewNs         int    `json:"skew_ns,omitempty"`          // extra work on odd ranks' first stream before the collectives
 	HostSync       string `json:"host_sync,omitempty"`        // on | off: a host stream synchronize between the two collectives
 	StepCounter    string `json:"step_counter,omitempty"`     // host | device: where the step counter a kernel reads lives
+	IssueOrder     string `json:"issue_order,omitempty"`      // same | differs: odd ranks issue the second collective first
 }
 
 func init() {
@@ -40,6 +41,7 @@ func init() {
 		enumKnob("streams", "symm-two-streams-one-group: streams carrying the group's symmetric ops", []string{"one", "two"}, func(c *Config) *string { return &c.Bug.Streams }),
 		intKnob("skew_ns", "symm-two-streams-one-group: extra work (ns) on odd ranks' first stream", 0, 1<<30, func(c *Config) *int { return &c.Bug.SkewNs }),
 		enumKnob("step_counter", "graph-double-shared-expert: step counter passed as a host scalar (frozen at capture) or kept in device memory", []string{"host", "device"}, func(c *Config) *string { return &c.Bug.StepCounter }),
+		enumKnob("issue_order", "symm-two-streams-one-group: odd ranks issue the two collectives in the same or the other order", []string{"same", "differs"}, func(c *Config) *string { return &c.Bug.IssueOrder }),
 		enumKnob("host_sync", "symm-two-streams-one-group: host stream synchronize after issuing the first collective", onOff, func(c *Config) *string { return &c.Bug.HostSync }),
 	)
 }
