@@ -1,0 +1,97 @@
+package check_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/scenarios"
+)
+
+func runFamily(t *testing.T, name, variant string, sets ...string) *check.VariantReport {
+	t.Helper()
+	sc, ok := scenarios.Lookup(name)
+	require.True(t, ok, name)
+	v, ok := sc.Variant(variant)
+	require.True(t, ok, variant)
+	rep, err := check.RunVariant(sc, v, check.Options{Extra: append([]string{"budget=12"}, sets...)})
+	require.NoError(t, err)
+	return rep
+}
+
+// Every variant of the bug-class built-ins meets its expectation, and
+// changing only the mechanism knob flips the verdict.
+func TestFamilyVerdicts(t *testing.T) {
+	tests := []struct {
+		scenario, variant string
+		sets              []string
+		want              string
+		finding           []string // kind, then substrings of one finding's message
+	}{
+		// caching allocator: reuse of a block aux still reads.
+		{"aux-stream-lifetime", "buggy", nil, "corruption", []string{"race", "caching-allocator block #1 of stream main's pool", "stream aux", "stream main"}},
+		{"aux-stream-lifetime", "buggy", []string{"record_stream=on"}, "ok", nil},
+		{"aux-stream-lifetime", "buggy", []string{"join_before_free=on"}, "ok", nil},
+		{"aux-stream-lifetime", "buggy", []string{"caching=off"}, "ok", nil},
+		{"aux-stream-lifetime", "record-stream", []string{"record_stream=off"}, "corruption", nil},
+		// unsharded reference: the shared expert counted W times.
+		{"shared-expert-times-w", "buggy", nil, "corruption", []string{"corruption", "op L0.shared's contribution is counted 4 times"}},
+		{"shared-expert-times-w", "buggy", []string{"tp=8"}, "corruption", []string{"corruption", "counted 8 times"}},
+		{"shared-expert-times-w", "buggy", []string{"tp=1"}, "ok", nil},
+		{"shared-expert-times-w", "buggy", []string{"shared_shard=sharded"}, "ok", nil},
+		{"shared-expert-times-w", "buggy", []string{"shared_merge=after-ar"}, "ok", nil},
+		{"shared-expert-times-w", "sharded-after-ar", nil, "corruption", []string{"corruption", "a partial never reduced"}},
+		// graph-vs-eager: the op captured twice; a host value frozen.
+		{"graph-double-shared-expert", "buggy", nil, "corruption", []string{"corruption", "graph path differs from eager path", "op L0.shared is captured 2× in the graph but runs 1× per eager step"}},
+		{"graph-double-shared-expert", "buggy", []string{"capture_shared=once"}, "ok", nil},
+		{"graph-double-shared-expert", "buggy", []string{"mode=eager"}, "ok", nil},
+		{"graph-double-shared-expert", "host-step", nil, "corruption", []string{"corruption", "values the graph froze at capture"}},
+		{"graph-double-shared-expert", "host-step", []string{"step_counter=device"}, "ok", nil},
+		{"graph-double-shared-expert", "host-step", []string{"replays=1"}, "ok", nil},
+		// pads shared across groups.
+		{"symm-pad-aliasing", "buggy", nil, "corruption", []string{"mismatch", "consumed data of another collective", "slot 1"}},
+		{"symm-pad-aliasing", "buggy", []string{"pad=per-group"}, "ok", nil},
+		{"symm-pad-aliasing", "per-group-pads", []string{"pad=allocation"}, "corruption", nil},
+		// two streams on one group's pad; host syncs.
+		{"symm-two-streams-one-group", "buggy", nil, "corruption", []string{"mismatch", "through signal pad"}},
+		{"symm-two-streams-one-group", "buggy", []string{"streams=one"}, "ok", nil},
+		{"symm-two-streams-one-group", "host-sync", nil, "hang", []string{"hang", "host cudaStreamSynchronize(s1) blocks rank 1's host thread", "host cudaStreamSynchronize(s1) blocks rank 0's host thread"}},
+		{"symm-two-streams-one-group", "host-sync", []string{"host_sync=off"}, "hang", []string{"hang", "wait_signal"}},
+		{"symm-two-streams-one-group", "host-sync", []string{"issue_order=same"}, "ok", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario+"/"+tt.variant, func(t *testing.T) {
+			rep := runFamily(t, tt.scenario, tt.variant, tt.sets...)
+			require.Equal(t, tt.want, rep.Verdict, "sets %v: %v", tt.sets, rep.Findings)
+			if len(tt.finding) > 0 {
+				require.True(t, hasFinding(rep, tt.finding[0], tt.finding[1:]...), "no %s finding with %q in %v", tt.finding[0], tt.finding[1:], rep.Findings)
+			}
+		})
+	}
+}
+
+// The built-ins run twice give the same bytes.
+func TestFamilyDeterministic(t *testing.T) {
+	for _, name := range []string{"aux-stream-lifetime", "symm-pad-aliasing", "symm-two-streams-one-group"} {
+		a := runFamily(t, name, "buggy")
+		b := runFamily(t, name, "buggy")
+		require.Equal(t, a.TraceHash, b.TraceHash)
+		require.Equal(t, a.Findings, b.Findings)
+	}
+}
+
+func TestFamilyBadInput(t *testing.T) {
+	sc, _ := scenarios.Lookup("symm-pad-aliasing")
+	v, _ := sc.Variant("buggy")
+	_, err := check.RunVariant(sc, v, check.Options{Extra: []string{"tp=4"}})
+	require.ErrorIs(t, err, scenarios.ErrBadKnob)
+	sc, _ = scenarios.Lookup("symm-two-streams-one-group")
+	v, _ = sc.Variant("buggy")
+	_, err = check.RunVariant(sc, v, check.Options{Extra: []string{"tp=1"}})
+	require.ErrorIs(t, err, scenarios.ErrBadKnob)
+	sc, _ = scenarios.Lookup("graph-double-shared-expert")
+	v, _ = sc.Variant("buggy")
+	_, err = check.RunVariant(sc, v, check.Options{Extra: []string{"capture_shared=thrice"}})
+	require.ErrorIs(t, err, scenarios.ErrBadKnob)
+}
