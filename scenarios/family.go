@@ -55,6 +55,9 @@ type famBuilder struct {
 	w     *ranks.World
 	ref   bool
 	progs []*ranks.Program
+	// forkJoin makes finish fork every stream from stream 0 at the start
+	// and join it back at the end, so the program can be captured.
+	forkJoin bool
 }
 
 func newFam(cfg Config, opt BuildOptions, eng *sim.Engine, streams, events []string) (*famBuilder, error) {
@@ -108,6 +111,23 @@ func (f *famBuilder) wait(r, s, ev int) {
 }
 
 func (f *famBuilder) finish() {
+	for _, p := range f.progs {
+		if !f.forkJoin || f.ref || len(p.Streams) < 2 {
+			continue
+		}
+		fork := len(p.Events)
+		p.Events = append(p.Events, "fork")
+		head := []ranks.HostOp{{Kind: ranks.Record, Stream: 0, Event: fork}}
+		for s := 1; s < len(p.Streams); s++ {
+			head = append(head, ranks.HostOp{Kind: ranks.Wait, Stream: s, Event: fork})
+		}
+		p.Ops = append(head, p.Ops...)
+		for s := 1; s < len(p.Streams); s++ {
+			ev := len(p.Events)
+			p.Events = append(p.Events, "join_"+p.Streams[s])
+			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Record, Stream: s, Event: ev}, ranks.HostOp{Kind: ranks.Wait, Stream: 0, Event: ev})
+		}
+	}
 	for r, p := range f.progs {
 		f.w.SetProgram(r, p)
 	}

@@ -44,6 +44,7 @@ func buildPadAliasing(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, er
 	if err != nil {
 		return nil, err
 	}
+	f.forkJoin = true
 	C := cfg.Chunks
 	act := cfg.Tokens * cfg.Hidden * 2
 	alloc, err := collectives.NewSymmAlloc(f.w, "symm", []int{0, 1, 2}, 2*C, collectives.PadScope(cfg.Bug.Pad), f.hw)

@@ -50,6 +50,7 @@ func buildTwoStreams(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, err
 	if err != nil {
 		return nil, err
 	}
+	f.forkJoin = true
 	C := cfg.Chunks
 	group := collectives.Group{Name: "tp", Ranks: make([]int, cfg.TP)}
 	for i := range group.Ranks {
