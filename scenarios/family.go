@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/sim"
@@ -161,4 +160,3 @@ func weightOf(op string, rank int) int64 {
 	return 2 + int64((h+uint32(rank))%89)
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
