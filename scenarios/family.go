@@ -159,4 +159,3 @@ func weightOf(op string, rank int) int64 {
 	}
 	return 2 + int64((h+uint32(rank))%89)
 }
-
