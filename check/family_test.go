@@ -1,9 +1,11 @@
 package check_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/scenarios"
@@ -94,4 +96,30 @@ func TestFamilyBadInput(t *testing.T) {
 	v, _ = sc.Variant("buggy")
 	_, err = check.RunVariant(sc, v, check.Options{Extra: []string{"capture_shared=thrice"}})
 	require.ErrorIs(t, err, scenarios.ErrBadKnob)
+}
+
+// For any world size W the replicated shared expert merged before the
+// all-reduce is counted exactly W times against the unsharded model, and
+// either fix matches the model exactly.
+func TestUnshardedScalesWithWorldSize(t *testing.T) {
+	sc, _ := scenarios.Lookup("shared-expert-times-w")
+	v, _ := sc.Variant("buggy")
+	rapid.Check(t, func(rt *rapid.T) {
+		w := rapid.IntRange(1, 8).Draw(rt, "tp")
+		chunks := rapid.IntRange(1, 4).Draw(rt, "chunks")
+		strat := rapid.SampledFrom([]string{"nccl", "p2p-oneshot"}).Draw(rt, "strategy")
+		fix := rapid.SampledFrom([]string{"", "shared_shard=sharded", "shared_merge=after-ar"}).Draw(rt, "fix")
+		sets := []string{"budget=0", fmt.Sprintf("tp=%d", w), fmt.Sprintf("chunks=%d", chunks), "strategy=" + strat}
+		if fix != "" {
+			sets = append(sets, fix)
+		}
+		rep, err := check.RunVariant(sc, v, check.Options{Extra: sets})
+		require.NoError(rt, err)
+		if fix != "" || w == 1 {
+			require.Equal(rt, check.OK, rep.Verdict, "%v", rep.Findings)
+			return
+		}
+		require.Equal(rt, check.Corruption, rep.Verdict)
+		require.True(rt, hasFinding(rep, check.Corruption, fmt.Sprintf("op L0.shared's contribution is counted %d times", w)), "%v", rep.Findings)
+	})
 }
