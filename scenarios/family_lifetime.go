@@ -50,6 +50,9 @@ func buildLifetime(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 	b := &Built{World: f.w}
 	for r := range cfg.TP {
 		a := f.w.NewAllocator(r, cfg.Bug.Caching != "off")
+		// Every size below is positive for any knob values and every free is
+		// of a live tensor, so the allocator errors after the first malloc
+		// cannot happen; they are checked where they could.
 		malloc := func(name string, s int, bytes int64) (*ranks.Buffer, error) {
 			return a.Malloc(name, f.streamName(r, s), bytes, C)
 		}
