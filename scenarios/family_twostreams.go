@@ -83,22 +83,28 @@ func buildTwoStreams(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, err
 		if r%2 == 1 && cfg.Bug.IssueOrder == "differs" {
 			order = []int{1, 0}
 		}
-		cmp := make([]*ranks.Buffer, len(calls))
-		for _, i := range order {
-			c := calls[i]
-			in := f.w.Alloc(r, c.name+".in", c.bytes, C)
-			f.w.Init(in, func(ch int) uint64 { return uint64(10*(r+1) + ch + 100*i) })
-			out := f.w.Alloc(r, c.name+".out", c.bytes, C)
-			k, err := alloc.OneShot(r, group, c.name, channelsFor(c.bytes), i*C, in, out)
-			if err != nil {
-				return nil, err
+		var cmp []*ranks.Buffer
+		for l := range cfg.Layers {
+			for _, i := range order {
+				c := calls[i]
+				name := c.name
+				if cfg.Layers > 1 {
+					name = fmt.Sprintf("L%d.%s", l, c.name)
+				}
+				in := f.w.Alloc(r, name+".in", c.bytes, C)
+				f.w.Init(in, func(ch int) uint64 { return uint64(10*(r+1) + ch + 100*i + 1000*l) })
+				out := f.w.Alloc(r, name+".out", c.bytes, C)
+				k, err := alloc.OneShot(r, group, name, channelsFor(c.bytes), i*C, in, out)
+				if err != nil {
+					return nil, err
+				}
+				f.launch(r, c.stream, k)
+				if cfg.Bug.HostSync == "on" {
+					// out.item(): the host waits for the stream.
+					f.progs[r].Ops = append(f.progs[r].Ops, ranks.HostOp{Kind: ranks.Sync, Stream: f.stream(c.stream)})
+				}
+				cmp = append(cmp, out)
 			}
-			f.launch(r, c.stream, k)
-			if cfg.Bug.HostSync == "on" {
-				// out.item(): the host waits for the stream.
-				f.progs[r].Ops = append(f.progs[r].Ops, ranks.HostOp{Kind: ranks.Sync, Stream: f.stream(c.stream)})
-			}
-			cmp[i] = out
 		}
 		b.Compare = append(b.Compare, cmp)
 	}
