@@ -97,7 +97,7 @@ func (x *extraRefs) compareModel(b *scenarios.Built) []ranks.Finding {
 				if g.N == e.N {
 					continue
 				}
-				why := attribute(x.model, b.World, vals, g, x.modelW, mvals, e)
+				why := attribute(x.model, b.World, vals, g, x.modelW, mvals, e, len(b.Compare))
 				out = append(out, ranks.Finding{
 					Kind:     ranks.KindCorruption,
 					Message:  fmt.Sprintf("rank %d tensor %s[%d] differs from the unsharded model run on one device: expected %d, observed %d; %s", r, name, c, e.N, g.N, why),
@@ -173,7 +173,7 @@ func contributions(m *scenarios.Model, w *ranks.World, vals map[string]uint64, v
 
 // attribute explains a difference op by op: which op's contribution is
 // counted k times, or comes from only some ranks' partials.
-func attribute(m *scenarios.Model, w *ranks.World, vals map[string]uint64, got ranks.Value, mw *ranks.World, mvals map[string]uint64, want ranks.Value) string {
+func attribute(m *scenarios.Model, w *ranks.World, vals map[string]uint64, got ranks.Value, mw *ranks.World, mvals map[string]uint64, want ranks.Value, worldSize int) string {
 	g := contributions(m, w, vals, got)
 	e := contributions(m, mw, mvals, want)
 	var ops []string
@@ -196,10 +196,14 @@ func attribute(m *scenarios.Model, w *ranks.World, vals map[string]uint64, got r
 			parts = append(parts, fmt.Sprintf("op %s contributes though the model has no such term (%s)", op, strings.Join(gc.terms, " + ")))
 		case gc.val == ec.val:
 		default:
-			if k := ratio(gc.val, ec.val); k > 1 && k <= 1<<16 {
+			rs := uniq(gc.ranks)
+			switch k := ratio(gc.val, ec.val); {
+			case k > 1 && k <= 1<<16:
 				parts = append(parts, fmt.Sprintf("op %s's contribution is counted %d times (%s: one full copy per rank, summed)", op, k, strings.Join(gc.terms, " + ")))
-			} else {
-				parts = append(parts, fmt.Sprintf("op %s contributes %s (ranks %v) where the model has its whole output: a partial never reduced", op, strings.Join(gc.terms, " + "), uniq(gc.ranks)))
+			case len(rs) < worldSize:
+				parts = append(parts, fmt.Sprintf("op %s contributes %s, only ranks %v of %d, where the model has its whole output: a partial never reduced", op, strings.Join(gc.terms, " + "), rs, worldSize))
+			default:
+				parts = append(parts, fmt.Sprintf("op %s contributes %d (%s) where the model has %d", op, gc.val, strings.Join(gc.terms, " + "), ec.val))
 			}
 		}
 	}
