@@ -141,9 +141,10 @@ func splitSource(s string) (rank int, tensor string, ok bool) {
 }
 
 type contrib struct {
-	val   uint64
-	ranks []int
-	terms []string
+	val    uint64
+	ranks  []int
+	terms  []string
+	scaled bool // some term has a coefficient other than 1
 }
 
 // contributions sums, per producing op, the terms of v.
@@ -166,6 +167,10 @@ func contributions(m *scenarios.Model, w *ranks.World, vals map[string]uint64, v
 		}
 		c.val = addMod(c.val, mulMod(vals[name], coefMod(t.Coef)))
 		c.ranks = append(c.ranks, r)
+		if t.Coef != 1 {
+			name = fmt.Sprintf("%d·%s", t.Coef, name)
+			c.scaled = true
+		}
 		c.terms = append(c.terms, name)
 	}
 	return out
@@ -199,7 +204,11 @@ func attribute(m *scenarios.Model, w *ranks.World, vals map[string]uint64, got r
 			rs := uniq(gc.ranks)
 			switch k := ratio(gc.val, ec.val); {
 			case k > 1 && k <= 1<<16:
-				parts = append(parts, fmt.Sprintf("op %s's contribution is counted %d times (%s: one full copy per rank, summed)", op, k, strings.Join(gc.terms, " + ")))
+				how := ""
+				if !gc.scaled && len(gc.terms) == int(k) && len(rs) == worldSize {
+					how = ": one full copy per rank, summed"
+				}
+				parts = append(parts, fmt.Sprintf("op %s's contribution is counted %d times (%s%s)", op, k, strings.Join(gc.terms, " + "), how))
 			case len(rs) < worldSize:
 				parts = append(parts, fmt.Sprintf("op %s contributes %s, only ranks %v of %d, where the model has its whole output: a partial never reduced", op, strings.Join(gc.terms, " + "), rs, worldSize))
 			default:

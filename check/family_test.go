@@ -8,7 +8,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/collectives"
+	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
 )
 
 func runFamily(t *testing.T, name, variant string, sets ...string) *check.VariantReport {
@@ -122,4 +125,72 @@ func TestUnshardedScalesWithWorldSize(t *testing.T) {
 		require.Equal(rt, check.Corruption, rep.Verdict)
 		require.True(rt, hasFinding(rep, check.Corruption, fmt.Sprintf("op L0.shared's contribution is counted %d times", w)), "%v", rep.Findings)
 	})
+}
+
+// A tensor reduced twice: the routed partials are all-reduced, and the
+// already-reduced result is all-reduced again. The serialized program
+// agrees with itself; the unsharded model shows the op counted W times.
+func TestUnshardedReducedTwice(t *testing.T) {
+	for _, twice := range []bool{false, true} {
+		sc := &scenarios.Scenario{
+			Name: "reduced-twice",
+			Base: scenarios.Config{TP: 4, Arch: "h100", Mode: "eager", Chunks: 2, Replays: 1},
+			Build: func(cfg scenarios.Config, _ scenarios.BuildOptions, eng *sim.Engine) (*scenarios.Built, error) {
+				hw, _ := cfg.Profile()
+				w := ranks.NewWorld(cfg.TP, ranks.Config{LaunchCost: hw.Launch, EventCost: hw.EventOp}, eng)
+				group := []int{0, 1, 2, 3}
+				comm := collectives.NewComm(w, "tp", group, collectives.SharedWorkspace, hw, cfg.Chunks)
+				b := &scenarios.Built{World: w}
+				for r := range cfg.TP {
+					x := w.Alloc(r, "x", 64, cfg.Chunks)
+					w.Init(x, func(c int) uint64 { return uint64(c + 3) })
+					rt := w.Alloc(r, "rt_y", 64, cfg.Chunks)
+					mid := w.Alloc(r, "rt_once", 64, cfg.Chunks)
+					out := w.Alloc(r, "out", 64, cfg.Chunks)
+					p := &ranks.Program{Streams: []string{"main"}}
+					p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: &ranks.KernelSpec{Name: "moe", Instrs: []ranks.Instr{{
+						Op: ranks.OpCompute, Dst: rt, N: cfg.Chunks, Srcs: []ranks.Src{{Buf: x, Coef: int64(r + 2)}}, Fresh: true, Dur: 100}}}})
+					k1, err := comm.AllReduce(r, "ar1", collectives.NCCL, rt, mid)
+					if err != nil {
+						return nil, err
+					}
+					p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: k1})
+					src := mid
+					if twice {
+						k2, err := comm.AllReduce(r, "ar2", collectives.NCCL, mid, out)
+						if err != nil {
+							return nil, err
+						}
+						p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: k2})
+						src = out
+					}
+					if !twice {
+						p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: &ranks.KernelSpec{Name: "copy", Instrs: []ranks.Instr{{
+							Op: ranks.OpCompute, Dst: out, N: cfg.Chunks, Srcs: []ranks.Src{{Buf: src, Coef: 1}}, Dur: 100}}}})
+					}
+					w.SetProgram(r, p)
+					b.Compare = append(b.Compare, []*ranks.Buffer{out})
+				}
+				return b, nil
+			},
+			Unsharded: func(cfg scenarios.Config) (*scenarios.Model, error) {
+				return &scenarios.Model{Chunks: cfg.Chunks,
+					Inputs: []scenarios.ModelInput{{Name: "x", Init: func(c int) uint64 { return uint64(c + 3) }}},
+					Ops: []scenarios.ModelOp{
+						{Name: "moe", Kind: "linear", Inputs: []string{"x"}, Output: "rt_y", Weight: 2 + 3 + 4 + 5},
+						{Name: "out", Kind: "add", Inputs: []string{"rt_y"}, Output: "out"},
+					},
+					Outputs: []string{"out"},
+				}, nil
+			},
+		}
+		rep, err := check.RunVariant(sc, scenarios.Variant{Name: "v"}, check.Options{})
+		require.NoError(t, err)
+		if !twice {
+			require.Equal(t, check.OK, rep.Verdict, "%v", rep.Findings)
+			continue
+		}
+		require.Equal(t, check.Corruption, rep.Verdict)
+		require.True(t, hasFinding(rep, check.Corruption, "op moe's contribution is counted 4 times"), "%v", rep.Findings)
+	}
 }
