@@ -61,6 +61,8 @@ func TestFamilyVerdicts(t *testing.T) {
 		// two streams on one group's pad; host syncs.
 		{"symm-two-streams-one-group", "buggy", nil, "corruption", []string{"mismatch", "through signal pad"}},
 		{"symm-two-streams-one-group", "buggy", []string{"streams=one"}, "ok", nil},
+		{"symm-two-streams-one-group", "buggy", []string{"stream_guard=on"}, "ok", nil},
+		{"symm-two-streams-one-group", "stream-guard", []string{"stream_guard=off"}, "corruption", nil},
 		{"symm-two-streams-one-group", "host-sync", nil, "hang", []string{"hang", "host cudaStreamSynchronize(s1) blocks rank 1's host thread", "host cudaStreamSynchronize(s1) blocks rank 0's host thread"}},
 		{"symm-two-streams-one-group", "host-sync", []string{"host_sync=off"}, "hang", []string{"hang", "wait_signal"}},
 		{"symm-two-streams-one-group", "host-sync", []string{"issue_order=same"}, "ok", nil},

@@ -17,20 +17,22 @@ world_size·block + rank, nothing naming the op), so they "require the device
 execution order of the ops to match their group issue order". With ranks skewed
 (odd ranks have more work queued on the first stream) the device order differs
 across ranks and one op's signals complete the other's waits: the ops pair up
-across ranks and reduce each other's data. The report's hang needs more than
-the pad (spinning kernels that cannot co-reside); here the cross-paired ops run
-to completion on wrong data. Without skew the two still overlap on one pad. On
-one stream they run in issue order: ok. A host stream synchronize after each,
-with ranks issuing them in different orders, hangs through the host threads.`,
+across ranks and reduce each other's data. The report saw a hang; in this model
+the pad alone does not hang (each slot gets as many signals as waits), so the
+cross-paired ops finish on wrong data. Without skew the two still overlap on one
+pad. On one stream, or with PyTorch's later GroupStreamGuard (PR #195947), they
+run in issue order: ok. With a host stream synchronize after each and ranks
+issuing the two in different orders, it hangs through the host threads.`,
 		Base: Config{
 			TP: 2, Arch: "sm90", Mode: "eager", Layers: 1, Replays: 1,
 			Tokens: 8, Hidden: 4096, Chunks: 2, Seed: 1, Budget: 60,
-			Bug: BugKnobs{Streams: "two", SkewNs: 30000, HostSync: "off", IssueOrder: "same", Pad: "per-group"},
+			Bug: BugKnobs{Streams: "two", SkewNs: 30000, HostSync: "off", IssueOrder: "same", Pad: "per-group", StreamGuard: "off"},
 		},
 		Variants: []Variant{
 			{Name: "buggy", Expect: "corruption|hang", Doc: "two streams, odd ranks skewed: device order differs across ranks; signals cross-pair the two ops"},
 			{Name: "no-skew", Sets: []string{"skew_ns=0"}, Expect: "race|mismatch|corruption", Doc: "two streams, same device order: the ops still overlap on one pad"},
 			{Name: "one-stream", Sets: []string{"streams=one"}, Expect: "ok", Doc: "one stream per group: device order is issue order"},
+			{Name: "stream-guard", Sets: []string{"stream_guard=on"}, Expect: "ok", Doc: "PyTorch PR #195947 GroupStreamGuard: a pad op on a new stream waits for the group's previous one"},
 			{Name: "host-sync", Sets: []string{"streams=one", "skew_ns=0", "issue_order=differs", "host_sync=on"}, Expect: "hang", Doc: "odd ranks issue the two in the other order, each followed by a host stream synchronize: a cycle through the hosts"},
 			{Name: "host-sync-same-order", Sets: []string{"streams=one", "skew_ns=0", "host_sync=on"}, Expect: "ok", Doc: "the same syncs with one issue order: every sync returns"},
 		},
@@ -46,7 +48,7 @@ func buildTwoStreams(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, err
 	if cfg.TP < 2 {
 		return nil, fmt.Errorf("%w: symm-two-streams-one-group needs tp ≥ 2, got tp=%d", ErrBadKnob, cfg.TP)
 	}
-	f, err := newFam(cfg, opt, eng, []string{"s1", "s2"}, nil)
+	f, err := newFam(cfg, opt, eng, []string{"s1", "s2"}, []string{"guard"})
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +86,7 @@ func buildTwoStreams(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, err
 			order = []int{1, 0}
 		}
 		var cmp []*ranks.Buffer
+		last := -1 // stream of the group's previous pad op (GroupStreamGuard)
 		for l := range cfg.Layers {
 			for _, i := range order {
 				c := calls[i]
@@ -98,6 +101,13 @@ func buildTwoStreams(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, err
 				if err != nil {
 					return nil, err
 				}
+				if cfg.Bug.StreamGuard == "on" && last >= 0 && last != c.stream {
+					// GroupStreamGuard: the new stream waits on the previous
+					// pad op's completion event.
+					f.record(r, last, 0)
+					f.wait(r, c.stream, 0)
+				}
+				last = c.stream
 				f.launch(r, c.stream, k)
 				if cfg.Bug.HostSync == "on" {
 					// out.item(): the host waits for the stream.
