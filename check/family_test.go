@@ -39,6 +39,7 @@ func TestFamilyVerdicts(t *testing.T) {
 		{"aux-stream-lifetime", "buggy", []string{"record_stream=on"}, "ok", nil},
 		{"aux-stream-lifetime", "buggy", []string{"join_before_free=on"}, "ok", nil},
 		{"aux-stream-lifetime", "buggy", []string{"caching=off"}, "ok", nil},
+		{"aux-stream-lifetime", "buggy", []string{"routed_dtype=fp32"}, "ok", nil},
 		{"aux-stream-lifetime", "record-stream", []string{"record_stream=off"}, "corruption", nil},
 		// unsharded reference: the shared expert counted W times.
 		{"shared-expert-times-w", "buggy", nil, "corruption", []string{"corruption", "op L0.shared's contribution is counted 4 times"}},

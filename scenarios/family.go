@@ -25,6 +25,7 @@ type BugKnobs struct {
 	HostSync       string `json:"host_sync,omitempty"`        // on | off: a host stream synchronize between the two collectives
 	StepCounter    string `json:"step_counter,omitempty"`     // host | device: where the step counter a kernel reads lives
 	IssueOrder     string `json:"issue_order,omitempty"`      // same | differs: odd ranks issue the second collective first
+	RoutedDtype    string `json:"routed_dtype,omitempty"`     // bf16 | fp32: element type of the routed output (its allocation size)
 	StreamGuard    string `json:"stream_guard,omitempty"`     // on | off: PyTorch's GroupStreamGuard (PR #195947) orders a group's pad ops across streams
 }
 
@@ -42,6 +43,7 @@ func init() {
 		intKnob("skew_ns", "symm-two-streams-one-group: extra work (ns) on odd ranks' first stream", 0, 1<<30, func(c *Config) *int { return &c.Bug.SkewNs }),
 		enumKnob("step_counter", "graph-double-shared-expert: step counter passed as a host scalar (frozen at capture) or kept in device memory", []string{"host", "device"}, func(c *Config) *string { return &c.Bug.StepCounter }),
 		enumKnob("issue_order", "symm-two-streams-one-group: odd ranks issue the two collectives in the same or the other order", []string{"same", "differs"}, func(c *Config) *string { return &c.Bug.IssueOrder }),
+		enumKnob("routed_dtype", "aux-stream-lifetime: routed output bf16 (fits the freed block) or fp32 (twice the size: a new block)", []string{"bf16", "fp32"}, func(c *Config) *string { return &c.Bug.RoutedDtype }),
 		enumKnob("stream_guard", "symm-two-streams-one-group: GroupStreamGuard makes a group's pad op on a new stream wait for the previous one", onOff, func(c *Config) *string { return &c.Bug.StreamGuard }),
 		enumKnob("host_sync", "symm-two-streams-one-group: host stream synchronize after issuing the first collective", onOff, func(c *Config) *string { return &c.Bug.HostSync }),
 	)

@@ -22,13 +22,14 @@ after free). record_stream, a join before the free, or no caching avoids it.`,
 		Base: Config{
 			TP: 1, Arch: "sm100", Mode: "eager", Layers: 2, Replays: 1,
 			Tokens: 8, Hidden: 4096, Chunks: 2, Seed: 1, Budget: 40,
-			Bug: BugKnobs{RecordStream: "off", JoinBeforeFree: "off", Caching: "on"},
+			Bug: BugKnobs{RecordStream: "off", JoinBeforeFree: "off", Caching: "on", RoutedDtype: "bf16"},
 		},
 		Variants: []Variant{
 			{Name: "buggy", Expect: "race|corruption", Doc: "x_norm freed on main with aux still reading it; main's next allocation reuses its block"},
 			{Name: "record-stream", Sets: []string{"record_stream=on"}, Expect: "ok", Doc: "x_norm.record_stream(aux): the free waits for aux's use"},
 			{Name: "joined", Sets: []string{"join_before_free=on"}, Expect: "ok", Doc: "main waits on aux's event before dropping x_norm"},
 			{Name: "no-caching", Sets: []string{"caching=off"}, Expect: "ok", Doc: "PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor gets fresh memory"},
+			{Name: "fp32-routed", Sets: []string{"routed_dtype=fp32"}, Expect: "ok", Doc: "the routed output is twice x_norm's size: the freed block does not fit, a new one is made"},
 		},
 		Build: buildLifetime,
 	})
@@ -110,7 +111,11 @@ func buildLifetime(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 			if err := a.Free(xn); err != nil {
 				return nil, err
 			}
-			rtO, _ := malloc(p+"rt_out", main, act)
+			rtBytes := act
+			if cfg.Bug.RoutedDtype == "fp32" {
+				rtBytes = 2 * act
+			}
+			rtO, _ := malloc(p+"rt_out", main, rtBytes)
 			f.launch(r, main, linear(p+"rt_scale", rtO, w("rt_scale"), hw.KStart+ranks.Bytes(2*act, hw.HBM), rtY))
 			_ = a.Free(rtY)
 			f.wait(r, main, join)
