@@ -45,6 +45,7 @@ func Meets(v, expect string) bool {
 type Reference struct {
 	built *scenarios.Built
 	err   error
+	extra *extraRefs // unsharded model, eager path (family.go)
 }
 
 // NewReference builds and runs the reference program of cfg.
@@ -58,6 +59,9 @@ func NewReference(sc *scenarios.Scenario, cfg scenarios.Config) (*Reference, err
 		return nil, fmt.Errorf("reference: %w", err)
 	}
 	ref := &Reference{built: b}
+	if ref.extra, err = newExtraRefs(sc, cfg); err != nil {
+		return nil, err
+	}
 	if res.Hung {
 		ref.err = fmt.Errorf("the reference program (ops serialized per rank) hangs: %s", res.Findings[len(res.Findings)-1].Message)
 	}
@@ -95,6 +99,9 @@ func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference
 	o.Findings = append(o.Findings, res.Findings...)
 	if !res.Hung && !b.BuildFailed() && ref != nil && ref.err == nil {
 		o.Findings = append(o.Findings, compare(b, ref.built)...)
+	}
+	if !res.Hung && ref != nil {
+		o.Findings = append(o.Findings, ref.extra.findings(b)...)
 	}
 	for _, f := range o.Findings {
 		if Worse(f.Kind, o.Verdict) {

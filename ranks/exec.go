@@ -305,6 +305,11 @@ func (w *World) hangFinding() *Finding {
 			return out
 		}
 		for _, br := range t.blockWho {
+			// the peer's host is blocked in a sync: it cannot issue the
+			// matching work until the sync returns (hostsync.go)
+			if s := w.hostSyncEdge(br.rank); s >= 0 {
+				out = append(out, s)
+			}
 			// The precise partner first: the peer's side of the same call.
 			if p := w.partner(stuck, t, br.rank); p >= 0 {
 				out = append(out, p)
@@ -338,6 +343,8 @@ func (w *World) hangFinding() *Finding {
 		t := w.tasks[id]
 		s := fmt.Sprintf("rank %d %s: %s", t.rank, w.streamName(id), w.taskName(id))
 		switch {
+		case isSync(t):
+			s += fmt.Sprintf(" blocks rank %d's host thread (it issues nothing until this returns)", t.rank)
 		case t.state == blocked || (t.state == running && t.blockReason() != ""):
 			s += " blocked on " + t.blockReason() + w.peerDone(stuck, t)
 		case t.state == pending && t.heldBy > 0:

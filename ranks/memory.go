@@ -30,6 +30,7 @@ type Buffer struct {
 	Vals   []Value
 	Output bool       // compared against the reference
 	Sym    *Symmetric // non-nil for a copy of a symmetric buffer
+	Block  *Block     // non-nil for a tensor from a caching [Allocator]
 
 	id int32
 	sh []shadow
@@ -45,6 +46,9 @@ func (b *Buffer) ChunkBytes() int64 { return b.Bytes / int64(max(1, len(b.Vals))
 func (b *Buffer) Describe() string {
 	if b.Sym != nil {
 		return fmt.Sprintf("rank %d's copy of symmetric buffer %q", b.Rank, b.Name)
+	}
+	if b.Block != nil {
+		return fmt.Sprintf("rank %d tensor %q (%s)", b.Rank, b.Name, b.Block.describe())
 	}
 	return fmt.Sprintf("rank %d tensor %q", b.Rank, b.Name)
 }

@@ -15,6 +15,11 @@ const (
 	// most recent Record of Event issued before it, at issue time; a wait on
 	// an event never recorded is a no-op, as in CUDA.
 	Wait
+	// Sync blocks the host thread until everything issued to Stream before
+	// it has finished (cudaStreamSynchronize; a tensor's .item()). With
+	// Stream -1 it waits for every stream (cudaDeviceSynchronize). It cannot
+	// be captured. See hostsync.go.
+	Sync
 )
 
 func (k HostOpKind) String() string {
@@ -25,6 +30,8 @@ func (k HostOpKind) String() string {
 		return "record"
 	case Wait:
 		return "wait"
+	case Sync:
+		return "sync"
 	}
 	return "hostop?"
 }
@@ -129,11 +136,23 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 		lastRecord[i] = -1
 	}
 	orderTail := map[string]int32{}
+	lastSync := int32(-1) // ops issued after a host sync are ordered after it
 	for i, op := range p.Ops {
+		if op.Kind == Sync {
+			id, err := lowerSync(rank, p, i, capture, tail, lastSync, &nodes)
+			if err != nil {
+				return nil, err
+			}
+			lastSync = id
+			continue
+		}
 		if op.Stream < 0 || op.Stream >= len(p.Streams) {
 			return nil, fmt.Errorf("rank %d op %d: stream %d out of range", rank, i, op.Stream)
 		}
 		n := node{op: i, stream: op.Stream}
+		if lastSync >= 0 {
+			n.deps = append(n.deps, lastSync)
+		}
 		if t := tail[op.Stream]; t >= 0 {
 			n.deps = append(n.deps, t)
 		}

@@ -105,6 +105,7 @@ type host struct {
 	base  []int32
 	// graph mode: task ids of the previous replay's nodes
 	prevJoin int32
+	syncing  int32 // the sync task blocking the host thread, or -1 (hostsync.go)
 }
 
 // NewWorld returns a world of n ranks.
@@ -228,7 +229,7 @@ func (w *World) Run() (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.hosts[r] = host{nodes: nodes, prevJoin: -1}
+		w.hosts[r] = host{nodes: nodes, prevJoin: -1, syncing: -1}
 	}
 	// Host threads start, each with a chosen skew.
 	w.start = -1
@@ -284,6 +285,9 @@ func (w *World) stepHost(r int) {
 		h.next++
 		w.issue(t)
 		w.noteIssue(t)
+		if w.hostBlocks(t) {
+			return // resumed by the sync task's completion (hostsync.go)
+		}
 		cost := w.cfg.EventCost
 		if p.Ops[n.op].Kind == Launch {
 			cost = w.cfg.LaunchCost
@@ -410,6 +414,7 @@ func (w *World) complete(t *task) {
 	w.recordSpan(t)
 	w.release(t)
 	w.checkDropped(t)
+	w.hostSyncDone(t)
 	for _, id := range t.dependents {
 		d := w.tasks[id]
 		d.waiting--
@@ -438,6 +443,9 @@ func (w *World) taskName(id int32) string {
 	}
 	if t.op.Kind == Launch {
 		return t.op.Kernel.Name
+	}
+	if t.op.Kind == Sync {
+		return w.syncName(t)
 	}
 	return fmt.Sprintf("%s(%s)", t.op.Kind, w.progs[t.rank].Events[t.op.Event])
 }

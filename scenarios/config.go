@@ -37,6 +37,8 @@ type Config struct {
 	NCCLOrder string `json:"nccl_order,omitempty"`
 	Blocks    int    `json:"blocks,omitempty"`
 	Engines   string `json:"engines,omitempty"`
+	// Bug holds the knobs of the bug-class built-ins (family.go).
+	Bug BugKnobs `json:"bug,omitzero"`
 }
 
 // ErrBadKnob wraps every knob error.

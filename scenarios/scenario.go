@@ -29,6 +29,13 @@ type Scenario struct {
 	Build func(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error)
 	// Compare lists step-time comparisons for the text report.
 	Compare []Comparison
+	// Unsharded, when set, names the model the scenario shards: the
+	// reference is then also that model run on one device (see [Model]).
+	Unsharded func(cfg Config) (*Model, error)
+	// GraphMatchesEager declares that the graph path must compute what the
+	// eager path computes: in graph mode every schedule's outputs are also
+	// compared with the eager path's (Build with mode=eager).
+	GraphMatchesEager bool
 }
 
 // BuildOptions are how a world is built, independent of the scenario's knobs.

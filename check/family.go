@@ -1,0 +1,337 @@
+package check
+
+import (
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
+)
+
+// extraRefs are the references a scenario may declare besides the
+// serialized program: the unsharded model run on one device, and the eager
+// path its graph path must match.
+type extraRefs struct {
+	model   *scenarios.Model
+	modelW  *ranks.World
+	modelTs map[string]*ranks.Buffer
+
+	eager *scenarios.Built
+}
+
+// newExtraRefs builds the references sc declares for cfg (nil when none).
+func newExtraRefs(sc *scenarios.Scenario, cfg scenarios.Config) (*extraRefs, error) {
+	x := &extraRefs{}
+	if sc.Unsharded != nil {
+		m, err := sc.Unsharded(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("unsharded model: %w", err)
+		}
+		x.model = m
+		x.modelW, x.modelTs, err = m.Run()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if sc.GraphMatchesEager && cfg.Mode == "graph" {
+		ec := cfg
+		ec.Mode = "eager"
+		b, err := sc.Build(ec, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, nil))
+		if err != nil {
+			return nil, fmt.Errorf("eager path: %w", err)
+		}
+		res, err := b.World.Run()
+		if err != nil {
+			return nil, fmt.Errorf("eager path: %w", err)
+		}
+		if res.Hung {
+			return nil, fmt.Errorf("eager path hangs: %s", res.Findings[len(res.Findings)-1].Message)
+		}
+		x.eager = b
+	}
+	if x.model == nil && x.eager == nil {
+		return nil, nil
+	}
+	return x, nil
+}
+
+func (x *extraRefs) findings(b *scenarios.Built) []ranks.Finding {
+	if x == nil {
+		return nil
+	}
+	var out []ranks.Finding
+	if x.model != nil {
+		out = append(out, x.compareModel(b)...)
+	}
+	if x.eager != nil {
+		out = append(out, compareGraphEager(b, x.eager)...)
+	}
+	return out
+}
+
+// compareModel compares every rank's outputs with the unsharded model's and
+// attributes a difference to the ops whose contributions differ.
+func (x *extraRefs) compareModel(b *scenarios.Built) []ranks.Finding {
+	var out []ranks.Finding
+	vals := sourceValues(b.World)
+	mvals := sourceValues(x.modelW)
+	for r, cmp := range b.Compare {
+		for _, name := range x.model.Outputs {
+			var got *ranks.Buffer
+			for _, t := range cmp {
+				if t.Name == name {
+					got = t
+				}
+			}
+			want := x.modelTs[name]
+			if got == nil {
+				out = append(out, ranks.Finding{Kind: ranks.KindCorruption, Ranks: []int{r}, Ops: []string{name}, Resource: fmt.Sprintf("rank %d tensor %q", r, name),
+					Message: fmt.Sprintf("rank %d has no tensor %q to compare with the unsharded model's", r, name)})
+				continue
+			}
+			for c := range min(len(got.Vals), len(want.Vals)) {
+				g, e := got.Vals[c], want.Vals[c]
+				if g.N == e.N {
+					continue
+				}
+				why := attribute(x.model, b.World, vals, g, x.modelW, mvals, e, len(b.Compare))
+				out = append(out, ranks.Finding{
+					Kind:     ranks.KindCorruption,
+					Message:  fmt.Sprintf("rank %d tensor %s[%d] differs from the unsharded model run on one device: expected %d, observed %d; %s", r, name, c, e.N, g.N, why),
+					Ranks:    []int{r},
+					Ops:      []string{name},
+					Resource: fmt.Sprintf("rank %d tensor %q", r, name),
+				})
+				break
+			}
+			if len(out) > 0 && out[len(out)-1].Ranks[0] == r {
+				break // later outputs inherit the difference
+			}
+		}
+	}
+	return out
+}
+
+// sourceValues maps each source name ("r3:L0.sh_y[1]") to the value its
+// buffer holds.
+func sourceValues(w *ranks.World) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, b := range w.Buffers() {
+		for c, v := range b.Vals {
+			m[fmt.Sprintf("r%d:%s[%d]", b.Rank, b.Name, c)] = v.N
+		}
+	}
+	return m
+}
+
+// splitSource parses "r3:L0.sh_y[1]" into rank 3 and tensor "L0.sh_y".
+func splitSource(s string) (rank int, tensor string, ok bool) {
+	i := strings.IndexByte(s, ':')
+	j := strings.LastIndexByte(s, '[')
+	if i < 2 || s[0] != 'r' || j < i {
+		return 0, "", false
+	}
+	if _, err := fmt.Sscanf(s[1:i], "%d", &rank); err != nil {
+		return 0, "", false
+	}
+	return rank, s[i+1 : j], true
+}
+
+type contrib struct {
+	val    uint64
+	ranks  []int
+	terms  []string
+	scaled bool // some term has a coefficient other than 1
+}
+
+// contributions sums, per producing op, the terms of v.
+func contributions(m *scenarios.Model, w *ranks.World, vals map[string]uint64, v ranks.Value) map[string]*contrib {
+	out := map[string]*contrib{}
+	for _, t := range v.Terms() {
+		name := w.Srcs.Name(t.Src)
+		r, tensor, ok := splitSource(name)
+		if !ok {
+			continue
+		}
+		op := m.Producer(tensor)
+		if op == "" {
+			op = tensor
+		}
+		c := out[op]
+		if c == nil {
+			c = &contrib{}
+			out[op] = c
+		}
+		c.val = addMod(c.val, mulMod(vals[name], coefMod(t.Coef)))
+		c.ranks = append(c.ranks, r)
+		if t.Coef != 1 {
+			name = fmt.Sprintf("%d·%s", t.Coef, name)
+			c.scaled = true
+		}
+		c.terms = append(c.terms, name)
+	}
+	return out
+}
+
+// attribute explains a difference op by op: which op's contribution is
+// counted k times, or comes from only some ranks' partials.
+func attribute(m *scenarios.Model, w *ranks.World, vals map[string]uint64, got ranks.Value, mw *ranks.World, mvals map[string]uint64, want ranks.Value, worldSize int) string {
+	g := contributions(m, w, vals, got)
+	e := contributions(m, mw, mvals, want)
+	var ops []string
+	for op := range g {
+		ops = append(ops, op)
+	}
+	for op := range e {
+		if _, ok := g[op]; !ok {
+			ops = append(ops, op)
+		}
+	}
+	sort.Strings(ops)
+	var parts []string
+	for _, op := range ops {
+		gc, ec := g[op], e[op]
+		switch {
+		case gc == nil:
+			parts = append(parts, fmt.Sprintf("op %s's contribution is missing", op))
+		case ec == nil:
+			parts = append(parts, fmt.Sprintf("op %s contributes though the model has no such term (%s)", op, strings.Join(gc.terms, " + ")))
+		case gc.val == ec.val:
+		default:
+			rs := uniq(gc.ranks)
+			switch k := ratio(gc.val, ec.val); {
+			case k > 1 && k <= 1<<16:
+				how := ""
+				if !gc.scaled && len(gc.terms) == int(k) && len(rs) == worldSize {
+					how = ": one full copy per rank, summed"
+				}
+				parts = append(parts, fmt.Sprintf("op %s's contribution is counted %d times (%s%s)", op, k, strings.Join(gc.terms, " + "), how))
+			case len(rs) < worldSize:
+				parts = append(parts, fmt.Sprintf("op %s contributes %s, only ranks %v of %d, where the model has its whole output: a partial never reduced", op, strings.Join(gc.terms, " + "), rs, worldSize))
+			default:
+				parts = append(parts, fmt.Sprintf("op %s contributes %d (%s) where the model has %d", op, gc.val, strings.Join(gc.terms, " + "), ec.val))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "no single op explains it"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func uniq(a []int) []int {
+	sort.Ints(a)
+	var out []int
+	for i, x := range a {
+		if i == 0 || x != a[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Arithmetic modulo ranks.Modulus, for attributing values.
+
+func addMod(a, b uint64) uint64 {
+	s := a + b
+	if s >= ranks.Modulus {
+		s -= ranks.Modulus
+	}
+	return s
+}
+
+func mulMod(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	_, rem := bits.Div64(hi, lo, ranks.Modulus)
+	return rem
+}
+
+func coefMod(c int64) uint64 {
+	if c >= 0 {
+		return uint64(c) % ranks.Modulus
+	}
+	return ranks.Modulus - uint64(-c)%ranks.Modulus
+}
+
+func powMod(a, e uint64) uint64 {
+	r := uint64(1)
+	for ; e > 0; e >>= 1 {
+		if e&1 == 1 {
+			r = mulMod(r, a)
+		}
+		a = mulMod(a, a)
+	}
+	return r
+}
+
+// ratio returns k with got = k·want (mod the modulus), or 0 when want is 0.
+func ratio(got, want uint64) uint64 {
+	if want == 0 {
+		return 0
+	}
+	return mulMod(got, powMod(want, ranks.Modulus-2))
+}
+
+// compareGraphEager compares the graph path's outputs with the eager
+// path's and names the ops the two programs issue a different number of
+// times.
+func compareGraphEager(got, eager *scenarios.Built) []ranks.Finding {
+	var out []ranks.Finding
+	for r := range got.Compare {
+		if r >= len(eager.Compare) {
+			break
+		}
+		for i, b := range got.Compare[r] {
+			if i >= len(eager.Compare[r]) {
+				break
+			}
+			eb := eager.Compare[r][i]
+			for c := range min(len(b.Vals), len(eb.Vals)) {
+				if b.Vals[c].N == eb.Vals[c].N {
+					continue
+				}
+				diff := opCountDiff(got.World, eager.World, r)
+				out = append(out, ranks.Finding{
+					Kind: ranks.KindCorruption,
+					Message: fmt.Sprintf("graph path differs from eager path on rank %d tensor %s[%d]: eager %d = %s; graph %d = %s; %s",
+						r, b.Name, c, eb.Vals[c].N, eager.World.Srcs.Format(eb.Vals[c]), b.Vals[c].N, got.World.Srcs.Format(b.Vals[c]), diff),
+					Ranks:    []int{r},
+					Ops:      []string{b.Name},
+					Resource: fmt.Sprintf("rank %d tensor %q", r, b.Name),
+				})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// opCountDiff lists the kernels rank r's graph issues a different number of
+// times per step than its eager path.
+func opCountDiff(g, e *ranks.World, r int) string {
+	gc, ec := g.KernelCounts(r), e.KernelCounts(r)
+	steps := g.Replays()
+	var names []string
+	for n := range gc {
+		names = append(names, n)
+	}
+	for n := range ec {
+		if _, ok := gc[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		if gc[n]*steps != ec[n] {
+			parts = append(parts, fmt.Sprintf("op %s is captured %d× in the graph but runs %d× per eager step", n, gc[n], ec[n]/max(steps, 1)))
+		}
+	}
+	if len(parts) == 0 {
+		return "every op is captured as often as it runs eagerly: the difference is in the values the graph froze at capture"
+	}
+	return strings.Join(parts, "; ")
+}

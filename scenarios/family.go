@@ -1,0 +1,165 @@
+package scenarios
+
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+)
+
+// BugKnobs are the mechanism switches of the bug-class built-ins
+// (aux-stream-lifetime, shared-expert-times-w, graph-double-shared-expert,
+// symm-two-streams-one-group, symm-pad-aliasing). Each one changes a
+// mechanism, never a verdict: the verdict still comes out of the simulated
+// memory, signals and timing.
+type BugKnobs struct {
+	RecordStream   string `json:"record_stream,omitempty"`    // on | off: tensor.record_stream(aux) on the tensor aux reads
+	JoinBeforeFree string `json:"join_before_free,omitempty"` // on | off: main waits on aux before dropping the tensor
+	Caching        string `json:"caching,omitempty"`          // on | off: CUDA caching allocator (off = PYTORCH_NO_CUDA_MEMORY_CACHING=1)
+	SharedShard    string `json:"shared_shard,omitempty"`     // replicated | sharded: the shared expert's weights under TP
+	SharedMerge    string `json:"shared_merge,omitempty"`     // before-ar | after-ar: where the shared output joins the routed one
+	CaptureShared  string `json:"capture_shared,omitempty"`   // twice | once: the graph-capture path's shared-expert calls
+	Pad            string `json:"pad,omitempty"`              // allocation | per-group: signal-pad scope
+	Streams        string `json:"streams,omitempty"`          // one | two: streams carrying one group's symmetric ops
+	SkewNs         int    `json:"skew_ns,omitempty"`          // extra work on odd ranks' first stream before the collectives
+	HostSync       string `json:"host_sync,omitempty"`        // on | off: a host stream synchronize between the two collectives
+	StepCounter    string `json:"step_counter,omitempty"`     // host | device: where the step counter a kernel reads lives
+	IssueOrder     string `json:"issue_order,omitempty"`      // same | differs: odd ranks issue the second collective first
+	RoutedDtype    string `json:"routed_dtype,omitempty"`     // bf16 | fp32: element type of the routed output (its allocation size)
+	StreamGuard    string `json:"stream_guard,omitempty"`     // on | off: PyTorch's GroupStreamGuard (PR #195947) orders a group's pad ops across streams
+}
+
+func init() {
+	onOff := []string{"on", "off"}
+	knobs = append(knobs,
+		enumKnob("record_stream", "aux-stream-lifetime: record_stream(aux) on the tensor the aux stream reads", onOff, func(c *Config) *string { return &c.Bug.RecordStream }),
+		enumKnob("join_before_free", "aux-stream-lifetime: main waits on aux before the tensor is dropped", onOff, func(c *Config) *string { return &c.Bug.JoinBeforeFree }),
+		enumKnob("caching", "caching allocator on, or off (PYTORCH_NO_CUDA_MEMORY_CACHING=1)", onOff, func(c *Config) *string { return &c.Bug.Caching }),
+		enumKnob("shared_shard", "shared-expert-times-w: shared expert weights replicated or sharded like the routed experts", []string{"replicated", "sharded"}, func(c *Config) *string { return &c.Bug.SharedShard }),
+		enumKnob("shared_merge", "shared-expert-times-w: shared output added before or after the all-reduce", []string{"before-ar", "after-ar"}, func(c *Config) *string { return &c.Bug.SharedMerge }),
+		enumKnob("capture_shared", "graph-double-shared-expert: shared-expert calls on the capture path", []string{"twice", "once"}, func(c *Config) *string { return &c.Bug.CaptureShared }),
+		enumKnob("pad", "signal pad per symmetric allocation (slot ws·channel+rank, no group id) or per group", []string{"allocation", "per-group"}, func(c *Config) *string { return &c.Bug.Pad }),
+		enumKnob("streams", "symm-two-streams-one-group: streams carrying the group's symmetric ops", []string{"one", "two"}, func(c *Config) *string { return &c.Bug.Streams }),
+		intKnob("skew_ns", "symm-two-streams-one-group: extra work (ns) on odd ranks' first stream", 0, 1<<30, func(c *Config) *int { return &c.Bug.SkewNs }),
+		enumKnob("step_counter", "graph-double-shared-expert: step counter passed as a host scalar (frozen at capture) or kept in device memory", []string{"host", "device"}, func(c *Config) *string { return &c.Bug.StepCounter }),
+		enumKnob("issue_order", "symm-two-streams-one-group: odd ranks issue the two collectives in the same or the other order", []string{"same", "differs"}, func(c *Config) *string { return &c.Bug.IssueOrder }),
+		enumKnob("routed_dtype", "aux-stream-lifetime: routed output bf16 (fits the freed block) or fp32 (twice the size: a new block)", []string{"bf16", "fp32"}, func(c *Config) *string { return &c.Bug.RoutedDtype }),
+		enumKnob("stream_guard", "symm-two-streams-one-group: GroupStreamGuard makes a group's pad op on a new stream wait for the previous one", onOff, func(c *Config) *string { return &c.Bug.StreamGuard }),
+		enumKnob("host_sync", "symm-two-streams-one-group: host stream synchronize after issuing the first collective", onOff, func(c *Config) *string { return &c.Bug.HostSync }),
+	)
+}
+
+// famBuilder writes per-rank host programs for the bug-class built-ins. In
+// reference mode every op goes to stream 0 and event ops are dropped: each
+// rank's ops serialized in program order, eager.
+type famBuilder struct {
+	cfg   Config
+	hw    ranks.Profile
+	w     *ranks.World
+	ref   bool
+	progs []*ranks.Program
+	// forkJoin makes finish fork every stream from stream 0 at the start
+	// and join it back at the end, so the program can be captured.
+	forkJoin bool
+}
+
+func newFam(cfg Config, opt BuildOptions, eng *sim.Engine, streams, events []string) (*famBuilder, error) {
+	hw, err := cfg.Profile()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.TP < 1 {
+		return nil, fmt.Errorf("%w: tp=%d: want at least 1", ErrBadKnob, cfg.TP)
+	}
+	mode := ranks.Graph
+	if cfg.Mode == "eager" || opt.Reference {
+		mode = ranks.Eager
+	}
+	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
+	f := &famBuilder{cfg: cfg, hw: hw, w: w, ref: opt.Reference}
+	for range cfg.TP {
+		p := &ranks.Program{Streams: append([]string(nil), streams...), Events: append([]string(nil), events...)}
+		if f.ref {
+			p.Streams = p.Streams[:1]
+		}
+		f.progs = append(f.progs, p)
+	}
+	return f, nil
+}
+
+func (f *famBuilder) stream(s int) int {
+	if f.ref {
+		return 0
+	}
+	return s
+}
+
+// streamName is the name the allocator sees for stream s.
+func (f *famBuilder) streamName(r, s int) string { return f.progs[r].Streams[f.stream(s)] }
+
+func (f *famBuilder) launch(r, s int, k *ranks.KernelSpec) {
+	f.progs[r].Ops = append(f.progs[r].Ops, ranks.HostOp{Kind: ranks.Launch, Stream: f.stream(s), Kernel: k})
+}
+
+func (f *famBuilder) record(r, s, ev int) {
+	if !f.ref {
+		f.progs[r].Ops = append(f.progs[r].Ops, ranks.HostOp{Kind: ranks.Record, Stream: s, Event: ev})
+	}
+}
+
+func (f *famBuilder) wait(r, s, ev int) {
+	if !f.ref {
+		f.progs[r].Ops = append(f.progs[r].Ops, ranks.HostOp{Kind: ranks.Wait, Stream: s, Event: ev})
+	}
+}
+
+func (f *famBuilder) finish() {
+	for _, p := range f.progs {
+		if !f.forkJoin || f.ref || len(p.Streams) < 2 {
+			continue
+		}
+		fork := len(p.Events)
+		p.Events = append(p.Events, "fork")
+		head := []ranks.HostOp{{Kind: ranks.Record, Stream: 0, Event: fork}}
+		for s := 1; s < len(p.Streams); s++ {
+			head = append(head, ranks.HostOp{Kind: ranks.Wait, Stream: s, Event: fork})
+		}
+		p.Ops = append(head, p.Ops...)
+		for s := 1; s < len(p.Streams); s++ {
+			ev := len(p.Events)
+			p.Events = append(p.Events, "join_"+p.Streams[s])
+			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Record, Stream: s, Event: ev}, ranks.HostOp{Kind: ranks.Wait, Stream: 0, Event: ev})
+		}
+	}
+	for r, p := range f.progs {
+		f.w.SetProgram(r, p)
+	}
+}
+
+// linear is a GEMM kernel: dst = coef·Σ srcs, a fresh value (a computation).
+func linear(name string, dst *ranks.Buffer, coef int64, dur sim.Time, srcs ...*ranks.Buffer) *ranks.KernelSpec {
+	ss := make([]ranks.Src, len(srcs))
+	for i, s := range srcs {
+		ss[i] = ranks.Src{Buf: s, Coef: coef}
+	}
+	return &ranks.KernelSpec{Name: name, Kind: "gemm", Instrs: []ranks.Instr{{Op: ranks.OpCompute, Phase: "gemm", Dst: dst, N: dst.Chunks(), Srcs: ss, Fresh: true, Dur: dur}}}
+}
+
+// sum is an elementwise add kernel: dst = Σ srcs, keeping provenance (a
+// data movement, so a report can say which contributions a value holds).
+func sum(name string, dst *ranks.Buffer, dur sim.Time, srcs ...*ranks.Buffer) *ranks.KernelSpec {
+	ss := make([]ranks.Src, len(srcs))
+	for i, s := range srcs {
+		ss[i] = ranks.Src{Buf: s, Coef: 1}
+	}
+	return &ranks.KernelSpec{Name: name, Kind: "add", Instrs: []ranks.Instr{{Op: ranks.OpCompute, Phase: "add", Dst: dst, N: dst.Chunks(), Srcs: ss, Dur: dur}}}
+}
+
+// weightOf is a small deterministic weight per op name and rank.
+func weightOf(op string, rank int) int64 {
+	h := uint32(2166136261)
+	for i := 0; i < len(op); i++ {
+		h = (h ^ uint32(op[i])) * 16777619
+	}
+	return 2 + int64((h+uint32(rank))%89)
+}
