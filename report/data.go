@@ -192,7 +192,7 @@ func Schedule(sc *scenarios.Scenario, cfg scenarios.Config, name string, ch sim.
 	if err != nil {
 		return nil, err
 	}
-	if rres.Hung || o.Result.Hung {
+	if rres.Hung || o.Result.Hung || o.Built.BuildFailed() {
 		rb = nil // no values to compare, as in check
 	}
 	return FromOutcome(name, cfg, o, rb), nil
@@ -300,7 +300,7 @@ func FromOutcome(name string, cfg scenarios.Config, o *check.Outcome, ref *scena
 		}
 		if f.Kind == ranks.KindCorruption {
 			for _, d := range diffs {
-				if len(f.Ranks) == 1 && d.Rank == f.Ranks[0] && d.WrittenBy >= 0 {
+				if len(f.Ranks) == 1 && d.Rank == f.Ranks[0] && d.WrittenBy >= 0 && slices.Contains(f.Ops, d.Tensor) {
 					pf.Spans = append(pf.Spans, d.WrittenBy)
 					pf.At = v.Spans[d.WrittenBy].End
 				}
