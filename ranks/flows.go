@@ -19,6 +19,10 @@ const (
 	// FlowOrder is an implicit order between kernels on different streams
 	// of one rank: NCCL's per-communicator strong stream (an OrderKey).
 	FlowOrder = "order"
+	// FlowSync is a host synchronisation: another stream's work → the sync
+	// that waited for it, or the sync → work the host issued after it on
+	// another stream.
+	FlowSync = "sync"
 )
 
 // TaskRef names one task for a timeline: the rank, stream, name and graph
@@ -40,7 +44,8 @@ type FlowEnd struct {
 
 // Flow is an edge the timeline draws as an arrow between lanes: an event
 // record → the wait bound to it, a signal put → the wait that consumed it, an
-// NCCL send → its receive, or an implicit NCCL order between streams.
+// NCCL send → its receive, an implicit NCCL order between streams, or a
+// host synchronisation between streams.
 // Mismatch is set when the consumer belongs to another collective instance
 // than the producer, or to a call that differs from it (another kind, size
 // or root at the same sequence number): the consumer took someone else's
@@ -107,6 +112,9 @@ func (w *World) Flows() []Flow {
 			case t.op.Kind == Wait && u.op.Kind == Record && u.stream != t.stream:
 				out = append(out, Flow{Kind: FlowEvent, Label: w.progs[t.rank].Events[t.op.Event],
 					From: FlowEnd{w.ref(u.id), u.start}, To: FlowEnd{w.ref(t.id), t.start}})
+			case (t.op.Kind == Sync || u.op.Kind == Sync) && u.stream != t.stream:
+				out = append(out, Flow{Kind: FlowSync, Label: "host sync",
+					From: FlowEnd{w.ref(u.id), u.end}, To: FlowEnd{w.ref(t.id), t.start}})
 			case t.op.Kind == Launch && u.op.Kind == Launch && u.stream != t.stream &&
 				t.op.Kernel.OrderKey != "" && t.op.Kernel.OrderKey == u.op.Kernel.OrderKey:
 				out = append(out, Flow{Kind: FlowOrder, Label: t.op.Kernel.OrderKey,

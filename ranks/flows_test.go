@@ -153,3 +153,33 @@ func TestFlowsNCCL(t *testing.T) {
 		}
 	}
 }
+
+// A device-wide host sync waits for the aux stream's kernel: a sync flow
+// from that kernel to the sync task.
+func TestFlowsHostSync(t *testing.T) {
+	hw := ranks.Profiles["b200"]
+	w := ranks.NewWorld(1, ranks.Config{Mode: ranks.Eager, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: true}, sim.NewEngine(sim.Timed, nil))
+	b := w.Alloc(0, "x", 1<<12, 1)
+	k := func(name string) *ranks.KernelSpec {
+		return &ranks.KernelSpec{Name: name, Kind: "gemm", Instrs: []ranks.Instr{{Op: ranks.OpCompute, Dst: b, N: 1, Srcs: []ranks.Src{{Buf: b, Coef: 1}}, Dur: 1000}}}
+	}
+	w.SetProgram(0, &ranks.Program{Streams: []string{"main", "aux"}, Ops: []ranks.HostOp{
+		{Kind: ranks.Launch, Stream: 1, Kernel: k("on_aux")},
+		{Kind: ranks.Sync, Stream: -1},
+		{Kind: ranks.Launch, Stream: 0, Kernel: k("after")},
+	}})
+	res, err := w.Run()
+	require.NoError(t, err)
+	require.Empty(t, res.Findings)
+	var syncs []ranks.Flow
+	for _, f := range w.Flows() {
+		if f.Kind == ranks.FlowSync {
+			syncs = append(syncs, f)
+		}
+	}
+	require.Len(t, syncs, 1)
+	require.Equal(t, "on_aux", syncs[0].From.Name)
+	require.Equal(t, "aux", syncs[0].From.Stream)
+	require.Equal(t, "main", syncs[0].To.Stream)
+	require.LessOrEqual(t, syncs[0].From.At, syncs[0].To.At)
+}

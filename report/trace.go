@@ -56,8 +56,9 @@ func pidStride(d *Data) int {
 //   - every kernel, event record and wait as a complete ("X") slice, with the
 //     kernel's micro-program phases (copy-in, barrier-entry, ld_reduce, …)
 //     nested inside it; records and waits take no time (dur 0);
-//   - event record → wait, signal put → wait, NCCL send → receive and
-//     NCCL's implicit per-communicator order as flow arrows ("s"/"f"); a
+//   - event record → wait, signal put → wait, NCCL send → receive,
+//     NCCL's implicit per-communicator order and host synchronisations
+//     across streams as flow arrows ("s"/"f"); a
 //     signal or message consumed by another collective is in category
 //     "flow.mismatch". Viewers bind a flow to the slice that encloses its
 //     timestamp, which a zero-length slice cannot reliably do, so an event
