@@ -255,7 +255,11 @@ func (w *World) Run() (*Result, error) {
 	}
 	res.Findings = w.findings
 	res.TraceHash = w.eng.TraceHash()
-	res.StepTime = (res.End - res.Start) / sim.Time(w.cfg.Replays)
+	res.StepTime = res.End - res.Start
+	if w.cfg.Mode == Graph {
+		// Eager issues the program once; a graph is replayed Replays times.
+		res.StepTime /= sim.Time(w.cfg.Replays)
+	}
 	return res, nil
 }
 

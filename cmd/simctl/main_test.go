@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,7 +31,27 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	require.NoError(t, err, "run with -update to create %s", path)
-	require.Equal(t, string(want), got, "golden %s differs; rerun with -update if the change is intended", path)
+	if string(want) != got {
+		t.Fatalf("golden %s differs (rerun with -update if the change is intended): %s", path, firstDiff(string(want), got))
+	}
+}
+
+// firstDiff describes the first differing line, so a failure stays readable.
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, w, g)
+		}
+	}
+	return "identical lines"
 }
 
 func TestRunGolden(t *testing.T) {
