@@ -3,6 +3,7 @@ module github.com/collsim/collsim
 go 1.26.8
 
 require (
+	github.com/goccy/go-yaml v1.19.2
 	github.com/google/btree v1.1.3
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1

@@ -27,6 +27,9 @@ type Scenario struct {
 	Variants    []Variant
 	// Build constructs a world for cfg.
 	Build func(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error)
+	// Spec is the scenario-file form the scenario was made from, if any
+	// (see Load and ExportYAML).
+	Spec *Spec
 }
 
 // BuildOptions are how a world is built, independent of the scenario's knobs.
