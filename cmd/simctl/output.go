@@ -25,6 +25,15 @@ func loadScenario(arg string) (*scenarios.Scenario, error) {
 	return sc, nil
 }
 
+// rootExample is the examples section of `simctl --help`.
+const rootExample = `  simctl list                                   # the built-in scenarios
+  simctl run tp8-shared-expert                  # run a built-in's variants, with verdicts
+  simctl run docs/examples/two-stream.yaml      # run your own scenario file
+  simctl validate my.yaml                       # check a file without running it
+  simctl show tp8-shared-expert --variant fixed # ASCII timeline of the nominal schedule
+  simctl show tp8-shared-expert --yaml          # the built-in as a scenario file
+  source <(simctl completion bash)              # shell completion`
+
 // Output formats every command accepts with --format.
 const (
 	formatText = "text"
