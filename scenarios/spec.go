@@ -178,8 +178,14 @@ func (m posMap) at(field string) Pos {
 	if p, ok := m[field]; ok {
 		return p
 	}
+	if i := strings.IndexByte(field, '#'); i >= 0 {
+		return m.at(field[:i])
+	}
 	return m[""]
 }
+
+// item is the key of the i-th entry of a list field in a posMap.
+func item(field string, i int) string { return fmt.Sprintf("%s#%d", field, i) }
 
 // ErrInvalid is wrapped by every error about a scenario file.
 var ErrInvalid = errors.New("invalid scenario")

@@ -26,7 +26,11 @@ func (s *Spec) Validate() error {
 	for i := range s.Programs {
 		s.validateProgram(e, &s.Programs[i], tensors, comms)
 	}
-	s.validateConfig(s.Base, func(p Pos, msg string) { e.add(p, "%s", msg) })
+	baseMsgs := map[string]bool{}
+	s.validateConfig(s.Base, func(p Pos, msg string) {
+		baseMsgs[msg] = true
+		e.add(p, "%s", msg)
+	})
 	seen := map[string]bool{}
 	for i, v := range s.Variants {
 		vp := s.variantPos(i)
@@ -39,9 +43,14 @@ func (s *Spec) Validate() error {
 			e.add(vp.at("set"), "variant %q: %s", v.Name, knobMsg(err))
 			continue
 		}
+		if len(v.Sets) == 0 {
+			continue
+		}
 		at := vp.at("set")
 		s.validateConfig(cfg, func(_ Pos, msg string) {
-			e.add(at, "variant %q: with %s, %s", v.Name, strings.Join(v.Sets, " "), msg)
+			if !baseMsgs[msg] {
+				e.add(at, "variant %q: with %s, %s", v.Name, strings.Join(v.Sets, " "), msg)
+			}
 		})
 	}
 	return e.err()
@@ -129,12 +138,13 @@ func (s *Spec) validateGraph(e *errs, tensors map[string]*TensorSpec, comms map[
 			e.add(op.pos.at("name"), "graph op %q defined twice", op.Name)
 		}
 		names[op.Name] = true
-		for _, in := range op.Inputs {
+		for i, in := range op.Inputs {
+			at := op.pos.at(item("inputs", i))
 			switch {
 			case tensors[in] == nil:
-				e.add(op.pos.at("inputs"), "graph op %q reads undefined tensor %q (declare it under tensors)", op.Name, in)
+				e.add(at, "graph op %q reads undefined tensor %q (declare it under tensors)", op.Name, in)
 			case !have[in]:
-				e.add(op.pos.at("inputs"), "graph op %q reads tensor %q before the op that produces it; ops are listed in program order", op.Name, in)
+				e.add(at, "graph op %q reads tensor %q before the op that produces it; ops are listed in program order", op.Name, in)
 			}
 		}
 		if op.Output != "" {
@@ -186,6 +196,9 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 	recorded := map[string]bool{}
 	colls := map[string]bool{}
 	tensor := func(op *OpSpec, field, name, role string) {
+		if i := strings.IndexByte(field, '#'); i >= 0 {
+			role = field[:i]
+		}
 		if name != "" && tensors[name] == nil {
 			e.add(op.pos.at(field), "%s %q %s undefined tensor %q (declare it under tensors)", op.Kind, op.Name, role, name)
 		}
@@ -200,11 +213,11 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 		}
 		switch op.Kind {
 		case OpKernel:
-			for _, r := range op.Reads {
-				tensor(op, "reads", r, "reads")
+			for i, r := range op.Reads {
+				tensor(op, item("reads", i), r, "reads")
 			}
-			for _, w := range op.Writes {
-				tensor(op, "writes", w, "writes")
+			for i, w := range op.Writes {
+				tensor(op, item("writes", i), w, "writes")
 			}
 		case OpAllReduce:
 			tensor(op, "in", op.In, "reads")

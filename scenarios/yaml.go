@@ -161,6 +161,7 @@ type obj struct {
 	vals  map[string]ast.Node
 	kpos  map[string]Pos
 	order []string
+	pm    posMap // where record put positions; names adds list entries
 }
 
 // mapping reads n as a mapping with the allowed keys.
@@ -234,6 +235,7 @@ func (o *obj) require(keys ...string) bool {
 
 // record writes the position of every key's value into pm.
 func (o *obj) record(pm posMap) {
+	o.pm = pm
 	pm[""] = o.at
 	for k, v := range o.vals {
 		p := posOf(v)
@@ -393,6 +395,9 @@ func (o *obj) names(key string, max int) []string {
 	var out []string
 	for _, it := range items {
 		if s := o.d.name(it, o.what+" "+key); s != "" {
+			if o.pm != nil {
+				o.pm[item(key, len(out))] = posOf(it)
+			}
 			out = append(out, s)
 		}
 	}
