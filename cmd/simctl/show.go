@@ -173,15 +173,9 @@ func renderTimeline(w io.Writer, spans []ranks.Span, width int, pal palette) {
 		fmt.Fprintln(w, "(nothing ran)")
 		return
 	}
-	sort.SliceStable(work, func(i, j int) bool {
-		if work[i].Start != work[j].Start {
-			return work[i].Start < work[j].Start
-		}
-		if work[i].Rank != work[j].Rank {
-			return work[i].Rank < work[j].Rank
-		}
-		return work[i].Stream < work[j].Stream
-	})
+	// By start time; ties keep completion order (a record completes before
+	// the wait it releases), so each rank's origin stream comes first.
+	sort.SliceStable(work, func(i, j int) bool { return work[i].Start < work[j].Start })
 	t0, t1 := work[0].Start, work[0].End
 	firstSeen := map[rowKey]int{}
 	var rows []rowKey
