@@ -336,3 +336,16 @@ func (s *Spec) lowerProgram(w *ranks.World, hw ranks.Profile, strat collectives.
 	}
 	return prog, written, nil
 }
+
+// collectivesStrategy is an op's strategy, or the knob's when it names none.
+func collectivesStrategy(knob, op string) collectives.Strategy {
+	if op != "" {
+		return collectives.Strategy(op)
+	}
+	return collectives.Strategy(knob)
+}
+
+// resolveStrategy is collectives.Resolve as a string, for validation.
+func resolveStrategy(s collectives.Strategy, arch string, n int, bytes int64) string {
+	return string(collectives.Resolve(s, arch, n, bytes))
+}

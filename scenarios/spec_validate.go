@@ -319,4 +319,106 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 			report(s.pos.at("programs"), fmt.Sprintf("rank %d has no program; give it one (ops: [] leaves it idle)", r))
 		}
 	}
+	if cfg.Mode == "graph" {
+		for i := range s.Programs {
+			s.checkCapture(cfg, &s.Programs[i], commRanks, report)
+		}
+	}
+}
+
+// checkCapture applies CUDA's stream-capture rules to a program, as graph
+// mode will when it captures it: a stream takes part only after it waits on
+// an event recorded in the capture, and every op must be joined back into
+// the origin (first) stream by the end (cudaErrorStreamCaptureUnjoined).
+func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]int, report func(Pos, string)) {
+	if len(p.Streams) == 0 || len(p.Ops) == 0 {
+		return
+	}
+	hw, err := cfg.Profile()
+	if err != nil {
+		return
+	}
+	stream := func(name string) int {
+		for i, x := range p.Streams {
+			if x == name {
+				return i
+			}
+		}
+		if name == "" {
+			return 0
+		}
+		return -1
+	}
+	joined := make([]bool, len(p.Streams))
+	joined[0] = true
+	tail := make([]int, len(p.Streams))
+	for i := range tail {
+		tail[i] = -1
+	}
+	lastRecord := map[string]int{}
+	orderTail := map[string]int{}
+	deps := make([][]int, len(p.Ops))
+	for i, op := range p.Ops {
+		st := stream(op.Stream)
+		if st < 0 || op.Kind == "" {
+			return // reported elsewhere
+		}
+		if t := tail[st]; t >= 0 {
+			deps[i] = append(deps[i], t)
+		}
+		switch op.Kind {
+		case OpRecord:
+			if !joined[st] {
+				report(op.pos.at("stream"), fmt.Sprintf("in graph mode, record of %q on stream %q, which is not part of the capture yet: a stream joins the capture by first waiting on an event recorded on a captured stream", op.Name, p.Streams[st]))
+				return
+			}
+		case OpWait:
+			if r, ok := lastRecord[op.Name]; ok {
+				deps[i] = append(deps[i], r)
+				joined[st] = true
+			}
+		case OpKernel, OpAllReduce:
+			if !joined[st] {
+				report(op.pos.at("stream"), fmt.Sprintf("in graph mode, %s %q runs on stream %q, which never joined the capture: wait on an event recorded on %q first", op.Kind, op.Name, p.Streams[st], p.Streams[0]))
+				return
+			}
+			if op.Kind == OpAllReduce {
+				group := commRanks[op.Comm]
+				t := s.tensor(op.Out)
+				strat := collectivesStrategy(cfg.Strategy, op.Strategy)
+				if t != nil && len(group) > 0 && resolveStrategy(strat, hw.Arch, len(group), t.Bytes) == "nccl" {
+					if prev, ok := orderTail[op.Comm]; ok {
+						deps[i] = append(deps[i], prev)
+					}
+					orderTail[op.Comm] = i
+				}
+			}
+		}
+		tail[st] = i
+		if op.Kind == OpRecord {
+			lastRecord[op.Name] = i
+		}
+	}
+	seen := make([]bool, len(p.Ops))
+	var stack []int
+	if tail[0] >= 0 {
+		stack = append(stack, tail[0])
+	}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[x] {
+			continue
+		}
+		seen[x] = true
+		stack = append(stack, deps[x]...)
+	}
+	for i := len(seen) - 1; i >= 0; i-- {
+		if !seen[i] {
+			op := p.Ops[i]
+			report(op.pos.at("name"), fmt.Sprintf("in graph mode, %s %q on stream %q is never joined back into the origin stream %q: record an event after it and wait on it from %q (CUDA would fail the capture with cudaErrorStreamCaptureUnjoined)",
+				op.Kind, op.Name, p.Streams[stream(op.Stream)], p.Streams[0], p.Streams[0]))
+			return
+		}
+	}
 }

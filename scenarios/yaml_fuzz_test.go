@@ -60,8 +60,9 @@ func FuzzParseSpec(f *testing.F) {
 }
 
 // FuzzValidate: validation never panics, and a scenario that validates
-// builds and runs its nominal schedule without panicking (small ones only,
-// to keep each input fast): whatever passes validation is safe to run.
+// builds and runs its nominal schedule without an error or a panic (small
+// ones only, to keep each input fast): whatever passes validation is safe to
+// run, and every error a run could return was reported by validation first.
 func FuzzValidate(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -80,11 +81,12 @@ func FuzzValidate(f *testing.F) {
 			if !small(spec, cfg) {
 				continue
 			}
+			// Validation is complete: what it accepts builds and runs
+			// (capture rules included) without an error.
 			ref, err := check.NewReference(sc, cfg)
-			if err != nil {
-				continue // a capture error or a transform refusal: reported, not a panic
-			}
-			_, _ = check.RunSchedule(sc, cfg, ref, sim.Timed, sim.Nominal{})
+			require.NoError(t, err, "variant %s", v.Name)
+			_, err = check.RunSchedule(sc, cfg, ref, sim.Timed, sim.Nominal{})
+			require.NoError(t, err, "variant %s", v.Name)
 		}
 	})
 }
