@@ -274,3 +274,28 @@ func ExampleExportYAML() {
 	fmt.Println(strings.SplitN(string(data), "\n", 2)[0])
 	// Output: name: tp8-shared-expert
 }
+
+// TestFormatDocExamples loads every complete scenario (a ```yaml block that
+// starts with name:) in docs/scenario-format.md and runs it: the
+// documentation's examples must work as written.
+func TestFormatDocExamples(t *testing.T) {
+	data, err := os.ReadFile("../docs/scenario-format.md")
+	require.NoError(t, err)
+	blocks := strings.Split(string(data), "```yaml\n")
+	n := 0
+	for _, b := range blocks[1:] {
+		body, _, _ := strings.Cut(b, "```")
+		if !strings.HasPrefix(body, "name:") {
+			continue
+		}
+		n++
+		sc, err := scenarios.Load("scenario-format.md", []byte(body))
+		require.NoError(t, err, "example:\n%s", body)
+		for _, v := range sc.Variants {
+			rep, err := check.RunVariant(sc, v, check.Options{Extra: []string{"budget=2"}})
+			require.NoError(t, err)
+			require.True(t, rep.Met, "variant %s: expected %s, got %s", v.Name, v.Expect, rep.Verdict)
+		}
+	}
+	require.Positive(t, n)
+}
