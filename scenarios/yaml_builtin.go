@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
 )
 
 // builtinFS holds the built-in scenarios written as scenario files. They are
@@ -39,13 +40,19 @@ func loadBuiltin(name string) {
 	Register(sc)
 }
 
-// builtinFiles lists the embedded scenario files, sorted.
-func builtinFiles() []string {
-	ents, _ := fs.ReadDir(builtinFS, "builtin")
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
+// init registers every embedded scenario file, in name order: dropping a
+// file into builtin/ is all it takes to add a built-in.
+func init() {
+	ents, err := fs.ReadDir(builtinFS, "builtin")
+	if err != nil {
+		panic(fmt.Sprintf("scenarios: embedded builtin/: %v", err))
 	}
-	sort.Strings(out)
-	return out
+	var names []string
+	for _, e := range ents {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		loadBuiltin(n)
+	}
 }
