@@ -299,3 +299,12 @@ func TestFormatDocExamples(t *testing.T) {
 	}
 	require.Positive(t, n)
 }
+
+// TestDepthGuardIgnoresQuotesAndComments: brackets inside quoted strings and
+// comments do not count towards the nesting limit.
+func TestDepthGuardIgnoresQuotesAndComments(t *testing.T) {
+	deep := strings.Repeat("[", 40)
+	src := "name: t\ndescription: \"" + deep + "\"\n# " + deep + "\nranks: 2\ngraph: {builder: moe}\nvariants: [{name: a, doc: '" + deep + "'}]\n"
+	_, err := scenarios.LoadSpec("q.yaml", []byte(src))
+	require.NoError(t, err)
+}
