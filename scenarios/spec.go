@@ -284,4 +284,7 @@ const (
 	MaxTensorBytes  = 1 << 40
 	MaxNameLen      = 128
 	MaxDepth        = 32 // YAML nesting
+	// MaxTasks bounds the work of one run: ops issued over all ranks and
+	// graph replays.
+	MaxTasks = 1 << 20
 )

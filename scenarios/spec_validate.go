@@ -260,8 +260,21 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	if cfg.Chunks > MaxChunks {
 		report(s.pos.at("chunks"), fmt.Sprintf("chunks: %d; at most %d", cfg.Chunks, MaxChunks))
 	}
+	replays := 1
+	if cfg.Mode == "graph" {
+		replays = max(cfg.Replays, 1)
+	}
 	if s.Graph != nil && s.Graph.Builder == "moe" {
+		const opsPerLayer = 12 // ops and stream markers of one MoE layer
+		if tasks := cfg.TP * cfg.Layers * opsPerLayer * replays; tasks > MaxTasks {
+			report(s.pos.at("graph"), fmt.Sprintf("about %d ops to run (ranks × layers × ops per layer × replays); at most %d", tasks, MaxTasks))
+		}
 		return
+	}
+	if s.Graph != nil {
+		if tasks := cfg.TP * len(s.Graph.Ops) * 3 * replays; tasks > MaxTasks {
+			report(s.pos.at("graph"), fmt.Sprintf("about %d ops to run (ranks × ops × replays, with stream markers); at most %d", tasks, MaxTasks))
+		}
 	}
 	commRanks := map[string][]int{}
 	for _, c := range s.Comms {
@@ -284,12 +297,14 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	for i := range owner {
 		owner[i] = -1
 	}
+	tasks := 0
 	for pi, p := range s.Programs {
 		rs, err := p.Ranks.Resolve(n)
 		if err != nil {
 			report(p.pos.at("ranks"), fmt.Sprintf("program: %v", err))
 			continue
 		}
+		tasks += len(rs) * len(p.Ops) * replays
 		for _, r := range rs {
 			if owner[r] >= 0 {
 				report(p.pos.at("ranks"), fmt.Sprintf("rank %d has two programs (this one and the one at line %d)", r, s.Programs[owner[r]].pos.at("").Line))
@@ -313,6 +328,9 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 				}
 			}
 		}
+	}
+	if tasks > MaxTasks {
+		report(s.pos.at("programs"), fmt.Sprintf("%d ops to run (over all ranks and replays); at most %d", tasks, MaxTasks))
 	}
 	for r, o := range owner {
 		if o < 0 {
