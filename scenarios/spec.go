@@ -81,6 +81,7 @@ func (s RankSet) Resolve(n int) ([]int, error) {
 	return append([]int(nil), s.Ranks...), nil
 }
 
+// String writes the set as a scenario file does: all, or [0, 1, …].
 func (s RankSet) String() string {
 	if s.All {
 		return "all"
@@ -213,6 +214,7 @@ type ErrorList []*Error
 // MaxErrors is how many errors one file reports at most.
 const MaxErrors = 25
 
+// Error writes one error per line.
 func (l ErrorList) Error() string {
 	lines := make([]string, len(l))
 	for i, e := range l {

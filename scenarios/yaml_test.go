@@ -308,3 +308,26 @@ func TestDepthGuardIgnoresQuotesAndComments(t *testing.T) {
 	_, err := scenarios.LoadSpec("q.yaml", []byte(src))
 	require.NoError(t, err)
 }
+
+func ExampleResolve() {
+	// A built-in name resolves without reading anything.
+	sc, err := scenarios.Resolve("tp8-shared-expert", nil)
+	fmt.Println(sc.Name, err)
+	// Anything that looks like a path is read with the given function
+	// (simctl passes os.ReadFile) and loaded.
+	files := map[string]string{"my/s.yaml": "name: s\nranks: 2\ngraph: {builder: moe}\nvariants: [{name: a}]\n"}
+	read := func(p string) ([]byte, error) {
+		if d, ok := files[p]; ok {
+			return []byte(d), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	sc, err = scenarios.Resolve("my/s.yaml", read)
+	fmt.Println(sc.Name, sc.Base.TP, err)
+	_, err = scenarios.Resolve("nothing-like-it", read)
+	fmt.Println(strings.HasPrefix(err.Error(), `unknown scenario "nothing-like-it": not a built-in`))
+	// Output:
+	// tp8-shared-expert <nil>
+	// s 2 <nil>
+	// true
+}

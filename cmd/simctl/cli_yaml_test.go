@@ -111,7 +111,6 @@ func TestGolden(t *testing.T) {
 		{"show-two-stream.txt", []string{"show", "../../docs/examples/two-stream.yaml", "--width", "60"}, 0},
 		{"show-tp8-fixed.txt", []string{"show", "tp8-shared-expert", "--variant", "fixed", "--width", "80", "--set", "layers=1", "--set", "replays=1"}, 0},
 		{"show-tp8.yaml", []string{"show", "tp8-shared-expert", "--yaml"}, 0},
-		{"list.txt", []string{"list"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -176,6 +175,17 @@ func TestCompletionBash(t *testing.T) {
 	code, stdout, _ = simctl(t, "__complete", "run", "")
 	require.Equal(t, 0, code)
 	require.Contains(t, stdout, "tp8-shared-expert")
+}
+
+// TestList: list shows the built-ins with their variants (no golden: other
+// branches add built-ins).
+func TestList(t *testing.T) {
+	code, stdout, _ := simctl(t, "list")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "tp8-shared-expert\n  buggy")
+	code, stdout, _ = simctl(t, "list", "--format", "json")
+	require.Equal(t, 0, code)
+	require.Contains(t, builtinNames(t, stdout), "tp8-shared-expert")
 }
 
 func TestVersion(t *testing.T) {

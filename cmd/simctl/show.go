@@ -153,6 +153,22 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 	fmt.Fprintf(stdout, "config: %s\n", cfg.Summary())
 	fmt.Fprintf(stdout, "nominal schedule: verdict %s, trace %s, step time %s\n\n", pal.Verdict(o.Verdict), o.TraceHash, fmtNs(int64(o.StepTime)))
 	renderTimeline(stdout, spans, f.width, pal)
+	// The first finding of each kind, worst first (run shows them all).
+	var firsts []ranks.Finding
+	seen := map[string]bool{}
+	for _, fd := range o.Findings {
+		if !seen[fd.Kind] {
+			seen[fd.Kind] = true
+			firsts = append(firsts, fd)
+		}
+	}
+	sort.SliceStable(firsts, func(i, j int) bool { return check.Worse(firsts[i].Kind, firsts[j].Kind) })
+	if len(firsts) > 0 {
+		fmt.Fprintln(stdout)
+	}
+	for _, fd := range firsts {
+		fmt.Fprintf(stdout, "[%s] %s\n", pal.Verdict(fd.Kind), fd.Message)
+	}
 	return nil
 }
 
