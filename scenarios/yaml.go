@@ -207,7 +207,11 @@ func (d *decoder) mapping(n ast.Node, what string, allowed ...string) *obj {
 			}
 		}
 		if !known {
-			d.add(kp, "unknown key %q in %s; expected one of: %s", key, what, strings.Join(allowed, ", "))
+			hint := ""
+			if near := nearest(key, allowed); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			d.add(kp, "unknown key %q in %s%s; expected one of: %s", key, what, hint, strings.Join(allowed, ", "))
 			continue
 		}
 		if _, dup := o.vals[key]; dup {
@@ -960,4 +964,40 @@ func tooDeep(data []byte) (Pos, bool) {
 		prev = c
 	}
 	return Pos{}, true
+}
+
+// nearest returns the allowed key closest to key by edit distance, when it
+// is close enough to be a likely typo.
+func nearest(key string, allowed []string) string {
+	best, bestD := "", 3
+	for _, a := range allowed {
+		if d := editDistance(key, a); d < bestD {
+			best, bestD = a, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between short strings.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

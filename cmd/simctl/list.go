@@ -53,7 +53,11 @@ func newListCmd(stdout, _ io.Writer) *cobra.Command {
 			}
 			for _, n := range scenarios.Names() {
 				s, _ := scenarios.Lookup(n)
-				fmt.Fprintf(stdout, "%s\n", n)
+				if _, err := scenarios.SpecOf(s); err != nil {
+					fmt.Fprintf(stdout, "%s (Go builder: no scenario-file form)\n", n)
+				} else {
+					fmt.Fprintf(stdout, "%s\n", n)
+				}
 				for _, v := range s.Variants {
 					fmt.Fprintf(stdout, "  %-16s expect %-16s %s\n", v.Name, v.Expect, v.Doc)
 				}
