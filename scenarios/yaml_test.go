@@ -12,6 +12,7 @@ import (
 
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
 )
 
 // quick keeps exploration short in tests: the nominal schedule plus a few
@@ -330,4 +331,19 @@ func ExampleResolve() {
 	// tp8-shared-expert <nil>
 	// s 2 <nil>
 	// true
+}
+
+// TestNotExpressible: a Go builder other than BuildMoE has no file form, and
+// says so.
+func TestNotExpressible(t *testing.T) {
+	sc := &scenarios.Scenario{Name: "custom", Base: scenarios.DefaultConfig(), Variants: []scenarios.Variant{{Name: "a"}},
+		Build: func(cfg scenarios.Config, opt scenarios.BuildOptions, eng *sim.Engine) (*scenarios.Built, error) {
+			return nil, errors.New("unused")
+		}}
+	_, err := scenarios.ExportYAML(sc)
+	require.ErrorIs(t, err, scenarios.ErrNotExpressible)
+	require.Contains(t, err.Error(), `"custom"`)
+	sc.Build = scenarios.BuildMoE
+	_, err = scenarios.ExportYAML(sc)
+	require.NoError(t, err)
 }

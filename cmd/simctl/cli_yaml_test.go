@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -10,7 +11,22 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
 )
+
+// A built-in made by a Go builder the file format cannot describe, so the
+// tests see both kinds of built-in.
+func init() {
+	scenarios.Register(&scenarios.Scenario{
+		Name: "test-go-only", Description: "registered by the tests", Base: scenarios.DefaultConfig(),
+		Variants: []scenarios.Variant{{Name: "a"}},
+		Build: func(scenarios.Config, scenarios.BuildOptions, *sim.Engine) (*scenarios.Built, error) {
+			return nil, errors.New("not built in tests")
+		},
+	})
+}
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
@@ -186,6 +202,13 @@ func TestList(t *testing.T) {
 	code, stdout, _ = simctl(t, "list", "--format", "json")
 	require.Equal(t, 0, code)
 	require.Contains(t, builtinNames(t, stdout), "tp8-shared-expert")
+	require.Contains(t, stdout, `"file": false`)
+	code, stdout, _ = simctl(t, "list")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "test-go-only (Go builder: no scenario-file form)")
+	code, _, stderr := simctl(t, "show", "test-go-only", "--yaml")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "not expressible")
 }
 
 func TestVersion(t *testing.T) {
