@@ -239,3 +239,50 @@ func TestNoColour(t *testing.T) {
 	require.Equal(t, "x", palette{}.Red("x"))
 	require.Equal(t, "\x1b[31mx\x1b[0m", palette{on: true}.Red("x"))
 }
+
+// TestShowJSON: the spans of the nominal schedule, one document.
+func TestShowJSON(t *testing.T) {
+	code, stdout, stderr := simctl(t, "show", "../../docs/examples/two-stream.yaml", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var rep showReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Equal(t, "two-stream", rep.Scenario)
+	require.Equal(t, "overlapped", rep.Variant)
+	require.Equal(t, "corruption", rep.Verdict)
+	colls := map[string]bool{}
+	for _, s := range rep.Spans {
+		if s.Coll != "" {
+			colls[s.Coll] = true
+			require.NotEmpty(t, s.Phases, "a collective's micro-op phases are recorded")
+		}
+	}
+	require.Equal(t, map[string]bool{"ar_main": true, "ar_aux": true}, colls)
+}
+
+// TestValidateSeveralFiles: each file gets its line; one bad file makes the
+// exit status 2.
+func TestValidateSeveralFiles(t *testing.T) {
+	good := "../../docs/examples/two-stream.yaml"
+	bad := "../../scenarios/testdata/bad/18-undefined-stream.yaml"
+	code, stdout, stderr := simctl(t, "validate", good, "tp8-shared-expert")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, good+": valid (scenario two-stream, 2 ranks, 3 variants)")
+	require.Contains(t, stdout, "tp8-shared-expert: valid")
+	code, stdout, stderr = simctl(t, "validate", good, bad)
+	require.Equal(t, 2, code)
+	require.Contains(t, stdout, good+": valid")
+	require.Contains(t, stderr, bad+":10:29:")
+}
+
+// TestShowOptions: bad options are usage errors.
+func TestShowOptions(t *testing.T) {
+	for _, args := range [][]string{
+		{"show", "tp8-shared-expert", "--variant", "nope"},
+		{"show", "tp8-shared-expert", "--width", "5"},
+		{"show", "tp8-shared-expert", "--set", "tp=zero"},
+	} {
+		code, _, stderr := simctl(t, args...)
+		require.Equal(t, 2, code, "%v", args)
+		require.NotEmpty(t, stderr)
+	}
+}
