@@ -36,6 +36,9 @@ type Scenario struct {
 	// eager path computes: in graph mode every schedule's outputs are also
 	// compared with the eager path's (Build with mode=eager).
 	GraphMatchesEager bool
+	// Spec is the scenario-file form the scenario was made from, if any
+	// (see Load and ExportYAML).
+	Spec *Spec
 }
 
 // BuildOptions are how a world is built, independent of the scenario's knobs.

@@ -114,6 +114,19 @@ func TestDocsCommands(t *testing.T) {
 		rel, _ := filepath.Rel(root, c.file)
 		t.Run(fmt.Sprintf("%s:%d", rel, c.line), func(t *testing.T) {
 			t.Chdir(t.TempDir())
+			// The docs name docs/examples/*.yaml from the repository root,
+			// and "my.yaml" for the reader's own file: both exist here.
+			ex, err := filepath.Glob(filepath.Join(root, "docs", "examples", "*.yaml"))
+			require.NoError(t, err)
+			require.NoError(t, os.MkdirAll(filepath.Join("docs", "examples"), 0o755))
+			for _, f := range ex {
+				data, err := os.ReadFile(f)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join("docs", "examples", filepath.Base(f)), data, 0o644))
+				if filepath.Base(f) == "two-stream.yaml" {
+					require.NoError(t, os.WriteFile("my.yaml", data, 0o644))
+				}
+			}
 			var stdout, stderr bytes.Buffer
 			code := run(c.args, &stdout, &stderr)
 			require.Equal(t, c.exit, code, "simctl %s\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), stdout.String(), stderr.String())

@@ -20,6 +20,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Example = rootExample
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	for _, mk := range commands {

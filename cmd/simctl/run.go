@@ -24,12 +24,14 @@ type runFlags struct {
 func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run NAME",
+		Use:   "run NAME|FILE",
 		Short: "Run a scenario's variants: nominal schedule plus seeded exploration, with verdicts",
 		Example: `  simctl run tp8-shared-expert
   simctl run tp8-shared-expert --variant buggy --set workspace=per-call
-  simctl run tp8-shared-expert --variant tp4-buggy --set strategy=multimem --format json`,
-		Args: cobra.ExactArgs(1),
+  simctl run tp8-shared-expert --variant tp4-buggy --set strategy=multimem --format json
+  simctl run docs/examples/two-stream.yaml`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeScenarios,
 		RunE: func(_ *cobra.Command, args []string) error {
 			return runScenario(stdout, args[0], f)
 		},
@@ -50,9 +52,9 @@ type Report struct {
 }
 
 func runScenario(stdout io.Writer, name string, f runFlags) error {
-	sc, ok := scenarios.Lookup(name)
-	if !ok {
-		return usagef("unknown scenario %q (built-ins: %s)", name, strings.Join(scenarios.Names(), ", "))
+	sc, err := loadScenario(name)
+	if err != nil {
+		return err
 	}
 	if f.format != "text" && f.format != "json" {
 		return usagef("--format %q: want text or json", f.format)

@@ -1,0 +1,294 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Spec is a scenario as a user writes it in a YAML file (the format is
+// documented in docs/scenario-format.md). A Spec is plain data: [ParseSpec]
+// reads one from bytes, [Spec.Validate] checks it, [Spec.Scenario] turns it
+// into a runnable [Scenario], and [MarshalSpec] writes it back as YAML.
+//
+// A scenario describes its work in one of three forms:
+//   - Graph.Builder "moe": the streamsched MoE builder, shaped by the knobs
+//     (tp8-shared-expert is written this way);
+//   - Graph.Ops: a user op graph, placed on streams by the placement knob;
+//   - Programs: explicit per-rank stream programs (kernels, collectives,
+//     event records and waits), which may differ from rank to rank.
+type Spec struct {
+	Name        string
+	Description string
+	// Base holds every knob: hardware (arch), ranks (tp), mode, replays,
+	// chunks and the rest.
+	Base     Config
+	Graph    *GraphSpec
+	Comms    []CommSpec
+	Tensors  []TensorSpec
+	Programs []ProgramSpec
+	Variants []Variant
+	// Compare lists step-time comparisons between variants for the report.
+	Compare []Comparison
+
+	// File is the file name errors are reported against.
+	File   string
+	pos    posMap
+	varPos []posMap
+}
+
+// GraphSpec is the op-graph form: either a named builder or explicit ops.
+type GraphSpec struct {
+	// Builder "moe" builds MoE layers from the knobs (tp, layers, shared,
+	// order, tokens, hidden, placement, phase, …). Empty means Ops.
+	Builder string
+	Ops     []GraphOpSpec
+	pos     posMap
+}
+
+// GraphOpSpec is one node of a user op graph (see streamsched.Op).
+type GraphOpSpec struct {
+	Name    string
+	Kind    string // gemm | moe | add | allreduce
+	Inputs  []string
+	Output  string
+	M, K, N int64
+	Experts int64
+	Comm    string
+	pos     posMap
+}
+
+// RankSet selects ranks: every rank of the world, or a list.
+type RankSet struct {
+	All   bool
+	Ranks []int
+}
+
+// Resolve returns the selected ranks for a world of n ranks, or an error
+// naming the first rank out of range.
+func (s RankSet) Resolve(n int) ([]int, error) {
+	if s.All {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	}
+	for _, r := range s.Ranks {
+		if r < 0 || r >= n {
+			return nil, fmt.Errorf("rank %d is out of range: the world has %d ranks (0..%d)", r, n, n-1)
+		}
+	}
+	return append([]int(nil), s.Ranks...), nil
+}
+
+// String writes the set as a scenario file does: all, or [0, 1, …].
+func (s RankSet) String() string {
+	if s.All {
+		return "all"
+	}
+	parts := make([]string, len(s.Ranks))
+	for i, r := range s.Ranks {
+		parts[i] = fmt.Sprint(r)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// CommSpec is a communicator: a named group of ranks.
+type CommSpec struct {
+	Name  string
+	Ranks RankSet
+	// Workspace is "shared" or "per-call"; empty uses the workspace knob.
+	Workspace string
+	pos       posMap
+}
+
+// TensorSpec is a tensor that exists on every rank.
+type TensorSpec struct {
+	Name  string
+	Bytes int64
+	// Init gives chunk values, the same on every rank (chunk c gets
+	// Init[c % len(Init)]). InitPerRank gives them per rank and wins.
+	Init        []uint64
+	InitPerRank [][]uint64
+	// Output marks a tensor compared against the reference.
+	Output bool
+	pos    posMap
+}
+
+// initValue is the initial value of chunk c on rank r, and whether the
+// tensor is initialised at all.
+func (t *TensorSpec) initValue(r, c int) (uint64, bool) {
+	if r < len(t.InitPerRank) && len(t.InitPerRank[r]) > 0 {
+		v := t.InitPerRank[r]
+		return v[c%len(v)], true
+	}
+	if len(t.Init) > 0 {
+		return t.Init[c%len(t.Init)], true
+	}
+	return 0, false
+}
+
+func (t *TensorSpec) hasInit() bool { return len(t.Init) > 0 || len(t.InitPerRank) > 0 }
+
+// ProgramSpec is the host program of the ranks it selects.
+type ProgramSpec struct {
+	Ranks   RankSet
+	Streams []string // the first is the origin stream (capture origin)
+	Events  []string
+	Ops     []OpSpec
+	pos     posMap
+}
+
+// OpKind is what a program step does.
+type OpKind string
+
+// Program step kinds.
+const (
+	OpKernel    OpKind = "kernel"
+	OpAllReduce OpKind = "allreduce"
+	OpRecord    OpKind = "record"
+	OpWait      OpKind = "wait"
+)
+
+// OpSpec is one step of a host program.
+type OpSpec struct {
+	Kind OpKind
+	// Name is the kernel or collective name, or the event recorded / waited.
+	Name   string
+	Stream string // empty: the program's first stream
+	// Kernel: writes[i] = weight·reads[0] + reads[1] + … (fresh values).
+	Reads  []string
+	Writes []string
+	TimeNs int64 // 0: derived from bytes moved
+	Weight int64 // 0: a per-rank weight derived from the name
+	// AllReduce.
+	Comm     string
+	In, Out  string
+	Strategy string // empty: the strategy knob
+	pos      posMap
+}
+
+// Pos is a line and column in a file (1-based; 0 when unknown).
+type Pos struct{ Line, Col int }
+
+// posMap records where each field of an element was written; "" is the
+// element itself.
+type posMap map[string]Pos
+
+func (m posMap) at(field string) Pos {
+	if p, ok := m[field]; ok {
+		return p
+	}
+	if i := strings.IndexByte(field, '#'); i >= 0 {
+		return m.at(field[:i])
+	}
+	return m[""]
+}
+
+// item is the key of the i-th entry of a list field in a posMap.
+func item(field string, i int) string { return fmt.Sprintf("%s#%d", field, i) }
+
+// ErrInvalid is wrapped by every error about a scenario file.
+var ErrInvalid = errors.New("invalid scenario")
+
+// Error is one problem in a scenario file, with its position.
+type Error struct {
+	File string
+	Pos  Pos
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Pos.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// ErrorList is several problems, in file order.
+type ErrorList []*Error
+
+// MaxErrors is how many errors one file reports at most.
+const MaxErrors = 25
+
+// Error writes one error per line.
+func (l ErrorList) Error() string {
+	lines := make([]string, len(l))
+	for i, e := range l {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the errors, so errors.Is and errors.As see each of them.
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
+// errs collects errors for one file.
+type errs struct {
+	file string
+	list ErrorList
+	more int
+}
+
+func (e *errs) add(p Pos, format string, a ...any) {
+	for _, x := range e.list {
+		if x.Pos == p && x.Msg == fmt.Sprintf(format, a...) {
+			return
+		}
+	}
+	if len(e.list) >= MaxErrors {
+		e.more++
+		return
+	}
+	e.list = append(e.list, &Error{File: e.file, Pos: p, Msg: fmt.Sprintf(format, a...)})
+}
+
+// err returns the collected errors sorted by position, or nil.
+func (e *errs) err() error {
+	if len(e.list) == 0 {
+		return nil
+	}
+	out := append(ErrorList(nil), e.list...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Pos.Line != out[j].Pos.Line {
+			return out[i].Pos.Line < out[j].Pos.Line
+		}
+		return out[i].Pos.Col < out[j].Pos.Col
+	})
+	if e.more > 0 {
+		out = append(out, &Error{File: e.file, Msg: fmt.Sprintf("… and %d more errors", e.more)})
+	}
+	return out
+}
+
+// Limits on what a scenario file may ask for, so that no file can make the
+// simulator run out of memory or time before it starts.
+const (
+	MaxFileBytes    = 1 << 20
+	MaxRanks        = 64
+	MaxTensors      = 256
+	MaxCommsPerFile = 32
+	MaxStreams      = 32
+	MaxEvents       = 256
+	MaxOps          = 4096 // per program, and graph ops
+	MaxReplays      = 64
+	MaxChunks       = 64
+	MaxVariants     = 64
+	MaxTensorBytes  = 1 << 40
+	MaxNameLen      = 128
+	MaxDepth        = 32 // YAML nesting
+	// MaxTasks bounds the work of one run: ops issued over all ranks and
+	// graph replays.
+	MaxTasks = 1 << 20
+)

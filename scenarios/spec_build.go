@@ -1,0 +1,351 @@
+package scenarios
+
+import (
+	"fmt"
+	"hash/fnv"
+
+	"github.com/collsim/collsim/collectives"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+	"github.com/collsim/collsim/streamsched"
+)
+
+// Scenario returns the runnable scenario of a validated spec. Its Build
+// follows the spec's form: the MoE builder, the user op graph, or the
+// per-rank programs.
+func (s *Spec) Scenario() *Scenario {
+	sc := &Scenario{Name: s.Name, Description: s.Description, Base: s.Base, Variants: append([]Variant(nil), s.Variants...), Compare: append([]Comparison(nil), s.Compare...), Spec: s}
+	switch {
+	case s.Graph != nil && s.Graph.Builder == "moe":
+		sc.Build = BuildMoE
+	case s.Graph != nil:
+		sc.Build = s.buildGraph
+	default:
+		sc.Build = s.buildPrograms
+	}
+	return sc
+}
+
+func (s *Spec) world(cfg Config, opt BuildOptions, eng *sim.Engine, mode ranks.Mode) (*ranks.World, ranks.Profile, error) {
+	hw, err := cfg.Profile()
+	if err != nil {
+		return nil, hw, err
+	}
+	if cfg.TP < 1 || cfg.TP > MaxRanks {
+		return nil, hw, fmt.Errorf("ranks %d: expected 1..%d", cfg.TP, MaxRanks)
+	}
+	if cfg.Chunks < 1 || cfg.Chunks > MaxChunks {
+		return nil, hw, fmt.Errorf("chunks %d: expected 1..%d", cfg.Chunks, MaxChunks)
+	}
+	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
+	return w, hw, nil
+}
+
+// comms makes the spec's communicators on w.
+func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*collectives.Comm, error) {
+	out := map[string]*collectives.Comm{}
+	for _, c := range s.Comms {
+		group, err := c.Ranks.Resolve(cfg.TP)
+		if err != nil {
+			return nil, fmt.Errorf("communicator %q: %w", c.Name, err)
+		}
+		ws := collectives.Workspace(cfg.Workspace)
+		if c.Workspace != "" {
+			ws = collectives.Workspace(c.Workspace)
+		}
+		out[c.Name] = collectives.NewComm(w, c.Name, group, ws, hw, cfg.Chunks)
+	}
+	return out, nil
+}
+
+func (s *Spec) tensor(name string) *TensorSpec {
+	for i := range s.Tensors {
+		if s.Tensors[i].Name == name {
+			return &s.Tensors[i]
+		}
+	}
+	return nil
+}
+
+// buildGraph builds the user op graph like BuildMoE builds its own: place it
+// with the placement knob, lower it through the stream helpers.
+func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
+	strat, err := cfg.strategy()
+	if err != nil {
+		return nil, err
+	}
+	place, err := cfg.placement()
+	if err != nil {
+		return nil, err
+	}
+	g := &streamsched.Graph{}
+	produced := map[string]bool{}
+	for _, op := range s.Graph.Ops {
+		produced[op.Output] = true
+		g.Ops = append(g.Ops, streamsched.Op{Name: op.Name, Kind: streamsched.OpKind(op.Kind), Inputs: op.Inputs, Output: op.Output,
+			M: op.M, K: op.K, N: op.N, Experts: op.Experts, Comm: op.Comm})
+	}
+	flagged := false
+	for _, t := range s.Tensors {
+		g.Tensors = append(g.Tensors, streamsched.Tensor{Name: t.Name, Bytes: t.Bytes, Input: !produced[t.Name], Output: t.Output})
+		flagged = flagged || t.Output
+	}
+	mode := ranks.Eager
+	if cfg.Mode == "graph" {
+		mode = ranks.Graph
+	}
+	multi := cfg.Phase != "prefill"
+	if opt.Reference {
+		place, mode, multi = streamsched.Single, ranks.Eager, false
+	}
+	sched, err := streamsched.Place(g, place)
+	if err != nil {
+		return nil, err
+	}
+	w, hw, err := s.world(cfg, opt, eng, mode)
+	if err != nil {
+		return nil, err
+	}
+	comms, err := s.comms(w, cfg, hw)
+	if err != nil {
+		return nil, err
+	}
+	initv := func(tensor string, rank, chunk int) uint64 {
+		if t := s.tensor(tensor); t != nil {
+			if v, ok := t.initValue(rank, chunk); ok {
+				return v
+			}
+		}
+		return uint64(chunk + 1)
+	}
+	lo, err := streamsched.Lower(w, g, sched, comms, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks, Init: initv})
+	if err != nil {
+		return nil, err
+	}
+	b := &Built{World: w}
+	for r := range cfg.TP {
+		var cmp []*ranks.Buffer
+		for _, op := range g.Ops {
+			if t := s.tensor(op.Output); !flagged || (t != nil && t.Output) {
+				cmp = append(cmp, lo.Tensors[r][op.Output])
+			}
+		}
+		b.Compare = append(b.Compare, cmp)
+	}
+	for _, op := range g.Ops {
+		if st, ok := lo.Strategies[op.Name]; ok {
+			b.Notes = append(b.Notes, fmt.Sprintf("%s → %s", op.Name, st))
+		}
+	}
+	for _, l := range sched.Layers {
+		if !l.Matched && l.Reason != "" && !opt.Reference {
+			b.Notes = append(b.Notes, "transform skipped "+l.MoE+": "+l.Reason)
+		}
+	}
+	return b, nil
+}
+
+// KernelWeight is the weight a program kernel applies to its first read on
+// rank when the file gives none: small, deterministic, different per rank, so
+// that data from the wrong rank shows in the values.
+func KernelWeight(kernel string, rank int) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(kernel))
+	return 2 + int64((h.Sum32()+uint32(rank))%89)
+}
+
+// buildPrograms builds the explicit per-rank programs. The reference puts
+// every op of a rank on its first stream, eager.
+func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
+	strat, err := cfg.strategy()
+	if err != nil {
+		return nil, err
+	}
+	mode := ranks.Eager
+	if cfg.Mode == "graph" && !opt.Reference {
+		mode = ranks.Graph
+	}
+	w, hw, err := s.world(cfg, opt, eng, mode)
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.TP
+	bufs := make([]map[string]*ranks.Buffer, n)
+	flagged := false
+	for r := range n {
+		bufs[r] = map[string]*ranks.Buffer{}
+		for i := range s.Tensors {
+			t := &s.Tensors[i]
+			b := w.Alloc(r, t.Name, t.Bytes, cfg.Chunks)
+			b.Output = t.Output
+			flagged = flagged || t.Output
+			if t.hasInit() {
+				if _, ok := t.initValue(r, 0); ok {
+					w.Init(b, func(c int) uint64 { v, _ := t.initValue(r, c); return v })
+				}
+			}
+			bufs[r][t.Name] = b
+		}
+	}
+	comms, err := s.comms(w, cfg, hw)
+	if err != nil {
+		return nil, err
+	}
+	b := &Built{World: w, Compare: make([][]*ranks.Buffer, n)}
+	noted := map[string]bool{}
+	have := make([]bool, n)
+	for _, p := range s.Programs {
+		rs, err := p.Ranks.Resolve(n)
+		if err != nil {
+			return nil, fmt.Errorf("program: %w", err)
+		}
+		for _, r := range rs {
+			if have[r] {
+				return nil, fmt.Errorf("rank %d has two programs", r)
+			}
+			have[r] = true
+			prog, written, err := s.lowerProgram(w, hw, strat, comms, bufs[r], &p, r, opt.Reference, b, noted)
+			if err != nil {
+				return nil, err
+			}
+			w.SetProgram(r, prog)
+			for _, t := range s.Tensors {
+				if (flagged && t.Output) || (!flagged && written[t.Name]) {
+					b.Compare[r] = append(b.Compare[r], bufs[r][t.Name])
+				}
+			}
+		}
+	}
+	for r, ok := range have {
+		if !ok {
+			return nil, fmt.Errorf("rank %d has no program", r)
+		}
+	}
+	return b, nil
+}
+
+func (s *Spec) lowerProgram(w *ranks.World, hw ranks.Profile, strat collectives.Strategy, comms map[string]*collectives.Comm,
+	bufs map[string]*ranks.Buffer, p *ProgramSpec, r int, reference bool, b *Built, noted map[string]bool) (*ranks.Program, map[string]bool, error) {
+	prog := &ranks.Program{Streams: append([]string(nil), p.Streams...), Events: append([]string(nil), p.Events...)}
+	index := func(list []string, name, what string) (int, error) {
+		if name == "" {
+			return 0, nil
+		}
+		for i, x := range list {
+			if x == name {
+				return i, nil
+			}
+		}
+		return 0, fmt.Errorf("rank %d: undefined %s %q", r, what, name)
+	}
+	buf := func(name string) (*ranks.Buffer, error) {
+		if x, ok := bufs[name]; ok {
+			return x, nil
+		}
+		return nil, fmt.Errorf("rank %d: undefined tensor %q", r, name)
+	}
+	written := map[string]bool{}
+	for _, op := range p.Ops {
+		st, err := index(p.Streams, op.Stream, "stream")
+		if err != nil {
+			return nil, nil, err
+		}
+		if reference {
+			st = 0
+		}
+		switch op.Kind {
+		case OpRecord, OpWait:
+			ev, err := index(p.Events, op.Name, "event")
+			if err != nil {
+				return nil, nil, err
+			}
+			kind := ranks.Record
+			if op.Kind == OpWait {
+				kind = ranks.Wait
+			}
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: kind, Stream: st, Event: ev})
+		case OpKernel:
+			k := &ranks.KernelSpec{Name: op.Name, Kind: "kernel"}
+			var srcs []ranks.Src
+			var moved int64
+			for i, name := range op.Reads {
+				in, err := buf(name)
+				if err != nil {
+					return nil, nil, err
+				}
+				coef := int64(1)
+				if i == 0 {
+					coef = op.Weight
+					if coef == 0 {
+						coef = KernelWeight(op.Name, r)
+					}
+				}
+				srcs = append(srcs, ranks.Src{Buf: in, Coef: coef})
+				moved += in.Bytes
+			}
+			var outs []*ranks.Buffer
+			for _, name := range op.Writes {
+				out, err := buf(name)
+				if err != nil {
+					return nil, nil, err
+				}
+				outs = append(outs, out)
+				moved += out.Bytes
+				written[name] = true
+			}
+			total := sim.Time(op.TimeNs)
+			if total == 0 {
+				total = hw.KStart + ranks.Bytes(moved, hw.HBM)
+			}
+			for _, out := range outs {
+				k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true,
+					Dur: total / sim.Time(len(outs))})
+			}
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k})
+		case OpAllReduce:
+			c, ok := comms[op.Comm]
+			if !ok {
+				return nil, nil, fmt.Errorf("allreduce %q: undefined communicator %q", op.Name, op.Comm)
+			}
+			in, err := buf(op.In)
+			if err != nil {
+				return nil, nil, err
+			}
+			out, err := buf(op.Out)
+			if err != nil {
+				return nil, nil, err
+			}
+			want := strat
+			if op.Strategy != "" {
+				want = collectives.Strategy(op.Strategy)
+			}
+			got := collectives.Resolve(want, hw.Arch, c.Size(), out.Bytes)
+			k, err := c.AllReduce(r, op.Name, got, in, out)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !noted[op.Name] && !reference {
+				noted[op.Name] = true
+				b.Notes = append(b.Notes, fmt.Sprintf("%s → %s", op.Name, got))
+			}
+			written[op.Out] = true
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k})
+		default:
+			return nil, nil, fmt.Errorf("rank %d: op with no kind", r)
+		}
+	}
+	return prog, written, nil
+}
+
+// collectivesStrategy is an op's strategy, or the knob's when it names none.
+func collectivesStrategy(knob, op string) collectives.Strategy {
+	if op != "" {
+		return collectives.Strategy(op)
+	}
+	return collectives.Strategy(knob)
+}
+
+// resolveStrategy is collectives.Resolve as a string, for validation.
+func resolveStrategy(s collectives.Strategy, arch string, n int, bytes int64) string {
+	return string(collectives.Resolve(s, arch, n, bytes))
+}

@@ -1,0 +1,442 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Validate checks everything that ties the parts of a spec together before
+// anything runs: which form it uses, that names are unique, that every
+// stream, event, tensor and communicator an op names is declared, that no
+// wait comes before a record of its event, that a collective's communicator
+// includes every rank that calls it, that every rank has exactly one
+// program, and that each variant's knobs keep all of that true. It reports
+// every problem it finds, each with its file position, as an [ErrorList].
+func (s *Spec) Validate() error {
+	e := &errs{file: s.File}
+	if s.pos == nil {
+		s.pos = posMap{}
+	}
+	s.validateForm(e)
+	tensors := s.validateTensors(e)
+	comms := s.validateComms(e)
+	if s.Graph != nil && s.Graph.Builder == "" {
+		s.validateGraph(e, tensors, comms)
+	}
+	for i := range s.Programs {
+		s.validateProgram(e, &s.Programs[i], tensors, comms)
+	}
+	baseMsgs := map[string]bool{}
+	s.validateConfig(s.Base, func(p Pos, msg string) {
+		baseMsgs[msg] = true
+		e.add(p, "%s", msg)
+	})
+	seen := map[string]bool{}
+	for i, v := range s.Variants {
+		vp := s.variantPos(i)
+		if v.Name != "" && seen[v.Name] {
+			e.add(vp.at("name"), "variant %q defined twice", v.Name)
+		}
+		seen[v.Name] = true
+		cfg, err := s.VariantConfig(v)
+		if err != nil {
+			e.add(vp.at("set"), "variant %q: %s", v.Name, knobMsg(err))
+			continue
+		}
+		if len(v.Sets) == 0 {
+			continue
+		}
+		at := vp.at("set")
+		s.validateConfig(cfg, func(_ Pos, msg string) {
+			if !baseMsgs[msg] {
+				e.add(at, "variant %q: with %s, %s", v.Name, strings.Join(v.Sets, " "), msg)
+			}
+		})
+	}
+	return e.err()
+}
+
+// VariantConfig is the base config with v's overrides applied.
+func (s *Spec) VariantConfig(v Variant) (Config, error) {
+	c := s.Base
+	err := c.ApplySets(v.Sets)
+	return c, err
+}
+
+func (s *Spec) variantPos(i int) posMap {
+	if i < len(s.varPos) && s.varPos[i] != nil {
+		return s.varPos[i]
+	}
+	return s.pos
+}
+
+func (s *Spec) validateForm(e *errs) {
+	switch {
+	case s.Graph == nil && len(s.Programs) == 0:
+		e.add(s.pos.at(""), "scenario %q has no work: expected a graph (builder: moe, or ops) or programs", s.Name)
+	case s.Graph != nil && len(s.Programs) > 0:
+		e.add(s.pos.at("programs"), "expected either graph or programs, not both")
+	case s.Graph != nil && s.Graph.Builder == "moe":
+		for _, k := range []string{"communicators", "tensors"} {
+			if _, ok := s.pos[k]; ok {
+				e.add(s.pos.at(k), "%s: graph builder moe makes its own tensors and communicator (\"tp\"); remove this key", k)
+			}
+		}
+	case s.Graph != nil && len(s.Graph.Ops) == 0:
+		e.add(s.Graph.pos.at("ops"), "graph ops: expected at least one op")
+	}
+}
+
+func (s *Spec) validateTensors(e *errs) map[string]*TensorSpec {
+	out := map[string]*TensorSpec{}
+	for i := range s.Tensors {
+		t := &s.Tensors[i]
+		if t.Name == "" {
+			continue
+		}
+		if _, dup := out[t.Name]; dup {
+			e.add(t.pos.at("name"), "tensor %q defined twice", t.Name)
+			continue
+		}
+		out[t.Name] = t
+	}
+	return out
+}
+
+func (s *Spec) validateComms(e *errs) map[string]*CommSpec {
+	out := map[string]*CommSpec{}
+	for i := range s.Comms {
+		c := &s.Comms[i]
+		if c.Name == "" {
+			continue
+		}
+		if _, dup := out[c.Name]; dup {
+			e.add(c.pos.at("name"), "communicator %q defined twice", c.Name)
+			continue
+		}
+		out[c.Name] = c
+	}
+	return out
+}
+
+func (s *Spec) validateGraph(e *errs, tensors map[string]*TensorSpec, comms map[string]*CommSpec) {
+	produced := map[string]string{}
+	names := map[string]bool{}
+	for _, op := range s.Graph.Ops {
+		produced[op.Output] = ""
+	}
+	// A tensor produced by an op is not a graph input; walk in order.
+	have := map[string]bool{}
+	for n := range tensors {
+		if _, p := produced[n]; !p {
+			have[n] = true
+		}
+	}
+	done := map[string]string{}
+	for _, op := range s.Graph.Ops {
+		if op.Name != "" && names[op.Name] {
+			e.add(op.pos.at("name"), "graph op %q defined twice", op.Name)
+		}
+		names[op.Name] = true
+		for i, in := range op.Inputs {
+			at := op.pos.at(item("inputs", i))
+			switch {
+			case tensors[in] == nil:
+				e.add(at, "graph op %q reads undefined tensor %q (declare it under tensors)", op.Name, in)
+			case !have[in]:
+				e.add(at, "graph op %q reads tensor %q before the op that produces it; ops are listed in program order", op.Name, in)
+			}
+		}
+		if op.Output != "" {
+			switch {
+			case tensors[op.Output] == nil:
+				e.add(op.pos.at("output"), "graph op %q writes undefined tensor %q (declare it under tensors)", op.Name, op.Output)
+			case done[op.Output] != "":
+				e.add(op.pos.at("output"), "graph op %q writes tensor %q, already produced by %q; each tensor has one producer", op.Name, op.Output, done[op.Output])
+			}
+			done[op.Output] = op.Name
+			have[op.Output] = true
+		}
+		switch op.Kind {
+		case "allreduce":
+			if len(op.Inputs) != 1 {
+				e.add(op.pos.at("inputs"), "graph op %q: an allreduce has exactly one input, got %d", op.Name, len(op.Inputs))
+			}
+			if op.Comm == "" {
+				e.add(op.pos.at(""), "graph op %q: an allreduce needs comm", op.Name)
+			} else if comms[op.Comm] == nil {
+				e.add(op.pos.at("comm"), "graph op %q uses undefined communicator %q", op.Name, op.Comm)
+			}
+		case "gemm", "moe", "add":
+			if len(op.Inputs) == 0 {
+				e.add(op.pos.at("inputs"), "graph op %q: expected at least one input", op.Name)
+			}
+			if op.Comm != "" {
+				e.add(op.pos.at("comm"), "graph op %q: comm applies to allreduce ops only", op.Name)
+			}
+		}
+	}
+}
+
+func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*TensorSpec, comms map[string]*CommSpec) {
+	streams := map[string]bool{}
+	for _, st := range p.Streams {
+		if streams[st] {
+			e.add(p.pos.at("streams"), "stream %q listed twice", st)
+		}
+		streams[st] = true
+	}
+	events := map[string]bool{}
+	for _, ev := range p.Events {
+		if events[ev] {
+			e.add(p.pos.at("events"), "event %q listed twice", ev)
+		}
+		events[ev] = true
+	}
+	recorded := map[string]bool{}
+	colls := map[string]bool{}
+	tensor := func(op *OpSpec, field, name, role string) {
+		if i := strings.IndexByte(field, '#'); i >= 0 {
+			role = field[:i]
+		}
+		if name != "" && tensors[name] == nil {
+			e.add(op.pos.at(field), "%s %q %s undefined tensor %q (declare it under tensors)", op.Kind, op.Name, role, name)
+		}
+	}
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		if op.Kind == "" {
+			continue
+		}
+		if op.Stream != "" && !streams[op.Stream] {
+			e.add(op.pos.at("stream"), "%s %q on undefined stream %q; this program's streams: %s", op.Kind, op.Name, op.Stream, strings.Join(p.Streams, ", "))
+		}
+		switch op.Kind {
+		case OpKernel:
+			for i, r := range op.Reads {
+				tensor(op, item("reads", i), r, "reads")
+			}
+			for i, w := range op.Writes {
+				tensor(op, item("writes", i), w, "writes")
+			}
+		case OpAllReduce:
+			tensor(op, "in", op.In, "reads")
+			tensor(op, "out", op.Out, "writes")
+			if op.Comm != "" && comms[op.Comm] == nil {
+				e.add(op.pos.at("comm"), "allreduce %q uses undefined communicator %q", op.Name, op.Comm)
+			}
+			if colls[op.Name] {
+				e.add(op.pos.at("name"), "allreduce %q issued twice in one program; a collective's name identifies it across ranks, give each call its own name", op.Name)
+			}
+			colls[op.Name] = true
+		case OpRecord:
+			if !events[op.Name] {
+				e.add(op.pos.at("name"), "record of undefined event %q; declare it under this program's events", op.Name)
+			}
+			recorded[op.Name] = true
+		case OpWait:
+			switch {
+			case !events[op.Name]:
+				e.add(op.pos.at("name"), "wait on undefined event %q; declare it under this program's events", op.Name)
+			case !recorded[op.Name]:
+				e.add(op.pos.at("name"), "wait on event %q, which is never recorded before it: a wait binds to the most recent record issued before it, so this one would order nothing", op.Name)
+			}
+		}
+	}
+}
+
+// validateConfig checks what depends on the knobs: rank ranges, every rank
+// having one program, collectives' communicators including their callers,
+// limits.
+func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
+	n := cfg.TP
+	if n > MaxRanks {
+		report(s.pos.at("ranks"), fmt.Sprintf("ranks: %d; at most %d", n, MaxRanks))
+		return
+	}
+	if cfg.Replays > MaxReplays {
+		report(s.pos.at("replays"), fmt.Sprintf("replays: %d; at most %d", cfg.Replays, MaxReplays))
+	}
+	if cfg.Chunks > MaxChunks {
+		report(s.pos.at("chunks"), fmt.Sprintf("chunks: %d; at most %d", cfg.Chunks, MaxChunks))
+	}
+	replays := 1
+	if cfg.Mode == "graph" {
+		replays = max(cfg.Replays, 1)
+	}
+	if s.Graph != nil && s.Graph.Builder == "moe" {
+		const opsPerLayer = 12 // ops and stream markers of one MoE layer
+		if tasks := cfg.TP * cfg.Layers * opsPerLayer * replays; tasks > MaxTasks {
+			report(s.pos.at("graph"), fmt.Sprintf("about %d ops to run (ranks × layers × ops per layer × replays); at most %d", tasks, MaxTasks))
+		}
+		return
+	}
+	if s.Graph != nil {
+		if tasks := cfg.TP * len(s.Graph.Ops) * 3 * replays; tasks > MaxTasks {
+			report(s.pos.at("graph"), fmt.Sprintf("about %d ops to run (ranks × ops × replays, with stream markers); at most %d", tasks, MaxTasks))
+		}
+	}
+	commRanks := map[string][]int{}
+	for _, c := range s.Comms {
+		rs, err := c.Ranks.Resolve(n)
+		if err != nil {
+			report(c.pos.at("ranks"), fmt.Sprintf("communicator %q: %v", c.Name, err))
+			continue
+		}
+		commRanks[c.Name] = rs
+	}
+	for _, t := range s.Tensors {
+		if len(t.InitPerRank) > n {
+			report(t.pos.at("init_per_rank"), fmt.Sprintf("tensor %q: init_per_rank has %d rows but the world has %d ranks", t.Name, len(t.InitPerRank), n))
+		}
+	}
+	if len(s.Programs) == 0 {
+		return
+	}
+	owner := make([]int, n)
+	for i := range owner {
+		owner[i] = -1
+	}
+	tasks := 0
+	for pi, p := range s.Programs {
+		rs, err := p.Ranks.Resolve(n)
+		if err != nil {
+			report(p.pos.at("ranks"), fmt.Sprintf("program: %v", err))
+			continue
+		}
+		tasks += len(rs) * len(p.Ops) * replays
+		for _, r := range rs {
+			if owner[r] >= 0 {
+				report(p.pos.at("ranks"), fmt.Sprintf("rank %d has two programs (this one and the one at line %d)", r, s.Programs[owner[r]].pos.at("").Line))
+				continue
+			}
+			owner[r] = pi
+			for _, op := range p.Ops {
+				if op.Kind != OpAllReduce {
+					continue
+				}
+				group, ok := commRanks[op.Comm]
+				if !ok {
+					continue
+				}
+				in := false
+				for _, g := range group {
+					in = in || g == r
+				}
+				if !in {
+					report(op.pos.at("comm"), fmt.Sprintf("allreduce %q on rank %d uses communicator %q, which does not include rank %d (its ranks: %v)", op.Name, r, op.Comm, r, group))
+				}
+			}
+		}
+	}
+	if tasks > MaxTasks {
+		report(s.pos.at("programs"), fmt.Sprintf("%d ops to run (over all ranks and replays); at most %d", tasks, MaxTasks))
+	}
+	for r, o := range owner {
+		if o < 0 {
+			report(s.pos.at("programs"), fmt.Sprintf("rank %d has no program; give it one (ops: [] leaves it idle)", r))
+		}
+	}
+	if cfg.Mode == "graph" {
+		for i := range s.Programs {
+			s.checkCapture(cfg, &s.Programs[i], commRanks, report)
+		}
+	}
+}
+
+// checkCapture applies CUDA's stream-capture rules to a program, as graph
+// mode will when it captures it: a stream takes part only after it waits on
+// an event recorded in the capture, and every op must be joined back into
+// the origin (first) stream by the end (cudaErrorStreamCaptureUnjoined).
+func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]int, report func(Pos, string)) {
+	if len(p.Streams) == 0 || len(p.Ops) == 0 {
+		return
+	}
+	hw, err := cfg.Profile()
+	if err != nil {
+		return
+	}
+	stream := func(name string) int {
+		for i, x := range p.Streams {
+			if x == name {
+				return i
+			}
+		}
+		if name == "" {
+			return 0
+		}
+		return -1
+	}
+	joined := make([]bool, len(p.Streams))
+	joined[0] = true
+	tail := make([]int, len(p.Streams))
+	for i := range tail {
+		tail[i] = -1
+	}
+	lastRecord := map[string]int{}
+	orderTail := map[string]int{}
+	deps := make([][]int, len(p.Ops))
+	for i, op := range p.Ops {
+		st := stream(op.Stream)
+		if st < 0 || op.Kind == "" {
+			return // reported elsewhere
+		}
+		if t := tail[st]; t >= 0 {
+			deps[i] = append(deps[i], t)
+		}
+		switch op.Kind {
+		case OpRecord:
+			if !joined[st] {
+				report(op.pos.at("stream"), fmt.Sprintf("in graph mode, record of %q on stream %q, which is not part of the capture yet: a stream joins the capture by first waiting on an event recorded on a captured stream", op.Name, p.Streams[st]))
+				return
+			}
+		case OpWait:
+			if r, ok := lastRecord[op.Name]; ok {
+				deps[i] = append(deps[i], r)
+				joined[st] = true
+			}
+		case OpKernel, OpAllReduce:
+			if !joined[st] {
+				report(op.pos.at("stream"), fmt.Sprintf("in graph mode, %s %q runs on stream %q, which never joined the capture: wait on an event recorded on %q first", op.Kind, op.Name, p.Streams[st], p.Streams[0]))
+				return
+			}
+			if op.Kind == OpAllReduce {
+				group := commRanks[op.Comm]
+				t := s.tensor(op.Out)
+				strat := collectivesStrategy(cfg.Strategy, op.Strategy)
+				if t != nil && len(group) > 0 && resolveStrategy(strat, hw.Arch, len(group), t.Bytes) == "nccl" {
+					if prev, ok := orderTail[op.Comm]; ok {
+						deps[i] = append(deps[i], prev)
+					}
+					orderTail[op.Comm] = i
+				}
+			}
+		}
+		tail[st] = i
+		if op.Kind == OpRecord {
+			lastRecord[op.Name] = i
+		}
+	}
+	seen := make([]bool, len(p.Ops))
+	var stack []int
+	if tail[0] >= 0 {
+		stack = append(stack, tail[0])
+	}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[x] {
+			continue
+		}
+		seen[x] = true
+		stack = append(stack, deps[x]...)
+	}
+	for i := len(seen) - 1; i >= 0; i-- {
+		if !seen[i] {
+			op := p.Ops[i]
+			report(op.pos.at("name"), fmt.Sprintf("in graph mode, %s %q on stream %q is never joined back into the origin stream %q: record an event after it and wait on it from %q (CUDA would fail the capture with cudaErrorStreamCaptureUnjoined)",
+				op.Kind, op.Name, p.Streams[stream(op.Stream)], p.Streams[0], p.Streams[0]))
+			return
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// ErrNotExpressible is returned by [ExportYAML] for a scenario built by Go
+// code that the file format cannot describe.
+var ErrNotExpressible = errors.New("not expressible as a scenario file")
+
+// ExportYAML writes sc as a scenario file. Loading the result gives the same
+// verdicts and trace hashes. It works for scenarios loaded from files and
+// for Go built-ins whose Build is [BuildMoE]; for any other Go builder it
+// returns an error wrapping [ErrNotExpressible].
+func ExportYAML(sc *Scenario) ([]byte, error) {
+	spec, err := SpecOf(sc)
+	if err != nil {
+		return nil, err
+	}
+	return MarshalSpec(spec), nil
+}
+
+// SpecOf returns the file form of sc (see [ExportYAML]).
+func SpecOf(sc *Scenario) (*Spec, error) {
+	if sc.Spec != nil {
+		s := *sc.Spec
+		s.Name, s.Description, s.Base = sc.Name, sc.Description, sc.Base
+		s.Variants = append([]Variant(nil), sc.Variants...)
+		s.Compare = append([]Comparison(nil), sc.Compare...)
+		return &s, nil
+	}
+	if sc.Build != nil && reflect.ValueOf(sc.Build).Pointer() == reflect.ValueOf(BuildMoE).Pointer() {
+		return &Spec{Name: sc.Name, Description: sc.Description, Base: sc.Base, Graph: &GraphSpec{Builder: "moe"},
+			Variants: append([]Variant(nil), sc.Variants...), Compare: append([]Comparison(nil), sc.Compare...)}, nil
+	}
+	return nil, fmt.Errorf("scenario %q: its Go builder has no scenario-file form: %w", sc.Name, ErrNotExpressible)
+}
+
+// MarshalSpec writes s as YAML in the documented layout. Every knob is
+// written out, so the file does not depend on the defaults.
+func MarshalSpec(s *Spec) []byte {
+	var b strings.Builder
+	p := func(indent int, format string, a ...any) {
+		b.WriteString(strings.Repeat("  ", indent))
+		fmt.Fprintf(&b, format, a...)
+		b.WriteByte('\n')
+	}
+	p(0, "name: %s", quote(s.Name))
+	if s.Description != "" {
+		writeText(&b, 0, "description", s.Description)
+	}
+	c := s.Base
+	p(0, "hardware: %s", quote(c.Arch))
+	p(0, "ranks: %d", c.TP)
+	p(0, "mode: %s", quote(c.Mode))
+	p(0, "replays: %d", c.Replays)
+	p(0, "chunks: %d", c.Chunks)
+	p(0, "knobs:")
+	for _, k := range knobs {
+		if _, top := topKeyOf(k.key); top {
+			continue
+		}
+		val := k.get(&c)
+		if probe := c; k.set(&probe, val) != nil {
+			// The zero value of a knob that only some scenarios use
+			// ("" or 0): unset, and not a value a file may spell.
+			continue
+		}
+		p(1, "%s: %s", k.key, knobVal(val))
+	}
+	if len(s.Comms) > 0 {
+		p(0, "communicators:")
+		for _, cm := range s.Comms {
+			p(1, "- name: %s", quote(cm.Name))
+			p(2, "ranks: %s", cm.Ranks)
+			if cm.Workspace != "" {
+				p(2, "workspace: %s", quote(cm.Workspace))
+			}
+		}
+	}
+	if len(s.Tensors) > 0 {
+		p(0, "tensors:")
+		for _, t := range s.Tensors {
+			p(1, "- name: %s", quote(t.Name))
+			p(2, "bytes: %d", t.Bytes)
+			if len(t.Init) > 0 {
+				p(2, "init: %s", uints(t.Init))
+			}
+			if len(t.InitPerRank) > 0 {
+				p(2, "init_per_rank:")
+				for _, row := range t.InitPerRank {
+					p(3, "- %s", uints(row))
+				}
+			}
+			if t.Output {
+				p(2, "output: true")
+			}
+		}
+	}
+	if s.Graph != nil {
+		p(0, "graph:")
+		if s.Graph.Builder != "" {
+			p(1, "builder: %s", quote(s.Graph.Builder))
+		} else {
+			p(1, "ops:")
+			for _, op := range s.Graph.Ops {
+				p(2, "- name: %s", quote(op.Name))
+				p(3, "kind: %s", quote(op.Kind))
+				p(3, "inputs: %s", names(op.Inputs))
+				p(3, "output: %s", quote(op.Output))
+				for _, f := range []struct {
+					k string
+					v int64
+				}{{"m", op.M}, {"k", op.K}, {"n", op.N}, {"experts", op.Experts}} {
+					if f.v != 0 {
+						p(3, "%s: %d", f.k, f.v)
+					}
+				}
+				if op.Comm != "" {
+					p(3, "comm: %s", quote(op.Comm))
+				}
+			}
+		}
+	}
+	if len(s.Programs) > 0 {
+		p(0, "programs:")
+		for _, pr := range s.Programs {
+			p(1, "- ranks: %s", pr.Ranks)
+			p(2, "streams: %s", names(pr.Streams))
+			if len(pr.Events) > 0 {
+				p(2, "events: %s", names(pr.Events))
+			}
+			if len(pr.Ops) == 0 {
+				p(2, "ops: []")
+				continue
+			}
+			p(2, "ops:")
+			for _, op := range pr.Ops {
+				p(3, "- %s", opLine(op))
+			}
+		}
+	}
+	p(0, "variants:")
+	for _, v := range s.Variants {
+		p(1, "- name: %s", quote(v.Name))
+		if v.Expect != "" {
+			p(2, "expect: %s", quote(v.Expect))
+		}
+		if v.Doc != "" {
+			writeText(&b, 2, "doc", v.Doc)
+		}
+		if len(v.Sets) > 0 {
+			p(2, "set:")
+			for _, kv := range v.Sets {
+				k, val, _ := strings.Cut(kv, "=")
+				p(3, "%s: %s", k, knobVal(val))
+			}
+		}
+	}
+	if len(s.Compare) > 0 {
+		p(0, "compare:")
+		for _, c := range s.Compare {
+			p(1, "- variant: %s", quote(c.Variant))
+			p(2, "against: %s", quote(c.Against))
+			if c.Label != "" {
+				p(2, "label: %s", quote(c.Label))
+			}
+		}
+	}
+	return []byte(b.String())
+}
+
+func opLine(op OpSpec) string {
+	parts := []string{fmt.Sprintf("%s: %s", op.Kind, quote(op.Name))}
+	if op.Stream != "" {
+		parts = append(parts, "stream: "+quote(op.Stream))
+	}
+	switch op.Kind {
+	case OpKernel:
+		if len(op.Reads) > 0 {
+			parts = append(parts, "reads: "+names(op.Reads))
+		}
+		parts = append(parts, "writes: "+names(op.Writes))
+		if op.TimeNs != 0 {
+			parts = append(parts, fmt.Sprintf("time: %dns", op.TimeNs))
+		}
+		if op.Weight != 0 {
+			parts = append(parts, fmt.Sprintf("weight: %d", op.Weight))
+		}
+	case OpAllReduce:
+		parts = append(parts, "comm: "+quote(op.Comm), "in: "+quote(op.In), "out: "+quote(op.Out))
+		if op.Strategy != "" {
+			parts = append(parts, "strategy: "+quote(op.Strategy))
+		}
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// writeText writes a multi-line string as a literal block (|-) where that is
+// exact, otherwise as a quoted string.
+func writeText(b *strings.Builder, indent int, key, text string) {
+	pad := strings.Repeat("  ", indent)
+	literalOK := !strings.HasPrefix(text, " ") && !strings.HasSuffix(text, "\n") && !strings.ContainsAny(text, "\r\t")
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasSuffix(line, " ") {
+			literalOK = false
+		}
+	}
+	if !literalOK || !strings.Contains(text, "\n") {
+		fmt.Fprintf(b, "%s%s: %s\n", pad, key, quote(text))
+		return
+	}
+	fmt.Fprintf(b, "%s%s: |-\n", pad, key)
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" {
+			b.WriteString("\n")
+			continue
+		}
+		fmt.Fprintf(b, "%s  %s\n", pad, line)
+	}
+}
+
+// quote writes a YAML scalar: plain when it is unambiguously a string or a
+// number the knob expects, double-quoted otherwise.
+func quote(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '/') {
+			plain = false
+			break
+		}
+	}
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "null", "~", "y", "n":
+		plain = false
+	}
+	if plain && (s[0] == '-' || s[0] == '.' || s[0] >= '0' && s[0] <= '9') {
+		plain = false
+	}
+	if plain {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func names(ns []string) string {
+	q := make([]string, len(ns))
+	for i, n := range ns {
+		q[i] = quote(n)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func uints(vs []uint64) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = strconv.FormatUint(v, 10)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// knobVal writes a knob value: a plain integer, or a string as quote does.
+func knobVal(s string) string {
+	if _, err := strconv.ParseUint(s, 10, 64); err == nil && (s == "0" || s[0] != '0') {
+		return s
+	}
+	return quote(s)
+}
