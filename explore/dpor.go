@@ -113,6 +113,14 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	if len(d.nodes) > len(r.steps) {
 		return fmt.Errorf("dpor: execution has %d steps, shorter than its replayed prefix (%d)", len(r.steps), len(d.nodes))
 	}
+	// Steps that never ran (spinning when the run ended, a hang) still race
+	// with what ran: append them as pseudo-steps, after Flanagan and
+	// Godefroid's use of next(s, p) for disabled processes.
+	for _, a := range r.w.Blocked() {
+		st := r.w.NextStep(a)
+		r.local[st.Actor]++
+		r.steps = append(r.steps, dstep{actor: st.Actor, acc: r.accesses(&st, r.local[st.Actor] == 1), local: r.local[st.Actor], pseudo: true})
+	}
 	d.analyse(r.steps)
 	return nil
 }
@@ -125,6 +133,7 @@ type dstep struct {
 	a       int // dense actor index
 	local   int // 1-based index among the actor's steps
 	clock   []int32
+	pseudo  bool // never ran: the actor was still spinning at the end
 }
 
 type access struct {
@@ -377,7 +386,7 @@ func (d *DPOR) analyse(steps []dstep) {
 		// Races: conflicting direct predecessors of another actor not
 		// ordered before j through any other predecessor.
 		for _, p := range preds {
-			if !p.conflict || !p.reversible || steps[p.i].a == sj.a {
+			if !p.conflict || !p.reversible || steps[p.i].a == sj.a || steps[p.i].pseudo {
 				continue
 			}
 			race := true

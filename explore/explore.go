@@ -51,8 +51,11 @@ type Summary struct {
 	Schedules int              `json:"schedules"`
 	// Complete is set by exhaustive strategies: every equivalence class of
 	// interleavings was explored.
-	Complete *bool  `json:"complete,omitempty"`
-	Verdict  string `json:"verdict"`
+	Complete *bool `json:"complete,omitempty"`
+	// Traces is the number of executions an exhaustive strategy ran (one
+	// per class of interleavings explored, up to the reduction's redundancy).
+	Traces  *int   `json:"traces,omitempty"`
+	Verdict string `json:"verdict"`
 	// Findings counts, per kind, the schedules with at least one finding of
 	// that kind.
 	Findings map[string]int `json:"findings"`
@@ -124,8 +127,8 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 		}
 	}
 	if _, ok := s.(*DPOR); ok {
-		c := s.Complete()
-		sum.Complete = &c
+		c, n := s.Complete(), sum.Schedules
+		sum.Complete, sum.Traces = &c, &n
 	}
 	sum.Elapsed = time.Since(start)
 	return sum, nil

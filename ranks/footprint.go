@@ -130,3 +130,16 @@ func (w *World) NextStep(a int32) Step {
 // BufferID is a buffer's index in allocation order: a stable name for it
 // within one world, for footprints.
 func (b *Buffer) BufferID() int { return int(b.id) }
+
+// Blocked lists, in task order, the engine actors of the tasks spinning on a
+// signal slot or a FIFO. After a run that hung, they are the steps that never
+// got to execute.
+func (w *World) Blocked() []int32 {
+	var out []int32
+	for _, t := range w.tasks {
+		if t.state == blocked {
+			out = append(out, int32(w.N)+t.id)
+		}
+	}
+	return out
+}
