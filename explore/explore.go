@@ -63,7 +63,10 @@ type Summary struct {
 	Outcomes []*Outcome `json:"outcomes"`
 	// Witness is the first schedule with the worst verdict (nil when every
 	// schedule was ok).
-	Witness *Witness `json:"witness,omitempty"`
+	Witness *Witness `json:"-"`
+	// WitnessInfo describes Witness without its choices (those go to the
+	// witness file).
+	WitnessInfo *WitnessInfo `json:"witness,omitempty"`
 	// Example findings of the witness.
 	WitnessFindings []ranks.Finding `json:"witness_findings,omitempty"`
 
@@ -97,6 +100,7 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 		if check.Worse(sc.Verdict, sum.Verdict) {
 			sum.Verdict = sc.Verdict
 			sum.Witness = newWitness(t, s, sc)
+			sum.WitnessInfo = sum.Witness.Info()
 			sum.WitnessFindings = sc.Findings
 		}
 		if opt.Progress != nil {

@@ -30,6 +30,22 @@ type Witness struct {
 	Choices    []sim.Choice `json:"choices"`
 }
 
+// WitnessInfo is a witness without its choices, for summaries.
+type WitnessInfo struct {
+	Schedule   int      `json:"schedule"`
+	Seed       uint64   `json:"seed"`
+	Verdict    string   `json:"verdict"`
+	Kinds      []string `json:"kinds"`
+	TraceHash  string   `json:"trace_hash"`
+	Deviations int      `json:"deviations"`
+	Choices    int      `json:"choices"`
+}
+
+// Info summarises w.
+func (w *Witness) Info() *WitnessInfo {
+	return &WitnessInfo{Schedule: w.Schedule, Seed: w.Seed, Verdict: w.Verdict, Kinds: w.Kinds, TraceHash: w.TraceHash, Deviations: w.Deviations, Choices: len(w.Choices)}
+}
+
 func modeName(m sim.Mode) string {
 	if m == sim.Untimed {
 		return "untimed"
