@@ -54,7 +54,11 @@ type Summary struct {
 	Complete *bool `json:"complete,omitempty"`
 	// Traces is the number of executions an exhaustive strategy ran (one
 	// per class of interleavings explored, up to the reduction's redundancy).
-	Traces  *int   `json:"traces,omitempty"`
+	Traces *int `json:"traces,omitempty"`
+	// Races is, for DPOR, the number of reversible races found over all
+	// traces (0: every conflicting pair of steps is ordered by causality, so
+	// one trace covers every interleaving).
+	Races   *int   `json:"races,omitempty"`
 	Verdict string `json:"verdict"`
 	// Findings counts, per kind, the schedules with at least one finding of
 	// that kind.
@@ -130,9 +134,9 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 			merge(sc)
 		}
 	}
-	if _, ok := s.(*DPOR); ok {
-		c, n := s.Complete(), sum.Schedules
-		sum.Complete, sum.Traces = &c, &n
+	if d, ok := s.(*DPOR); ok {
+		c, n, r := s.Complete(), sum.Schedules, d.Races
+		sum.Complete, sum.Traces, sum.Races = &c, &n, &r
 	}
 	sum.Elapsed = time.Since(start)
 	return sum, nil

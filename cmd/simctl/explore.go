@@ -170,7 +170,7 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 	rate := float64(s.Schedules) / max(s.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(w, "schedules: %d in %.2fs (%.0f schedules/s)\n", s.Schedules, s.Elapsed.Seconds(), rate)
 	if s.Complete != nil {
-		fmt.Fprintf(w, "traces: %d, complete: %v\n", s.Schedules, *s.Complete)
+		fmt.Fprintf(w, "traces: %d, complete: %v (reversible races found: %d)\n", *s.Traces, *s.Complete, *s.Races)
 	}
 	fmt.Fprintf(w, "verdict: %s\n", s.Verdict)
 	total := 0
