@@ -29,17 +29,34 @@ import (
 // carries a class and only same-class conflicts are races.
 //
 // Algorithm: after each execution, happens-before is built with vector clocks
-// over steps, every race e ≲ e' (a conflicting pair with no happens-before
-// path through a third step) is found, and, as in source-DPOR (Abdulla et al.
-// 2014, Algorithm 1, lines 5–8), unless an initial of notdep(e).e' is already
-// in the backtrack set of the state before e, one is added. The next
-// execution replays the longest prefix that still has an unexplored backtrack
-// entry and takes it; the search is complete when none is left.
+// over steps, and races are found with Flanagan and Godefroid's test: a step
+// e' races with an earlier conflicting step e of the same class and another
+// actor unless the actor of e' already knew of e through program structure (its own
+// previous step, its issue, its dependencies' completions). Candidates are the
+// last writer and the reads since, plus the last step of the same sync class
+// on the resource (a flag one waiter consumed may have been set again by a put
+// that spun on it: another waiter could have taken the first one). Steps that
+// spun are kept as pseudo-steps and race too (next(s, p) of a disabled p, and
+// every actor still spinning when a run hangs). For each race, as in
+// source-DPOR (Abdulla et al. 2014, Algorithm 1, lines 4–8), unless an initial
+// of notdep(e).e' is already in the backtrack set of the state before e, one
+// is added (every enabled actor, should none be enabled there). Sleep sets
+// (Godefroid 1996; Algorithm 1, lines 9–11) skip continuations already covered
+// by an explored sibling; an execution whose enabled actors are all asleep is
+// cut short. The next execution replays the longest prefix that still has an
+// unexplored backtrack entry and takes it; the search is complete when none is
+// left. TestDPORMatchesNaiveEnumeration checks the reached outcomes against a
+// naive enumeration of every interleaving of generated small programs.
 type DPOR struct {
 	nodes    []*dnode
 	prefix   []ranks.ActorID
 	complete bool
 	cur      *dporRun
+	res      map[resKey]int32 // resource → id, stable across executions
+	names    map[string]uint64
+	// SleepBlocked counts executions cut short because every enabled
+	// actor was asleep (their continuations were explored already).
+	SleepBlocked int
 	// Races counts the reversible races seen, over all executions.
 	Races int
 }
@@ -49,6 +66,8 @@ type dnode struct {
 	backtrack map[ranks.ActorID]bool
 	done      map[ranks.ActorID]bool
 	taken     ranks.ActorID
+	doneAcc   map[ranks.ActorID][]access // footprint of each explored actor's step here
+	sleep     map[ranks.ActorID][]access // asleep here when the node was created
 }
 
 // Name implements [Strategy].
@@ -70,7 +89,7 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 		for j := len(d.nodes) - 1; j >= 0 && k < 0; j-- {
 			n := d.nodes[j]
 			for _, a := range n.enabled {
-				if n.backtrack[a] && !n.done[a] {
+				if _, asleep := n.sleep[a]; n.backtrack[a] && !n.done[a] && !asleep {
 					k, next = j, a
 					break
 				}
@@ -89,7 +108,11 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 			d.prefix = append(d.prefix, n.taken)
 		}
 	}
-	d.cur = &dporRun{prefix: d.prefix, res: map[resKey]int32{}, ids: map[any]uint64{}, sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: map[ranks.ActorID]int{}}
+	if d.res == nil {
+		d.res, d.names = map[resKey]int32{}, map[string]uint64{}
+	}
+	d.cur = &dporRun{d: d, prefix: d.prefix, branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
+		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: map[ranks.ActorID]int{}}
 	return d.cur, 0, true
 }
 
@@ -108,7 +131,11 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	for i := len(d.nodes); i < len(r.steps); i++ {
 		st := &r.steps[i]
 		d.nodes = append(d.nodes, &dnode{enabled: st.enabled, taken: st.actor,
-			backtrack: map[ranks.ActorID]bool{st.actor: true}, done: map[ranks.ActorID]bool{st.actor: true}})
+			backtrack: map[ranks.ActorID]bool{st.actor: true}, done: map[ranks.ActorID]bool{st.actor: true},
+			doneAcc: map[ranks.ActorID][]access{}, sleep: st.sleep})
+	}
+	for i := max(r.branch, 0); i < len(r.steps); i++ {
+		d.nodes[i].doneAcc[r.steps[i].actor] = r.steps[i].acc
 	}
 	if len(d.nodes) > len(r.steps) {
 		return fmt.Errorf("dpor: execution has %d steps, shorter than its replayed prefix (%d)", len(r.steps), len(d.nodes))
@@ -116,12 +143,11 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	// Steps that never ran (spinning when the run ended, a hang) still race
 	// with what ran: append them as pseudo-steps, after Flanagan and
 	// Godefroid's use of next(s, p) for disabled processes.
-	for _, a := range r.w.Blocked() {
+	for _, a := range r.blockedActors() {
 		st := r.w.NextStep(a)
-		r.local[st.Actor]++
-		r.steps = append(r.steps, dstep{actor: st.Actor, acc: r.accesses(&st, r.local[st.Actor] == 1), local: r.local[st.Actor], pseudo: true})
+		r.attempt(&st)
 	}
-	d.analyse(r.steps)
+	d.analyse(r.merged())
 	return nil
 }
 
@@ -133,7 +159,46 @@ type dstep struct {
 	a       int // dense actor index
 	local   int // 1-based index among the actor's steps
 	clock   []int32
-	pseudo  bool // never ran: the actor was still spinning at the end
+	pseudo  bool // an attempt that spun (it never ran)
+	sleep   map[ranks.ActorID][]access
+	node    int // index of the state before it (-1 for a pseudo-step)
+}
+
+// attempt records a step that would spin as a pseudo-step: it does not
+// execute, but it races with the steps that made it spin (the flag another
+// waiter consumed, the FIFO slot another sender filled), as in Flanagan and
+// Godefroid's check of next(s, p) for disabled processes.
+func (r *dporRun) attempt(st *ranks.Step) {
+	if r.blocked {
+		return
+	}
+	acc := r.accesses(st, r.local[st.Actor] == 0, false)
+	r.pseudo = append(r.pseudo, pseudoStep{pos: len(r.steps),
+		step: dstep{actor: st.Actor, acc: acc, local: r.local[st.Actor] + 1, pseudo: true, node: -1}})
+}
+
+type pseudoStep struct {
+	pos  int // number of real steps before it
+	step dstep
+}
+
+// merged returns the real steps with the pseudo-steps in place.
+func (r *dporRun) merged() []dstep {
+	out := make([]dstep, 0, len(r.steps)+len(r.pseudo))
+	k := 0
+	for i := range r.steps {
+		for k < len(r.pseudo) && r.pseudo[k].pos <= i {
+			out = append(out, r.pseudo[k].step)
+			k++
+		}
+		st := r.steps[i]
+		st.node = i
+		out = append(out, st)
+	}
+	for ; k < len(r.pseudo); k++ {
+		out = append(out, r.pseudo[k].step)
+	}
+	return out
 }
 
 type access struct {
@@ -178,11 +243,18 @@ type dporRun struct {
 	have    bool
 	err     error
 
-	res   map[resKey]int32
-	ids   map[any]uint64 // pads, FIFOs → small ids
-	sent  map[*ranks.Fifo]int
-	recvd map[*ranks.Fifo]int
-	local map[ranks.ActorID]int
+	d *DPOR
+	// Sleep sets (Godefroid 1996; source-DPOR's Sleep): from the branch
+	// node on, actors whose step here is already covered by an explored
+	// sibling, with their footprints; a state whose enabled actors are all
+	// asleep ends the useful part of the execution (sleep-set blocked).
+	branch  int
+	sleep   map[ranks.ActorID][]access
+	blocked bool
+	sent    map[*ranks.Fifo]int
+	recvd   map[*ranks.Fifo]int
+	local   map[ranks.ActorID]int
+	pseudo  []pseudoStep
 }
 
 // Attach implements [Attacher].
@@ -214,6 +286,14 @@ func (r *dporRun) ChooseItem(items []sim.Item) int {
 		if r.err == nil {
 			r.err = fmt.Errorf("dpor: replay diverged at step %d: %s is not enabled", i, r.prefix[i])
 		}
+		return 0
+	}
+	if !r.blocked {
+		for k, a := range enabled {
+			if _, asleep := r.sleep[a]; !asleep {
+				return k
+			}
+		}
 	}
 	return 0
 }
@@ -221,6 +301,7 @@ func (r *dporRun) ChooseItem(items []sim.Item) int {
 func (r *dporRun) observe(it sim.Item, chosen bool) {
 	st := r.w.NextStep(it.Actor)
 	if st.Block {
+		r.attempt(&st)
 		return
 	}
 	enabled := []ranks.ActorID{st.Actor}
@@ -232,31 +313,92 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 	if i < len(r.prefix) && r.prefix[i] != st.Actor && r.err == nil {
 		r.err = fmt.Errorf("dpor: replay diverged at step %d: ran %s, want %s", i, st.Actor, r.prefix[i])
 	}
+	if r.blocked {
+		return
+	}
+	if _, asleep := r.sleep[st.Actor]; asleep && i > r.branch {
+		// Every enabled actor is asleep: this execution adds nothing new.
+		r.blocked = true
+		r.d.SleepBlocked++
+		return
+	}
 	r.local[st.Actor]++
-	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: r.accesses(&st, r.local[st.Actor] == 1), local: r.local[st.Actor]})
+	acc := r.accesses(&st, r.local[st.Actor] == 1, true)
+	var sleepHere map[ranks.ActorID][]access
+	if i == r.branch {
+		// Branching: the siblings explored before sleep, with their steps here.
+		n := r.d.nodes[i]
+		for q, a := range n.sleep {
+			r.sleep[q] = a
+		}
+		for q, a := range n.doneAcc {
+			if q != st.Actor {
+				r.sleep[q] = a
+			}
+		}
+	}
+	if i > r.branch {
+		sleepHere = make(map[ranks.ActorID][]access, len(r.sleep))
+		for q, a := range r.sleep {
+			sleepHere[q] = a
+		}
+	}
+	if i >= r.branch {
+		for q, a := range r.sleep {
+			if !independent(a, acc) {
+				delete(r.sleep, q)
+			}
+		}
+	}
+	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, local: r.local[st.Actor], sleep: sleepHere})
 }
 
-func (r *dporRun) id(p any) uint64 {
-	v, ok := r.ids[p]
+// blockedActors are the actors still spinning at the end of a run that was
+// not cut short by its sleep set.
+func (r *dporRun) blockedActors() []int32 {
+	if r.blocked {
+		return nil
+	}
+	return r.w.Blocked()
+}
+
+// independent reports whether two footprints commute: no resource touched by
+// both with a write.
+func independent(a, b []access) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.res == y.res && (x.write || y.write) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// name interns a pad (name, rank) or a FIFO (name, -1): resource keys are
+// stable across executions, so footprints kept in sleep sets compare.
+func (r *dporRun) name(n string, rank int) uint64 {
+	k := fmt.Sprintf("%s#%d", n, rank)
+	v, ok := r.d.names[k]
 	if !ok {
-		v = uint64(len(r.ids))
-		r.ids[p] = v
+		v = uint64(len(r.d.names))
+		r.d.names[k] = v
 	}
 	return v
 }
 
 func (r *dporRun) add(out []access, k resKey, write bool, class uint8) []access {
-	id, ok := r.res[k]
+	id, ok := r.d.res[k]
 	if !ok {
-		id = int32(len(r.res))
-		r.res[k] = id
+		id = int32(len(r.d.res))
+		r.d.res[k] = id
 	}
 	return append(out, access{res: id, write: write, class: class})
 }
 
 // accesses is the footprint of step st (first: the actor's first visible
 // step, which consumes its issue and its dependencies' completions).
-func (r *dporRun) accesses(st *ranks.Step, first bool) []access {
+func (r *dporRun) accesses(st *ranks.Step, first, commit bool) []access {
 	var out []access
 	if first && st.Kind != ranks.StepIssue {
 		out = r.add(out, resKey{kind: resIssued, a: uint64(st.Actor)}, false, classConsume)
@@ -288,25 +430,29 @@ func (r *dporRun) accesses(st *ranks.Step, first bool) []access {
 		}
 		switch in.Op {
 		case ranks.OpPut:
-			out = r.add(out, resKey{kind: resSlot, a: r.id(in.Pad), b: uint64(in.Slot)}, true, classPut)
+			out = r.add(out, resKey{kind: resSlot, a: r.name(in.Pad.Name, in.Pad.Rank), b: uint64(in.Slot)}, true, classPut)
 		case ranks.OpWait:
-			out = r.add(out, resKey{kind: resSlot, a: r.id(in.Pad), b: uint64(in.Slot)}, true, classWait)
+			out = r.add(out, resKey{kind: resSlot, a: r.name(in.Pad.Name, in.Pad.Rank), b: uint64(in.Slot)}, true, classWait)
 		case ranks.OpSend:
 			f := in.Fifo
 			k := r.sent[f]
-			r.sent[f]++
-			out = r.add(out, resKey{kind: resFifoTail, a: r.id(f)}, true, classSend)
-			out = r.add(out, resKey{kind: resFifoMsg, a: r.id(f), b: uint64(k)}, true, classSend)
+			if commit {
+				r.sent[f]++
+			}
+			out = r.add(out, resKey{kind: resFifoTail, a: r.name(f.Name, -1)}, true, classSend)
+			out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, true, classSend)
 			if k >= f.Cap {
-				out = r.add(out, resKey{kind: resFifoFree, a: r.id(f), b: uint64(k - f.Cap)}, false, classSend)
+				out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k - f.Cap)}, false, classSend)
 			}
 		case ranks.OpRecv:
 			f := in.Fifo
 			k := r.recvd[f]
-			r.recvd[f]++
-			out = r.add(out, resKey{kind: resFifoHead, a: r.id(f)}, true, classRecv)
-			out = r.add(out, resKey{kind: resFifoMsg, a: r.id(f), b: uint64(k)}, false, classRecv)
-			out = r.add(out, resKey{kind: resFifoFree, a: r.id(f), b: uint64(k)}, true, classRecv)
+			if commit {
+				r.recvd[f]++
+			}
+			out = r.add(out, resKey{kind: resFifoHead, a: r.name(f.Name, -1)}, true, classRecv)
+			out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, false, classRecv)
+			out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k)}, true, classRecv)
 		}
 	}
 	return out
@@ -326,8 +472,9 @@ func (d *DPOR) analyse(steps []dstep) {
 	}
 	na := len(dense)
 	type rstate struct {
-		lastW int
-		reads []int
+		lastW   int
+		reads   []int
+		lastCls [classRecv + 1]int // last step of each sync class on it (+1; 0: none)
 	}
 	rs := map[int32]*rstate{}
 	lastOf := make([]int, na)
@@ -339,23 +486,27 @@ func (d *DPOR) analyse(steps []dstep) {
 		i          int
 		conflict   bool
 		reversible bool
+		known      bool // program structure (same actor, issue, dependency)
+		hbEdge     bool // a real dependence (not just a same-class candidate)
 	}
 	var preds []pred
-	addPred := func(i int, conflict, reversible bool) {
+	addPred := func(i int, conflict, reversible, known, edge bool) {
 		for p := range preds {
 			if preds[p].i == i {
 				preds[p].conflict = preds[p].conflict || conflict
 				preds[p].reversible = preds[p].reversible && reversible
+				preds[p].known = preds[p].known || known
+				preds[p].hbEdge = preds[p].hbEdge || edge
 				return
 			}
 		}
-		preds = append(preds, pred{i, conflict, reversible})
+		preds = append(preds, pred{i, conflict, reversible, known, edge})
 	}
 	for j := range steps {
 		sj := &steps[j]
 		preds = preds[:0]
 		if p := lastOf[sj.a]; p >= 0 {
-			addPred(p, false, false)
+			addPred(p, false, false, true, true)
 		}
 		for _, ac := range sj.acc {
 			st := rs[ac.res]
@@ -363,18 +514,31 @@ func (d *DPOR) analyse(steps []dstep) {
 				st = &rstate{lastW: -1}
 				rs[ac.res] = st
 			}
+			structural := ac.class == classConsume || ac.class == classProduce
 			if st.lastW >= 0 {
 				w := st.lastW
-				addPred(w, true, classOf(steps[w], ac.res) == ac.class)
+				addPred(w, true, classOf(steps[w], ac.res) == ac.class, structural, true)
 			}
 			if ac.write {
 				for _, rd := range st.reads {
-					addPred(rd, true, classOf(steps[rd], ac.res) == ac.class)
+					addPred(rd, true, classOf(steps[rd], ac.res) == ac.class, structural, true)
+				}
+			}
+			// The last step of the same sync class is a race candidate even
+			// when a step of another class came between (a flag consumed by
+			// one waiter and set again by a put that spun on it): another
+			// waiter could have consumed the first flag.
+			if ac.class >= classPut && ac.class <= classRecv {
+				if c := st.lastCls[ac.class] - 1; c >= 0 && c != st.lastW {
+					addPred(c, true, true, false, false)
 				}
 			}
 		}
 		clock := make([]int32, na)
 		for _, p := range preds {
+			if !p.hbEdge {
+				continue
+			}
 			for a, v := range steps[p.i].clock {
 				if v > clock[a] {
 					clock[a] = v
@@ -383,15 +547,18 @@ func (d *DPOR) analyse(steps []dstep) {
 		}
 		clock[sj.a] = int32(sj.local)
 		sj.clock = clock
-		// Races: conflicting direct predecessors of another actor not
-		// ordered before j through any other predecessor.
+		// Races (Flanagan and Godefroid's test): a same-class conflicting
+		// step of another actor that this actor did not already know of
+		// through program structure (its own previous step, its issue, its
+		// dependencies). Synchronisation edges into this very step do not
+		// count: they are what a reordering would change.
 		for _, p := range preds {
 			if !p.conflict || !p.reversible || steps[p.i].a == sj.a || steps[p.i].pseudo {
 				continue
 			}
 			race := true
 			for _, q := range preds {
-				if q.i != p.i && hb(p.i, q.i) {
+				if q.known && q.i != p.i && hb(p.i, q.i) {
 					race = false
 					break
 				}
@@ -401,9 +568,15 @@ func (d *DPOR) analyse(steps []dstep) {
 				d.reverse(steps, p.i, j)
 			}
 		}
+		if sj.pseudo {
+			continue // it did not run: nothing happens after it
+		}
 		// Update resource states.
 		for _, ac := range sj.acc {
 			st := rs[ac.res]
+			if ac.class >= classPut && ac.class <= classRecv {
+				st.lastCls[ac.class] = j + 1
+			}
 			if ac.write {
 				st.lastW = j
 				st.reads = st.reads[:0]
@@ -428,7 +601,7 @@ func classOf(s dstep, res int32) uint8 {
 // backtrack(pre(e)), add one (e's actor preferred); if none is enabled there
 // (a dependence the footprint missed), add every enabled actor.
 func (d *DPOR) reverse(steps []dstep, e, e2 int) {
-	n := d.nodes[e]
+	n := d.nodes[steps[e].node]
 	hb := func(i, k int) bool { return int(steps[k].clock[steps[i].a]) >= steps[i].local }
 	firstLocal := map[int]int{} // dense actor → local index of its first step in v
 	var seen []int
@@ -454,7 +627,7 @@ func (d *DPOR) reverse(steps []dstep, e, e2 int) {
 		return false
 	}
 	for k := e + 1; k < e2; k++ {
-		if hb(e, k) {
+		if steps[k].pseudo || hb(e, k) {
 			continue
 		}
 		if consider(k) {

@@ -15,7 +15,7 @@ import (
 
 // tinyInstr is one generated micro-op of a tiny program.
 type tinyInstr struct {
-	Op       string // "copy", "put", "wait"
+	Op       string // "copy", "put", "wait", "send", "recv"
 	DstRank  int    // copy: whose mem (or own out when DstOut)
 	DstOut   bool
 	DstChunk int
@@ -38,6 +38,8 @@ func (p tinyProgram) scenario() *scenarios.Scenario {
 		w := ranks.NewWorld(2, ranks.Config{Mode: ranks.Eager, LaunchCost: 1000, EventCost: 500}, eng)
 		sym := w.AllocSymmetric("mem", []int{0, 1}, 64, 2, 2)
 		var outs [2]*ranks.Buffer
+		// One-slot FIFOs between the ranks, so that sends also block.
+		fifos := [2]*ranks.Fifo{w.NewFifo("f0→1", 0, 1, 1), w.NewFifo("f1→0", 1, 0, 1)}
 		for r := range 2 {
 			w.Init(sym.Bufs[r], func(c int) uint64 { return uint64(10*(r+1) + c) })
 			outs[r] = w.Alloc(r, "out", 64, 2)
@@ -60,6 +62,12 @@ func (p tinyProgram) scenario() *scenarios.Scenario {
 						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpPut, Dur: 100, Pad: sym.Pads[1-r], Slot: ti.Slot, Peer: 1 - r})
 					case "wait":
 						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpWait, Dur: 100, Pad: sym.Pads[r], Slot: ti.Slot, Peer: 1 - r})
+					case "send":
+						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpSend, Dur: 100, Fifo: fifos[r], N: 1,
+							Srcs: []ranks.Src{{Buf: sym.Bufs[r], Lo: ti.SrcChunk, Coef: 1}}, Peer: 1 - r})
+					case "recv":
+						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpRecv, Dur: 100, Fifo: fifos[1-r], N: 1,
+							Dst: outs[r], DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: outs[r], Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r})
 					}
 				}
 				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: tk.Stream, Kernel: ks})
@@ -74,7 +82,7 @@ func genTiny(t *rapid.T) tinyProgram {
 	var p tinyProgram
 	instr := rapid.Custom(func(t *rapid.T) tinyInstr {
 		return tinyInstr{
-			Op:      rapid.SampledFrom([]string{"copy", "copy", "put", "wait"}).Draw(t, "op"),
+			Op:      rapid.SampledFrom([]string{"copy", "copy", "put", "wait", "send", "recv"}).Draw(t, "op"),
 			DstRank: rapid.IntRange(0, 1).Draw(t, "dstRank"), DstOut: rapid.Bool().Draw(t, "dstOut"),
 			DstChunk: rapid.IntRange(0, 1).Draw(t, "dstChunk"),
 			SrcRank:  rapid.IntRange(0, 1).Draw(t, "srcRank"), SrcChunk: rapid.IntRange(0, 1).Draw(t, "srcChunk"),
@@ -166,7 +174,8 @@ func keys(m map[outcomeKey]bool) []string {
 }
 
 // TestDPORMatchesNaiveEnumeration: on generated tiny programs (two ranks, two
-// streams each, copies across symmetric buffers, signal puts and waits), the
+// streams each, copies across symmetric buffers, signal puts and waits, sends
+// and receives on one-slot FIFOs), the
 // outcomes DPOR reaches (output values and verdict) are exactly those of the
 // naive enumeration of every interleaving, and DPOR says it is complete.
 func TestDPORMatchesNaiveEnumeration(t *testing.T) {
@@ -177,8 +186,10 @@ func TestDPORMatchesNaiveEnumeration(t *testing.T) {
 		if !ok {
 			rt.Skipf("naive enumeration too large (> %d runs)", runs-1)
 		}
-		got, sum := dporOutcomes(tg, 100000)
-		require.True(rt, *sum.Complete, "dpor must finish")
+		// DPOR's traces are distinct paths of the tree naive enumeration
+		// walks, so it must finish within as many.
+		got, sum := dporOutcomes(tg, runs)
+		require.True(rt, *sum.Complete, "dpor must finish within %d traces", runs)
 		require.Equal(rt, keys(want), keys(got), "dpor outcomes (%d traces) vs naive (%d runs)", sum.Schedules, runs)
 		require.LessOrEqual(rt, sum.Schedules, runs, "dpor never runs more traces than there are interleavings")
 	})
@@ -215,4 +226,17 @@ func TestDPORProbe(t *testing.T) {
 	}
 	require.True(t, pairs[[2]uint64{300, 3}], "the right answer is reachable too")
 	require.Greater(t, len(pairs), 1)
+
+	// Every outcome PCT samples is one DPOR reached.
+	all := map[string]bool{}
+	for _, o := range sum.Outcomes {
+		all[o.Hash] = true
+	}
+	pct, err := New("pct", buggy, 3)
+	require.NoError(t, err)
+	ps, err := Explore(buggy, pct, 3, Options{Budget: 500, Workers: 2})
+	require.NoError(t, err)
+	for _, o := range ps.Outcomes {
+		require.True(t, all[o.Hash], "pct outcome %s (schedule %d) missing from dpor's %d", o.Hash, o.First, len(all))
+	}
 }
