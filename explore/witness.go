@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -138,13 +139,17 @@ func Shrink(t *Target, w *Witness, maxRuns int) (*Witness, int, error) {
 	runs := 0
 	best := *w
 	best.Choices = trimChoices(w.Choices)
-	// try runs choices cs; on success best becomes the recorded run.
+	var actors []ranks.ActorID // per choice of best: the actor it picked
+	// try runs choices cs, where a kept deviation picks the same actor as
+	// in best when it is pending (so removing one deviation does not change
+	// what the others mean); on success best becomes the recorded run.
 	try := func(cs []sim.Choice) (bool, error) {
 		if runs >= maxRuns {
 			return false, nil
 		}
 		runs++
-		s, _, err := Replay(t, &Witness{Choices: cs, Mode: w.Mode, Schedule: w.Schedule, Seed: w.Seed})
+		ch := &shrinkChooser{choices: cs, actors: actors}
+		s, err := t.Run(w.mode(), ch)
 		if err != nil {
 			return false, err
 		}
@@ -152,10 +157,11 @@ func Shrink(t *Target, w *Witness, maxRuns int) (*Witness, int, error) {
 			return false, nil
 		}
 		rec := trimChoices(s.Choices)
-		if sim.Deviations(rec) > sim.Deviations(best.Choices) {
+		if actors != nil && sim.Deviations(rec) > sim.Deviations(best.Choices) {
 			return false, nil
 		}
 		best.Choices, best.TraceHash, best.Verdict, best.Kinds = rec, s.TraceHash, s.Verdict, s.Kinds()
+		actors = ch.got
 		return true, nil
 	}
 	if ok, err := try(best.Choices); err != nil || !ok {
@@ -223,6 +229,50 @@ func Shrink(t *Target, w *Witness, maxRuns int) (*Witness, int, error) {
 	}
 	best.Deviations = sim.Deviations(best.Choices)
 	return &best, runs, nil
+}
+
+// shrinkChooser replays choices; a non-zero schedule choice picks the item
+// whose stable actor is actors[i] when it is pending.
+type shrinkChooser struct {
+	w       *ranks.World
+	choices []sim.Choice
+	actors  []ranks.ActorID
+	pos     int
+	got     []ranks.ActorID
+}
+
+func (c *shrinkChooser) Attach(w *ranks.World) { c.w = w }
+
+func (c *shrinkChooser) Choose(d sim.Decision, n int) int {
+	i := c.pos
+	c.pos++
+	c.got = append(c.got, 0)
+	if i < len(c.choices) && c.choices[i].D == d && c.choices[i].V < n {
+		return c.choices[i].V
+	}
+	return 0
+}
+
+func (c *shrinkChooser) ChooseItem(items []sim.Item) int {
+	i := c.pos
+	c.pos++
+	v := 0
+	if i < len(c.choices) && c.choices[i].V != 0 {
+		v = c.choices[i].V
+		if i < len(c.actors) && c.actors[i] != 0 {
+			for k, it := range items {
+				if c.w.ActorOf(it.Actor) == c.actors[i] {
+					v = k
+					break
+				}
+			}
+		}
+		if v >= len(items) {
+			v = 0
+		}
+	}
+	c.got = append(c.got, c.w.ActorOf(items[v].Actor))
+	return v
 }
 
 func deviationPositions(cs []sim.Choice) []int {
