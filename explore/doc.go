@@ -13,11 +13,14 @@
 //   - [DPOR]: exhaustive stateless model checking over the orderings of
 //     dependent micro-ops with dynamic partial-order reduction: source sets
 //     and race reversal after Abdulla, Aronis, Jonsson and Sagonas, "Optimal
-//     Dynamic Partial Order Reduction", POPL 2014 (Algorithm 1, source-DPOR),
-//     which refines Flanagan and Godefroid, "Dynamic Partial-Order Reduction
-//     for Model Checking Software", POPL 2005. Steps are identified across
-//     executions by [ranks.ActorID]; dependence comes from
-//     [ranks.World.NextStep] (buffer chunks, signal slots, FIFO messages).
+//     Dynamic Partial Order Reduction", POPL 2014 (Algorithm 1, source-DPOR)
+//     with sleep sets, and Flanagan and Godefroid's race test from "Dynamic
+//     Partial-Order Reduction for Model Checking Software", POPL 2005 (steps
+//     that spin count as attempts, like next(s, p) of a disabled process).
+//     Steps are identified across executions by [ranks.ActorID]; dependence
+//     comes from [ranks.World.NextStep] (buffer chunks, signal slots, FIFO
+//     messages). A property test checks DPOR's outcome set against a naive
+//     enumeration of every interleaving of generated small programs.
 //
 // [Explore] runs a strategy against a [Target] and summarises the schedules:
 // verdicts, findings by kind, distinct outcomes (output values per rank) and
