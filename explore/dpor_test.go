@@ -29,13 +29,23 @@ type tinyKernel struct {
 	Instrs []tinyInstr
 }
 
-// tinyProgram is a generated 2-rank eager program over one shared buffer per
-// rank (mem), an output per rank and a signal pad per rank.
-type tinyProgram [2][]tinyKernel
+// tinyProgram is a generated 2-rank program over one shared buffer per rank
+// (mem), an output per rank, a signal pad per rank and a one-slot FIFO each
+// way; eager, or captured into a CUDA graph (fork and join events added so the
+// capture is valid) replayed Replays times.
+type tinyProgram struct {
+	Kernels [2][]tinyKernel
+	Graph   bool
+	Replays int
+}
 
 func (p tinyProgram) scenario() *scenarios.Scenario {
 	return &scenarios.Scenario{Name: "tiny", Build: func(_ scenarios.Config, _ scenarios.BuildOptions, eng *sim.Engine) (*scenarios.Built, error) {
-		w := ranks.NewWorld(2, ranks.Config{Mode: ranks.Eager, LaunchCost: 1000, EventCost: 500}, eng)
+		mode := ranks.Eager
+		if p.Graph {
+			mode = ranks.Graph
+		}
+		w := ranks.NewWorld(2, ranks.Config{Mode: mode, Replays: p.Replays, LaunchCost: 1000, EventCost: 500}, eng)
 		sym := w.AllocSymmetric("mem", []int{0, 1}, 64, 2, 2)
 		var outs [2]*ranks.Buffer
 		// One-slot FIFOs between the ranks, so that sends also block.
@@ -46,8 +56,11 @@ func (p tinyProgram) scenario() *scenarios.Scenario {
 			outs[r].Output = true
 		}
 		for r := range 2 {
-			prog := &ranks.Program{Streams: []string{"main", "aux"}}
-			for k, tk := range p[r] {
+			prog := &ranks.Program{Streams: []string{"main", "aux"}, Events: []string{"fork", "join"}}
+			if p.Graph {
+				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Record, Stream: 0, Event: 0}, ranks.HostOp{Kind: ranks.Wait, Stream: 1, Event: 0})
+			}
+			for k, tk := range p.Kernels[r] {
 				ks := &ranks.KernelSpec{Name: fmt.Sprintf("k%d.%d", r, k)}
 				for _, ti := range tk.Instrs {
 					switch ti.Op {
@@ -71,6 +84,9 @@ func (p tinyProgram) scenario() *scenarios.Scenario {
 					}
 				}
 				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: tk.Stream, Kernel: ks})
+			}
+			if p.Graph {
+				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Record, Stream: 1, Event: 1}, ranks.HostOp{Kind: ranks.Wait, Stream: 0, Event: 1})
 			}
 			w.SetProgram(r, prog)
 		}
@@ -96,10 +112,15 @@ func genTiny(t *rapid.T) tinyProgram {
 			k := tinyKernel{Stream: rapid.IntRange(0, 1).Draw(t, "stream")}
 			k.Instrs = rapid.SliceOfN(instr, 1, 2).Draw(t, "instrs")
 			total += len(k.Instrs)
-			p[r] = append(p[r], k)
+			p.Kernels[r] = append(p.Kernels[r], k)
 		}
 	}
 	_ = total
+	p.Graph = rapid.Bool().Draw(t, "graph")
+	p.Replays = 1
+	if p.Graph {
+		p.Replays = rapid.IntRange(1, 2).Draw(t, "replays")
+	}
 	return p
 }
 
