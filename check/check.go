@@ -90,6 +90,13 @@ func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference
 	if err != nil {
 		return nil, err
 	}
+	return RunBuilt(b, ref)
+}
+
+// RunBuilt runs a world already built (for callers that need the world before
+// it runs, such as explorers that inspect it at every step) and judges it
+// against ref.
+func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 	res, err := b.World.Run()
 	if err != nil {
 		return nil, err

@@ -143,7 +143,7 @@ func droppedMsg(k *KernelSpec, rs []int) string {
 // at the same sequence number.
 func (w *World) sigMismatch(t *task, by int32, got, res string) {
 	o := w.tasks[by]
-	key := dedupeKey{kind: "sigmismatch", a: w.calls[max(t.inst.Call, 0)], b: t.sig(), x: got, res: res[:strings.IndexByte(res+" ", ' ')]}
+	key := dedupeKey{kind: "sigmismatch", a: w.callKey(t.inst), b: t.sig(), x: got, res: res[:strings.IndexByte(res+" ", ' ')]}
 	if w.dedupe[key] {
 		return
 	}

@@ -244,7 +244,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 
 func (w *World) mismatch(t *task, by int32, got Instance, res string) {
 	o := w.tasks[by]
-	key := dedupeKey{kind: KindMismatch, res: res[:strings.IndexByte(res+" ", ' ')], a: w.calls[max(t.inst.Call, 0)], b: w.calls[max(got.Call, 0)], sa: w.streamName(t.id), sb: w.streamName(by)}
+	key := dedupeKey{kind: KindMismatch, res: res[:strings.IndexByte(res+" ", ' ')], a: w.callKey(t.inst), b: w.callKey(got), sa: w.streamName(t.id), sb: w.streamName(by)}
 	if w.dedupe[key] {
 		return
 	}
@@ -259,6 +259,15 @@ func (w *World) mismatch(t *task, by int32, got Instance, res string) {
 		Streams:  []string{w.streamName(t.id), w.streamName(by)},
 		Resource: res,
 	})
+}
+
+// callKey is the interned call name of inst, or "" for a kernel that is no
+// collective call.
+func (w *World) callKey(inst Instance) string {
+	if inst.Call < 0 || int(inst.Call) >= len(w.calls) {
+		return ""
+	}
+	return w.calls[inst.Call]
 }
 
 // dedupeKey identifies a finding up to rank and chunk.

@@ -75,6 +75,7 @@ type task struct {
 	lane   int32
 	op     *HostOp
 	replay int32
+	node   int32 // index of the lowered node (-1: a replay's join task)
 	inst   Instance
 
 	deps       []int32
@@ -322,7 +323,7 @@ func (w *World) stepHost(r int) {
 		}
 	}
 	// A join task completes when the whole replay has.
-	join := &task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, inst: Instance{Call: -1}}
+	join := &task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}}
 	w.tasks = append(w.tasks, join)
 	for _, t := range ts {
 		w.addDep(join, t.id)
@@ -340,7 +341,7 @@ func (w *World) stepHost(r int) {
 
 func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *task {
 	op := &p.Ops[n.op]
-	t := &task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, inst: Instance{Call: -1, Replay: replay}}
+	t := &task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay}}
 	if op.Kind == Launch && op.Kernel.Coll != "" {
 		t.inst.Call = w.callID[op.Kernel.Coll]
 	}

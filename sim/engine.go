@@ -50,7 +50,14 @@ type Engine struct {
 	hash   uint64
 	steps  uint64
 	cands  []Item // scratch for Untimed
+	obs    func(it Item, chosen bool)
 }
+
+// SetObserver installs f, called with every item [Engine.Next] hands out,
+// before the model runs it; chosen says whether the chooser picked it among
+// several (false when it was the only candidate or the mode is Timed).
+// Exploration strategies use it to see every step of a run, forced or not.
+func (e *Engine) SetObserver(f func(it Item, chosen bool)) { e.obs = f }
 
 // NewEngine returns an empty engine at time 0. A nil chooser means [Nominal].
 func NewEngine(mode Mode, c Chooser) *Engine {
@@ -97,7 +104,9 @@ func (e *Engine) Next() (Item, bool) {
 		return Item{}, false
 	}
 	var it Item
+	chosen := false
 	if e.mode == Untimed && e.q.Len() > 1 {
+		chosen = true
 		e.cands = e.cands[:0]
 		e.q.Ascend(func(x Item) bool { e.cands = append(e.cands, x); return true })
 		i := e.choose.ChooseItem(e.cands)
@@ -114,6 +123,9 @@ func (e *Engine) Next() (Item, bool) {
 	}
 	e.steps++
 	e.Mix(uint64(it.Actor), uint64(e.now), it.Key)
+	if e.obs != nil {
+		e.obs(it, chosen)
+	}
 	return it, true
 }
 

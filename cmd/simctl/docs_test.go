@@ -19,6 +19,10 @@ type docCommand struct {
 	line int
 	args []string
 	exit int // expected exit status: 0, or the N of a trailing "# exit N"
+	// block is the line of the ```sh fence: the commands of one block run
+	// in one directory, in order, so a later one can use an earlier one's
+	// files (explore --witness w.json, then replay w.json).
+	block int
 }
 
 // docCommands extracts every line that begins with "simctl" from the ```sh
@@ -30,17 +34,19 @@ func docCommands(t *testing.T, path string) []docCommand {
 	defer f.Close()
 	var out []docCommand
 	in := false
+	block := 0
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		switch {
 		case strings.HasPrefix(line, "```"):
 			in = !in && strings.TrimSpace(strings.TrimPrefix(line, "```")) == "sh"
+			block = n
 			continue
 		case !in || !strings.HasPrefix(line, "simctl"):
 			continue
 		}
-		cmd := docCommand{file: path, line: n}
+		cmd := docCommand{file: path, line: n, block: block}
 		if i := strings.Index(line, "#"); i >= 0 {
 			comment := strings.TrimSpace(line[i+1:])
 			line = line[:i]
@@ -110,10 +116,21 @@ func TestDocsCommands(t *testing.T) {
 		cmds = append(cmds, docCommands(t, f)...)
 	}
 	require.NotEmpty(t, cmds, "the docs show simctl commands")
+	dirs := map[string]string{} // file:block → directory
+	parent := t
 	for _, c := range cmds {
 		rel, _ := filepath.Rel(root, c.file)
 		t.Run(fmt.Sprintf("%s:%d", rel, c.line), func(t *testing.T) {
-			t.Chdir(t.TempDir())
+			key := fmt.Sprintf("%s:%d", c.file, c.block)
+			if d, ok := dirs[key]; ok {
+				t.Chdir(d)
+			} else {
+				d, err := os.MkdirTemp("", "simctl-docs-")
+				require.NoError(t, err)
+				parent.Cleanup(func() { os.RemoveAll(d) })
+				dirs[key] = d
+				t.Chdir(d)
+			}
 			// The docs name docs/examples/*.yaml from the repository root,
 			// and "my.yaml" for the reader's own file: both exist here.
 			ex, err := filepath.Glob(filepath.Join(root, "docs", "examples", "*.yaml"))

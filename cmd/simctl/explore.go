@@ -1,0 +1,233 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/explore"
+	"github.com/collsim/collsim/scenarios"
+)
+
+func init() { register(newExploreCmd) }
+
+type exploreFlags struct {
+	variant  string
+	strategy string
+	budget   int
+	time     time.Duration
+	workers  int
+	seed     uint64
+	witness  string
+	outcomes bool
+	format   string
+	sets     []string
+}
+
+// Default budgets: sampling strategies stop after this many schedules; DPOR
+// stops (incomplete) after this many traces.
+const (
+	defaultSampleBudget = 1000
+	defaultDPORBudget   = 200000
+)
+
+func newExploreCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f exploreFlags
+	cmd := &cobra.Command{
+		Use:   "explore NAME",
+		Short: "Search a variant's schedules: random jitter, PCT, or exhaustive DPOR",
+		Long: `explore runs many schedules of one scenario variant and summarises them:
+schedules, schedules/s, distinct outcomes (by output hash) with counts, findings
+by kind and the first witness (the first schedule with the worst verdict).
+
+Strategies:
+  random  seeded jitter on durations and launch costs, rank skew (timed)
+  pct     untimed adversarial scheduling with PCT priorities (depth 3)
+  dpor    exhaustive over orderings of dependent micro-ops, with dynamic
+          partial-order reduction; reports the trace count and complete: true
+          when every class of interleavings was explored
+
+Results do not depend on --workers: schedules are merged in a fixed order (dpor
+runs sequentially). Exit status: 0 when the verdict meets the variant's
+expectation, 1 when it does not, 2 on bad input.`,
+		Example: `  simctl explore tp8-shared-expert --variant buggy --strategy pct --budget 1000 --witness w.json
+  simctl explore tp8-shared-expert --variant fixed --strategy random --budget 10000 --workers 2
+  simctl explore tp8-shared-expert --variant fixed --set tp=2 --set layers=1 --strategy dpor
+  simctl explore p2p-oneshot-probe --variant buggy --strategy dpor --outcomes --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runExplore(stdout, stderr, args[0], f, c.Flags().Changed("seed"))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.variant, "variant", "", "variant to explore (default: the scenario's first)")
+	fl.StringVar(&f.strategy, "strategy", "random", "exploration strategy: "+strings.Join(explore.Names, ", "))
+	fl.IntVar(&f.budget, "budget", 0, fmt.Sprintf("most schedules to run (default %d; dpor: %d)", defaultSampleBudget, defaultDPORBudget))
+	fl.DurationVar(&f.time, "time", 0, "stop after this much wall-clock time (0: no limit)")
+	fl.IntVar(&f.workers, "workers", 1, "parallel workers for random and pct (results do not depend on it)")
+	fl.Uint64Var(&f.seed, "seed", 0, "base seed (default: the scenario's seed knob)")
+	fl.StringVar(&f.witness, "witness", "", "write the first witness to FILE")
+	fl.BoolVar(&f.outcomes, "outcomes", false, "list the distinct output values per rank and tensor, with provenance")
+	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
+	return cmd
+}
+
+func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet bool) error {
+	if f.format != "text" && f.format != "json" {
+		return usagef("--format %q: want text or json", f.format)
+	}
+	if f.budget < 0 {
+		return usagef("--budget %d: want a positive number of schedules", f.budget)
+	}
+	if f.workers < 1 {
+		return usagef("--workers %d: want at least 1", f.workers)
+	}
+	if f.time < 0 {
+		return usagef("--time %s: want a positive duration", f.time)
+	}
+	t, err := explore.NewTarget(name, f.variant, f.sets)
+	if err != nil {
+		return asUsage(err)
+	}
+	seed := t.Config.Seed
+	if seedSet {
+		seed = f.seed
+	}
+	s, err := explore.New(f.strategy, t, seed)
+	if err != nil {
+		return asUsage(err)
+	}
+	budget := f.budget
+	if budget == 0 {
+		budget = defaultSampleBudget
+		if f.strategy == "dpor" {
+			budget = defaultDPORBudget
+		}
+	}
+	opt := explore.Options{Budget: budget, Workers: f.workers, Outcomes: f.outcomes}
+	if f.time > 0 {
+		opt.Deadline = time.Now().Add(f.time)
+	}
+	if file, ok := stderr.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
+		bar := progressbar.NewOptions(budget, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(f.strategy),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+			progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+		opt.Progress = func(int) { _ = bar.Add(1) }
+		defer func() { _ = bar.Finish() }()
+	}
+	sum, err := explore.Explore(t, s, seed, opt)
+	if err != nil {
+		return usageError{fmt.Errorf("explore %s: %w", name, err)}
+	}
+	if f.witness != "" {
+		if sum.Witness == nil {
+			fmt.Fprintf(stderr, "simctl: no finding, no witness written to %s\n", f.witness)
+		} else {
+			data, err := sum.Witness.Marshal()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(f.witness, data, 0o644); err != nil {
+				return usagef("--witness: %w", err)
+			}
+		}
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			return err
+		}
+	} else {
+		writeExploreText(stdout, sum, f)
+	}
+	if v, ok := t.Scenario.Variant(t.Variant); ok && !check.Meets(sum.Verdict, v.Expect) {
+		return errUnmet
+	}
+	return nil
+}
+
+// asUsage marks errors of the explore package (bad input, wrapping
+// [explore.ErrBadInput], or a scenario that cannot be built) for exit status 2.
+func asUsage(err error) error { return usageError{err} }
+
+func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
+	fmt.Fprintf(w, "explore %s, variant %s, strategy %s, seed %d\n", s.Scenario, s.Variant, s.Strategy, s.Seed)
+	fmt.Fprintf(w, "  config: %s\n", s.Config.Summary())
+	if len(s.Sets) > 0 {
+		fmt.Fprintf(w, "  overrides: %s\n", strings.Join(s.Sets, " "))
+	}
+	rate := float64(s.Schedules) / max(s.Elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(w, "schedules: %d in %.2fs (%.0f schedules/s)\n", s.Schedules, s.Elapsed.Seconds(), rate)
+	if s.Complete != nil {
+		fmt.Fprintf(w, "traces: %d, complete: %v (reversible races found: %d)\n", *s.Traces, *s.Complete, *s.Races)
+	}
+	fmt.Fprintf(w, "verdict: %s\n", s.Verdict)
+	total := 0
+	var parts []string
+	kinds := make([]string, 0, len(s.Findings))
+	for k := range s.Findings {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return check.Worse(kinds[i], kinds[j]) })
+	for _, k := range kinds {
+		total += s.Findings[k]
+		parts = append(parts, fmt.Sprintf("%s in %d schedules", k, s.Findings[k]))
+	}
+	if total == 0 {
+		fmt.Fprintln(w, "findings: 0")
+	} else {
+		fmt.Fprintf(w, "findings: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "distinct outcomes: %d\n", len(s.Outcomes))
+	for i, o := range s.Outcomes {
+		if i >= 20 && !f.outcomes {
+			fmt.Fprintf(w, "  … %d more\n", len(s.Outcomes)-i)
+			break
+		}
+		fmt.Fprintf(w, "  #%d  %d schedules  %s  (first: schedule %d, output hash %s)\n", i+1, o.Count, o.Verdict, o.First, o.Hash)
+		for _, r := range o.Ranks {
+			names := make([]string, 0, len(r.Outputs))
+			for n := range r.Outputs {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				fmt.Fprintf(w, "      rank %d %s = %v\n", r.Rank, n, r.Outputs[n])
+				for c, p := range r.Provenance[n] {
+					fmt.Fprintf(w, "        [%d] %s\n", c, p)
+				}
+			}
+		}
+	}
+	if s.Witness == nil {
+		fmt.Fprintln(w, "witness: none (every schedule was ok)")
+		return
+	}
+	x := s.Witness
+	fmt.Fprintf(w, "witness: schedule %d (seed %d), %s, trace %s, %d deviations from nominal", x.Schedule, x.Seed, x.Verdict, x.TraceHash, x.Deviations)
+	if f.witness != "" {
+		fmt.Fprintf(w, ", written to %s", f.witness)
+	}
+	fmt.Fprintln(w)
+	shown := map[string]int{}
+	for _, k := range []string{check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race} {
+		for _, fd := range s.WitnessFindings {
+			if fd.Kind != k || shown[k] >= 2 {
+				continue
+			}
+			shown[k]++
+			fmt.Fprintf(w, "  [%s] %s\n", fd.Kind, fd.Message)
+		}
+	}
+}

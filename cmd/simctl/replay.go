@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/collsim/collsim/explore"
+)
+
+func init() { register(newReplayCmd) }
+
+type replayFlags struct {
+	shrink  bool
+	out     string
+	maxRuns int
+}
+
+func newReplayCmd(stdout, _ io.Writer) *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Replay a witness file bit for bit; --shrink reduces it to the fewest deviations from nominal",
+		Long: `replay re-runs the schedule recorded in a witness file (written by
+simctl explore --witness) and checks that it gives the same verdict and the
+same trace hash. Exit status: 0 when it reproduces, 1 when it does not, 2 on
+bad input.
+
+With --shrink it then sets recorded choices back to nominal (0) while the
+finding persists, writes the smaller witness (to --out, default FILE with
+.min.json) and replays that one too.`,
+		Example: `  simctl replay w.json
+  simctl replay w.json --shrink --out w.min.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runReplay(stdout, args[0], f)
+		},
+	}
+	cmd.Flags().BoolVar(&f.shrink, "shrink", false, "shrink the witness and write the smaller one")
+	cmd.Flags().StringVar(&f.out, "out", "", "where --shrink writes (default: FILE with .min.json)")
+	cmd.Flags().IntVar(&f.maxRuns, "max-runs", 2000, "most schedules --shrink may run")
+	return cmd
+}
+
+func runReplay(stdout io.Writer, file string, f replayFlags) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return usagef("replay: %w", err)
+	}
+	w, err := explore.ParseWitness(data)
+	if err != nil {
+		return usagef("%s: %w", file, err)
+	}
+	if f.maxRuns < 1 {
+		return usagef("--max-runs %d: want at least 1", f.maxRuns)
+	}
+	t, err := w.Target()
+	if err != nil {
+		return usagef("%s: %w", file, err)
+	}
+	ok, err := replayOne(stdout, t, w, file)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errReplay
+	}
+	if !f.shrink {
+		return nil
+	}
+	small, runs, err := explore.Shrink(t, w, f.maxRuns)
+	if err != nil {
+		return fmt.Errorf("shrink: %w", err)
+	}
+	out := f.out
+	if out == "" {
+		out = strings.TrimSuffix(file, ".json") + ".min.json"
+	}
+	enc, err := small.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, enc, 0o644); err != nil {
+		return usagef("--out: %w", err)
+	}
+	fmt.Fprintf(stdout, "shrunk in %d runs: %d → %d deviations from nominal, %d → %d recorded choices; written to %s\n",
+		runs, w.Deviations, small.Deviations, len(w.Choices), len(small.Choices), out)
+	ok, err = replayOne(stdout, t, small, out)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errReplay
+	}
+	return nil
+}
+
+var errReplay = fmt.Errorf("%w: the witness did not reproduce", errUnmet)
+
+// replayOne replays w and reports whether it gave w's verdict and trace hash.
+func replayOne(stdout io.Writer, t *explore.Target, w *explore.Witness, file string) (bool, error) {
+	s, diverged, err := explore.Replay(t, w)
+	if err != nil {
+		return false, usagef("%s: %w", file, err)
+	}
+	same := s.TraceHash == w.TraceHash && s.Verdict == w.Verdict
+	fmt.Fprintf(stdout, "replay %s: %s variant %s (%s, %s schedule %d, %d choices, %d deviations)\n",
+		file, w.Scenario, w.Variant, w.Mode, w.Strategy, w.Schedule, len(w.Choices), w.Deviations)
+	fmt.Fprintf(stdout, "  verdict %s (recorded %s), trace %s (recorded %s)", s.Verdict, w.Verdict, s.TraceHash, w.TraceHash)
+	if diverged > 0 {
+		fmt.Fprintf(stdout, ", %d choices diverged", diverged)
+	}
+	if same {
+		fmt.Fprintln(stdout, ": reproduced")
+	} else {
+		fmt.Fprintln(stdout, ": NOT reproduced")
+	}
+	shown := map[string]int{}
+	for _, fd := range s.Findings {
+		if shown[fd.Kind] < 2 {
+			shown[fd.Kind]++
+			fmt.Fprintf(stdout, "  [%s] %s\n", fd.Kind, fd.Message)
+		}
+	}
+	return same, nil
+}

@@ -1,0 +1,669 @@
+package explore
+
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+)
+
+// DPOR explores every ordering of dependent steps of a target, once per
+// equivalence class of interleavings up to the reduction's redundancy, by
+// stateless re-execution (each schedule is a fresh build and run).
+//
+// Steps: every item the engine runs in Untimed mode is a step of an actor
+// with a stable identity ([ranks.ActorID]): a host issue, one device
+// micro-op, or a task completion. A step that would spin (a signal not yet
+// set, a FIFO full or empty) changes nothing but a waiter list, so it is taken
+// at once, off the record; an actor is enabled when its next step would not
+// spin.
+//
+// Dependence (the footprint of a step, see accesses): two steps conflict when
+// they touch the same resource and one writes it: a buffer chunk; a signal
+// slot (every put and wait on one (pad, slot) conflicts, different slots
+// commute); a FIFO's tail (sends), head (receives), message k (send k, then
+// receive k) and free slot k (receive k, then send k+cap); and the edges that
+// enable a task (its issue by the host, its dependencies' completions).
+// Conflicts of the last kinds are causal (the later step could not have been
+// enabled before the earlier one), so they are never reversed: each access
+// carries a class and only same-class conflicts are races.
+//
+// Algorithm: after each execution, happens-before is built with vector clocks
+// over steps, and races are found with Flanagan and Godefroid's test: a step
+// e' races with an earlier conflicting step e of the same class and another
+// actor unless the actor of e' already knew of e through program structure (its own
+// previous step, its issue, its dependencies' completions). Candidates are the
+// last writer and the reads since, plus the last step of the same sync class
+// on the resource (a flag one waiter consumed may have been set again by a put
+// that spun on it: another waiter could have taken the first one). Steps that
+// spun are kept as pseudo-steps and race too (next(s, p) of a disabled p, and
+// every actor still spinning when a run hangs). For each race, as in
+// source-DPOR (Abdulla et al. 2014, Algorithm 1, lines 4–8), unless an initial
+// of notdep(e).e' is already in the backtrack set of the state before e, one
+// is added (every enabled actor, should none be enabled there). Sleep sets
+// (Godefroid 1996; Algorithm 1, lines 9–11) skip continuations already covered
+// by an explored sibling; an execution whose enabled actors are all asleep is
+// cut short. The next execution replays the longest prefix that still has an
+// unexplored backtrack entry and takes it; the search is complete when none is
+// left. TestDPORMatchesNaiveEnumeration checks the reached outcomes against a
+// naive enumeration of every interleaving of generated small programs.
+type DPOR struct {
+	nodes    []*dnode
+	prefix   []ranks.ActorID
+	complete bool
+	cur      *dporRun
+	res      map[resKey]int32 // resource → id, stable across executions
+	names    map[string]uint64
+	// SleepBlocked counts executions cut short because every enabled
+	// actor was asleep (their continuations were explored already).
+	SleepBlocked int
+	// Races counts the reversible races seen, over all executions.
+	Races int
+}
+
+type dnode struct {
+	enabled   []ranks.ActorID // in queue order
+	backtrack map[ranks.ActorID]bool
+	done      map[ranks.ActorID]bool
+	taken     ranks.ActorID
+	doneAcc   map[ranks.ActorID][]access // footprint of each explored actor's step here
+	sleep     map[ranks.ActorID][]access // asleep here when the node was created
+}
+
+// Name implements [Strategy].
+func (*DPOR) Name() string { return "dpor" }
+
+// Mode implements [Strategy].
+func (*DPOR) Mode() sim.Mode { return sim.Untimed }
+
+// Complete implements [Strategy].
+func (d *DPOR) Complete() bool { return d.complete }
+
+// Begin implements [Strategy].
+func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
+	if d.complete {
+		return nil, 0, false
+	}
+	if i > 0 {
+		k, next := -1, ranks.ActorID(0)
+		for j := len(d.nodes) - 1; j >= 0 && k < 0; j-- {
+			n := d.nodes[j]
+			for _, a := range n.enabled {
+				if _, asleep := n.sleep[a]; n.backtrack[a] && !n.done[a] && !asleep {
+					k, next = j, a
+					break
+				}
+			}
+		}
+		if k < 0 {
+			d.complete = true
+			return nil, 0, false
+		}
+		d.nodes = d.nodes[:k+1]
+		n := d.nodes[k]
+		n.done[next] = true
+		n.taken = next
+		d.prefix = d.prefix[:0]
+		for _, n := range d.nodes {
+			d.prefix = append(d.prefix, n.taken)
+		}
+	}
+	if d.res == nil {
+		d.res, d.names = map[resKey]int32{}, map[string]uint64{}
+	}
+	d.cur = &dporRun{d: d, prefix: d.prefix, branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
+		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: map[ranks.ActorID]int{}}
+	return d.cur, 0, true
+}
+
+// End implements [Strategy]: it analyses the execution's races and extends
+// the backtrack sets.
+func (d *DPOR) End(_ int, _ *Schedule) error {
+	r := d.cur
+	d.cur = nil
+	if r == nil {
+		return fmt.Errorf("dpor: End without Begin")
+	}
+	if r.err != nil {
+		return r.err
+	}
+	// Nodes for the new part of the path.
+	for i := len(d.nodes); i < len(r.steps); i++ {
+		st := &r.steps[i]
+		d.nodes = append(d.nodes, &dnode{enabled: st.enabled, taken: st.actor,
+			backtrack: map[ranks.ActorID]bool{st.actor: true}, done: map[ranks.ActorID]bool{st.actor: true},
+			doneAcc: map[ranks.ActorID][]access{}, sleep: st.sleep})
+	}
+	for i := max(r.branch, 0); i < len(r.steps); i++ {
+		d.nodes[i].doneAcc[r.steps[i].actor] = r.steps[i].acc
+	}
+	if len(d.nodes) > len(r.steps) {
+		return fmt.Errorf("dpor: execution has %d steps, shorter than its replayed prefix (%d)", len(r.steps), len(d.nodes))
+	}
+	// Steps that never ran (spinning when the run ended, a hang) still race
+	// with what ran: append them as pseudo-steps, after Flanagan and
+	// Godefroid's use of next(s, p) for disabled processes.
+	for _, a := range r.blockedActors() {
+		st := r.w.NextStep(a)
+		r.attempt(&st)
+	}
+	d.analyse(r.merged())
+	return nil
+}
+
+// dstep is one visible step of an execution.
+type dstep struct {
+	actor   ranks.ActorID
+	enabled []ranks.ActorID
+	acc     []access
+	a       int // dense actor index
+	local   int // 1-based index among the actor's steps
+	clock   []int32
+	pseudo  bool // an attempt that spun (it never ran)
+	sleep   map[ranks.ActorID][]access
+	node    int // index of the state before it (-1 for a pseudo-step)
+}
+
+// attempt records a step that would spin as a pseudo-step: it does not
+// execute, but it races with the steps that made it spin (the flag another
+// waiter consumed, the FIFO slot another sender filled), as in Flanagan and
+// Godefroid's check of next(s, p) for disabled processes.
+func (r *dporRun) attempt(st *ranks.Step) {
+	if r.blocked {
+		return
+	}
+	acc := r.accesses(st, r.local[st.Actor] == 0, false)
+	r.pseudo = append(r.pseudo, pseudoStep{pos: len(r.steps),
+		step: dstep{actor: st.Actor, acc: acc, local: r.local[st.Actor] + 1, pseudo: true, node: -1}})
+}
+
+type pseudoStep struct {
+	pos  int // number of real steps before it
+	step dstep
+}
+
+// merged returns the real steps with the pseudo-steps in place.
+func (r *dporRun) merged() []dstep {
+	out := make([]dstep, 0, len(r.steps)+len(r.pseudo))
+	k := 0
+	for i := range r.steps {
+		for k < len(r.pseudo) && r.pseudo[k].pos <= i {
+			out = append(out, r.pseudo[k].step)
+			k++
+		}
+		st := r.steps[i]
+		st.node = i
+		out = append(out, st)
+	}
+	for ; k < len(r.pseudo); k++ {
+		out = append(out, r.pseudo[k].step)
+	}
+	return out
+}
+
+type access struct {
+	res   int32
+	write bool
+	class uint8
+}
+
+// Access classes: conflicts are reversible races only within a class.
+const (
+	classMem uint8 = iota
+	classPut
+	classWait
+	classSend
+	classRecv
+	classProduce // issue / completion: enables the consumer
+	classConsume
+)
+
+type resKey struct {
+	kind uint8
+	a, b uint64
+}
+
+const (
+	resChunk uint8 = iota
+	resSlot
+	resFifoTail
+	resFifoHead
+	resFifoMsg
+	resFifoFree
+	resIssued
+	resDone
+)
+
+// dporRun is the chooser of one execution.
+type dporRun struct {
+	w       *ranks.World
+	prefix  []ranks.ActorID
+	steps   []dstep
+	pending []ranks.ActorID // enabled set at the last ChooseItem
+	have    bool
+	err     error
+
+	d *DPOR
+	// Sleep sets (Godefroid 1996; source-DPOR's Sleep): from the branch
+	// node on, actors whose step here is already covered by an explored
+	// sibling, with their footprints; a state whose enabled actors are all
+	// asleep ends the useful part of the execution (sleep-set blocked).
+	branch  int
+	sleep   map[ranks.ActorID][]access
+	blocked bool
+	sent    map[*ranks.Fifo]int
+	recvd   map[*ranks.Fifo]int
+	local   map[ranks.ActorID]int
+	pseudo  []pseudoStep
+}
+
+// Attach implements [Attacher].
+func (r *dporRun) Attach(w *ranks.World) {
+	r.w = w
+	w.Engine().SetObserver(r.observe)
+}
+
+func (r *dporRun) Choose(sim.Decision, int) int { return 0 }
+
+func (r *dporRun) ChooseItem(items []sim.Item) int {
+	r.have = false
+	enabled := make([]ranks.ActorID, 0, len(items))
+	for k, it := range items {
+		st := r.w.NextStep(it.Actor)
+		if st.Block {
+			return k // spins: take it off the record
+		}
+		enabled = append(enabled, st.Actor)
+	}
+	r.pending, r.have = enabled, true
+	i := len(r.steps)
+	if i < len(r.prefix) {
+		for k, a := range enabled {
+			if a == r.prefix[i] {
+				return k
+			}
+		}
+		if r.err == nil {
+			r.err = fmt.Errorf("dpor: replay diverged at step %d: %s is not enabled", i, r.prefix[i])
+		}
+		return 0
+	}
+	if !r.blocked {
+		for k, a := range enabled {
+			if _, asleep := r.sleep[a]; !asleep {
+				return k
+			}
+		}
+	}
+	return 0
+}
+
+func (r *dporRun) observe(it sim.Item, chosen bool) {
+	st := r.w.NextStep(it.Actor)
+	if st.Block {
+		r.attempt(&st)
+		return
+	}
+	enabled := []ranks.ActorID{st.Actor}
+	if chosen && r.have {
+		enabled = r.pending
+	}
+	r.have = false
+	i := len(r.steps)
+	if i < len(r.prefix) && r.prefix[i] != st.Actor && r.err == nil {
+		r.err = fmt.Errorf("dpor: replay diverged at step %d: ran %s, want %s", i, st.Actor, r.prefix[i])
+	}
+	if r.blocked {
+		return
+	}
+	if _, asleep := r.sleep[st.Actor]; asleep && i > r.branch {
+		// Every enabled actor is asleep: this execution adds nothing new.
+		r.blocked = true
+		r.d.SleepBlocked++
+		return
+	}
+	r.local[st.Actor]++
+	acc := r.accesses(&st, r.local[st.Actor] == 1, true)
+	var sleepHere map[ranks.ActorID][]access
+	if i == r.branch {
+		// Branching: the siblings explored before sleep, with their steps here.
+		n := r.d.nodes[i]
+		for q, a := range n.sleep {
+			r.sleep[q] = a
+		}
+		for q, a := range n.doneAcc {
+			if q != st.Actor {
+				r.sleep[q] = a
+			}
+		}
+	}
+	if i > r.branch {
+		sleepHere = make(map[ranks.ActorID][]access, len(r.sleep))
+		for q, a := range r.sleep {
+			sleepHere[q] = a
+		}
+	}
+	if i >= r.branch {
+		for q, a := range r.sleep {
+			if !independent(a, acc) {
+				delete(r.sleep, q)
+			}
+		}
+	}
+	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, local: r.local[st.Actor], sleep: sleepHere})
+}
+
+// blockedActors are the actors still spinning at the end of a run that was
+// not cut short by its sleep set.
+func (r *dporRun) blockedActors() []int32 {
+	if r.blocked {
+		return nil
+	}
+	return r.w.Blocked()
+}
+
+// independent reports whether two footprints commute: no resource touched by
+// both with a write.
+func independent(a, b []access) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.res == y.res && (x.write || y.write) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// name interns a pad (name, rank) or a FIFO (name, -1): resource keys are
+// stable across executions, so footprints kept in sleep sets compare.
+func (r *dporRun) name(n string, rank int) uint64 {
+	k := fmt.Sprintf("%s#%d", n, rank)
+	v, ok := r.d.names[k]
+	if !ok {
+		v = uint64(len(r.d.names))
+		r.d.names[k] = v
+	}
+	return v
+}
+
+func (r *dporRun) add(out []access, k resKey, write bool, class uint8) []access {
+	id, ok := r.d.res[k]
+	if !ok {
+		id = int32(len(r.d.res))
+		r.d.res[k] = id
+	}
+	return append(out, access{res: id, write: write, class: class})
+}
+
+// accesses is the footprint of step st (first: the actor's first visible
+// step, which consumes its issue and its dependencies' completions).
+func (r *dporRun) accesses(st *ranks.Step, first, commit bool) []access {
+	var out []access
+	if first && st.Kind != ranks.StepIssue {
+		out = r.add(out, resKey{kind: resIssued, a: uint64(st.Actor)}, false, classConsume)
+		for _, d := range st.Deps {
+			out = r.add(out, resKey{kind: resDone, a: uint64(d)}, false, classConsume)
+		}
+	}
+	switch st.Kind {
+	case ranks.StepIssue:
+		for _, a := range st.Issues {
+			out = r.add(out, resKey{kind: resIssued, a: uint64(a)}, true, classProduce)
+		}
+	case ranks.StepComplete:
+		out = r.add(out, resKey{kind: resDone, a: uint64(st.Actor)}, true, classProduce)
+	case ranks.StepInstr:
+		in := st.Instr
+		chunk := func(b *ranks.Buffer, c int) resKey {
+			return resKey{kind: resChunk, a: uint64(b.BufferID()), b: uint64(c)}
+		}
+		for _, s := range in.Srcs {
+			for i := 0; i < in.N; i++ {
+				out = r.add(out, chunk(s.Buf, s.Lo+i), false, classMem)
+			}
+		}
+		if in.Dst != nil && (in.Op == ranks.OpCompute || in.Op == ranks.OpRecv) {
+			for i := 0; i < in.N; i++ {
+				out = r.add(out, chunk(in.Dst, in.DstLo+i), true, classMem)
+			}
+		}
+		switch in.Op {
+		case ranks.OpPut:
+			out = r.add(out, resKey{kind: resSlot, a: r.name(in.Pad.Name, in.Pad.Rank), b: uint64(in.Slot)}, true, classPut)
+		case ranks.OpWait:
+			out = r.add(out, resKey{kind: resSlot, a: r.name(in.Pad.Name, in.Pad.Rank), b: uint64(in.Slot)}, true, classWait)
+		case ranks.OpSend:
+			f := in.Fifo
+			k := r.sent[f]
+			if commit {
+				r.sent[f]++
+			}
+			out = r.add(out, resKey{kind: resFifoTail, a: r.name(f.Name, -1)}, true, classSend)
+			out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, true, classSend)
+			if k >= f.Cap {
+				out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k - f.Cap)}, false, classSend)
+			}
+		case ranks.OpRecv:
+			f := in.Fifo
+			k := r.recvd[f]
+			if commit {
+				r.recvd[f]++
+			}
+			out = r.add(out, resKey{kind: resFifoHead, a: r.name(f.Name, -1)}, true, classRecv)
+			out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, false, classRecv)
+			out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k)}, true, classRecv)
+		}
+	}
+	return out
+}
+
+// analyse builds happens-before over steps and adds backtrack points for
+// every race.
+func (d *DPOR) analyse(steps []dstep) {
+	dense := map[ranks.ActorID]int{}
+	for i := range steps {
+		a, ok := dense[steps[i].actor]
+		if !ok {
+			a = len(dense)
+			dense[steps[i].actor] = a
+		}
+		steps[i].a = a
+	}
+	na := len(dense)
+	type rstate struct {
+		lastW   int
+		reads   []int
+		lastCls [classRecv + 1]int // last step of each sync class on it (+1; 0: none)
+	}
+	rs := map[int32]*rstate{}
+	lastOf := make([]int, na)
+	for i := range lastOf {
+		lastOf[i] = -1
+	}
+	hb := func(i, k int) bool { return int(steps[k].clock[steps[i].a]) >= steps[i].local } // i → k (or i == k)
+	type pred struct {
+		i          int
+		conflict   bool
+		reversible bool
+		known      bool // program structure (same actor, issue, dependency)
+		hbEdge     bool // a real dependence (not just a same-class candidate)
+	}
+	var preds []pred
+	addPred := func(i int, conflict, reversible, known, edge bool) {
+		for p := range preds {
+			if preds[p].i == i {
+				preds[p].conflict = preds[p].conflict || conflict
+				preds[p].reversible = preds[p].reversible && reversible
+				preds[p].known = preds[p].known || known
+				preds[p].hbEdge = preds[p].hbEdge || edge
+				return
+			}
+		}
+		preds = append(preds, pred{i, conflict, reversible, known, edge})
+	}
+	for j := range steps {
+		sj := &steps[j]
+		preds = preds[:0]
+		if p := lastOf[sj.a]; p >= 0 {
+			addPred(p, false, false, true, true)
+		}
+		for _, ac := range sj.acc {
+			st := rs[ac.res]
+			if st == nil {
+				st = &rstate{lastW: -1}
+				rs[ac.res] = st
+			}
+			structural := ac.class == classConsume || ac.class == classProduce
+			if st.lastW >= 0 {
+				w := st.lastW
+				addPred(w, true, classOf(steps[w], ac.res) == ac.class, structural, true)
+			}
+			if ac.write {
+				for _, rd := range st.reads {
+					addPred(rd, true, classOf(steps[rd], ac.res) == ac.class, structural, true)
+				}
+			}
+			// The last step of the same sync class is a race candidate even
+			// when a step of another class came between (a flag consumed by
+			// one waiter and set again by a put that spun on it): another
+			// waiter could have consumed the first flag.
+			if ac.class >= classPut && ac.class <= classRecv {
+				if c := st.lastCls[ac.class] - 1; c >= 0 && c != st.lastW {
+					addPred(c, true, true, false, false)
+				}
+			}
+		}
+		clock := make([]int32, na)
+		for _, p := range preds {
+			if !p.hbEdge {
+				continue
+			}
+			for a, v := range steps[p.i].clock {
+				if v > clock[a] {
+					clock[a] = v
+				}
+			}
+		}
+		clock[sj.a] = int32(sj.local)
+		sj.clock = clock
+		// Races (Flanagan and Godefroid's test): a same-class conflicting
+		// step of another actor that this actor did not already know of
+		// through program structure (its own previous step, its issue, its
+		// dependencies). Synchronisation edges into this very step do not
+		// count: they are what a reordering would change.
+		for _, p := range preds {
+			if !p.conflict || !p.reversible || steps[p.i].a == sj.a || steps[p.i].pseudo {
+				continue
+			}
+			race := true
+			for _, q := range preds {
+				if q.known && q.i != p.i && hb(p.i, q.i) {
+					race = false
+					break
+				}
+			}
+			if race {
+				d.Races++
+				d.reverse(steps, p.i, j)
+			}
+		}
+		if sj.pseudo {
+			continue // it did not run: nothing happens after it
+		}
+		// Update resource states.
+		for _, ac := range sj.acc {
+			st := rs[ac.res]
+			if ac.class >= classPut && ac.class <= classRecv {
+				st.lastCls[ac.class] = j + 1
+			}
+			if ac.write {
+				st.lastW = j
+				st.reads = st.reads[:0]
+			} else if len(st.reads) == 0 || st.reads[len(st.reads)-1] != j {
+				st.reads = append(st.reads, j)
+			}
+		}
+		lastOf[sj.a] = j
+	}
+}
+
+func classOf(s dstep, res int32) uint8 {
+	for _, a := range s.acc {
+		if a.res == res {
+			return a.class
+		}
+	}
+	return 255
+}
+
+// reverse handles race (e, e'): unless an initial of v = notdep(e).e' is in
+// backtrack(pre(e)), add one (e's actor preferred); if none is enabled there
+// (a dependence the footprint missed), add every enabled actor.
+func (d *DPOR) reverse(steps []dstep, e, e2 int) {
+	n := d.nodes[steps[e].node]
+	hb := func(i, k int) bool { return int(steps[k].clock[steps[i].a]) >= steps[i].local }
+	firstLocal := map[int]int{} // dense actor → local index of its first step in v
+	var seen []int
+	var initials []ranks.ActorID
+	consider := func(k int) bool {
+		sk := &steps[k]
+		if _, dup := firstLocal[sk.a]; dup {
+			return false
+		}
+		initial := true
+		for _, a := range seen {
+			if int(sk.clock[a]) >= firstLocal[a] {
+				initial = false
+				break
+			}
+		}
+		firstLocal[sk.a] = sk.local
+		seen = append(seen, sk.a)
+		if initial {
+			initials = append(initials, sk.actor)
+			return n.backtrack[sk.actor]
+		}
+		return false
+	}
+	for k := e + 1; k < e2; k++ {
+		if steps[k].pseudo || hb(e, k) {
+			continue
+		}
+		if consider(k) {
+			return
+		}
+	}
+	if consider(e2) {
+		return
+	}
+	pick := ranks.ActorID(0)
+	found := false
+	// Prefer e2's actor when it is an initial, else the first enabled initial.
+	for _, a := range initials {
+		if a == steps[e2].actor && contains(n.enabled, a) {
+			pick, found = a, true
+		}
+	}
+	for _, a := range initials {
+		if !found && contains(n.enabled, a) {
+			pick, found = a, true
+		}
+	}
+	if found {
+		n.backtrack[pick] = true
+		return
+	}
+	for _, a := range n.enabled {
+		n.backtrack[a] = true
+	}
+}
+
+func contains(s []ranks.ActorID, a ranks.ActorID) bool {
+	for _, x := range s {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}

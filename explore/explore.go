@@ -1,0 +1,182 @@
+package explore
+
+import (
+	"sync"
+	"time"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
+)
+
+// Options bound an exploration.
+type Options struct {
+	// Budget is the most schedules to run (≥ 1).
+	Budget int
+	// Deadline, when non-zero, stops the exploration after the batch of
+	// schedules during which it passed (wall clock: it bounds effort, and
+	// the summary says how many schedules ran).
+	Deadline time.Time
+	// Workers run independent schedules in parallel (≤ 1: one).
+	Workers int
+	// Outcomes keeps the output values (with provenance) of each distinct
+	// outcome.
+	Outcomes bool
+	// Progress, when set, is called after each merged schedule with the
+	// number done so far.
+	Progress func(done int)
+}
+
+// Outcome is one distinct result of the schedules: the output tensors of
+// every rank, with how many schedules gave it.
+type Outcome struct {
+	Hash    string        `json:"hash"`
+	Count   int           `json:"count"`
+	First   int           `json:"first_schedule"`
+	Verdict string        `json:"verdict"`
+	Ranks   []RankOutputs `json:"ranks,omitempty"`
+}
+
+// Summary is the result of an exploration. It depends only on the target,
+// the strategy, the seed and the budget, never on the number of workers or
+// the machine (wall-clock figures are kept apart in Elapsed).
+type Summary struct {
+	Scenario  string           `json:"scenario"`
+	Variant   string           `json:"variant"`
+	Sets      []string         `json:"sets"`
+	Config    scenarios.Config `json:"config"`
+	Strategy  string           `json:"strategy"`
+	Seed      uint64           `json:"seed"`
+	Schedules int              `json:"schedules"`
+	// Complete is set by exhaustive strategies: every equivalence class of
+	// interleavings was explored.
+	Complete *bool `json:"complete,omitempty"`
+	// Traces is the number of executions an exhaustive strategy ran (one
+	// per class of interleavings explored, up to the reduction's redundancy).
+	Traces *int `json:"traces,omitempty"`
+	// Races is, for DPOR, the number of reversible races found over all
+	// traces (0: every conflicting pair of steps is ordered by causality, so
+	// one trace covers every interleaving).
+	Races   *int   `json:"races,omitempty"`
+	Verdict string `json:"verdict"`
+	// Findings counts, per kind, the schedules with at least one finding of
+	// that kind.
+	Findings map[string]int `json:"findings"`
+	// Outcomes are the distinct outcomes, in order of first appearance.
+	Outcomes []*Outcome `json:"outcomes"`
+	// Witness is the first schedule with the worst verdict (nil when every
+	// schedule was ok).
+	Witness *Witness `json:"-"`
+	// WitnessInfo describes Witness without its choices (those go to the
+	// witness file).
+	WitnessInfo *WitnessInfo `json:"witness,omitempty"`
+	// Example findings of the witness.
+	WitnessFindings []ranks.Finding `json:"witness_findings,omitempty"`
+
+	Elapsed time.Duration `json:"-"`
+}
+
+// Explore runs strategy s against t within opt and summarises.
+func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) {
+	start := time.Now()
+	sum := &Summary{
+		Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...),
+		Config: t.Config, Strategy: s.Name(), Seed: seed,
+		Verdict: check.OK, Findings: map[string]int{},
+	}
+	byHash := map[string]*Outcome{}
+	merge := func(sc *Schedule) {
+		sum.Schedules++
+		for _, k := range sc.Kinds() {
+			sum.Findings[k]++
+		}
+		o, ok := byHash[sc.OutHash]
+		if !ok {
+			o = &Outcome{Hash: sc.OutHash, First: sc.Index, Verdict: sc.Verdict}
+			if opt.Outcomes {
+				o.Ranks = sc.Outputs
+			}
+			byHash[sc.OutHash] = o
+			sum.Outcomes = append(sum.Outcomes, o)
+		}
+		o.Count++
+		if check.Worse(sc.Verdict, sum.Verdict) {
+			sum.Verdict = sc.Verdict
+			sum.Witness = newWitness(t, s, sc)
+			sum.WitnessInfo = sum.Witness.Info()
+			sum.WitnessFindings = sc.Findings
+		}
+		if opt.Progress != nil {
+			opt.Progress(sum.Schedules)
+		}
+	}
+	budget := max(opt.Budget, 1)
+	expired := func() bool { return !opt.Deadline.IsZero() && time.Now().After(opt.Deadline) }
+	if ind, ok := s.(Independent); ok && opt.Workers > 1 {
+		if err := exploreParallel(t, ind, budget, opt.Workers, expired, merge); err != nil {
+			return nil, err
+		}
+	} else {
+		for i := 0; i < budget && !expired(); i++ {
+			ch, sd, ok := s.Begin(i)
+			if !ok {
+				break
+			}
+			sc, err := t.Run(s.Mode(), ch)
+			if err != nil {
+				return nil, err
+			}
+			sc.Index, sc.Seed = i, sd
+			if err := s.End(i, sc); err != nil {
+				return nil, err
+			}
+			merge(sc)
+		}
+	}
+	if d, ok := s.(*DPOR); ok {
+		c, n, r := s.Complete(), sum.Schedules, d.Races
+		sum.Complete, sum.Traces, sum.Races = &c, &n, &r
+	}
+	sum.Elapsed = time.Since(start)
+	return sum, nil
+}
+
+// exploreParallel runs batches of independent schedules on workers goroutines
+// and merges each batch in schedule order.
+func exploreParallel(t *Target, s Independent, budget, workers int, expired func() bool, merge func(*Schedule)) error {
+	batch := workers * 4
+	for lo := 0; lo < budget && !expired(); lo += batch {
+		hi := min(lo+batch, budget)
+		out := make([]*Schedule, hi-lo)
+		errs := make([]error, hi-lo)
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range workers {
+			wg.Go(func() {
+				for i := range next {
+					ch, sd, _ := s.Begin(i)
+					sc, err := t.Run(s.Mode(), ch)
+					if err == nil {
+						sc.Index, sc.Seed = i, sd
+					}
+					out[i-lo], errs[i-lo] = sc, err
+				}
+			})
+		}
+		for i := lo; i < hi; i++ {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for k, sc := range out {
+			if errs[k] != nil {
+				return errs[k]
+			}
+			merge(sc)
+		}
+	}
+	return nil
+}
+
+var _ sim.Chooser = (*pctChooser)(nil)

@@ -1,0 +1,157 @@
+package explore
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
+)
+
+// ErrBadInput wraps every error caused by what the caller asked for (an
+// unknown scenario, variant or knob; a malformed witness).
+var ErrBadInput = errors.New("bad input")
+
+// Target is one variant of one scenario with knob overrides, and its
+// reference outputs.
+type Target struct {
+	Scenario *scenarios.Scenario
+	Variant  string
+	Sets     []string
+	Config   scenarios.Config
+	ref      *check.Reference
+}
+
+// NewTarget resolves scenario name and variant (empty: the first variant) with
+// sets applied after the variant's own, and runs the reference.
+func NewTarget(name, variant string, sets []string) (*Target, error) {
+	sc, ok := scenarios.Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown scenario %q (built-ins: %s)", ErrBadInput, name, strings.Join(scenarios.Names(), ", "))
+	}
+	if variant == "" && len(sc.Variants) > 0 {
+		variant = sc.Variants[0].Name
+	}
+	v, ok := sc.Variant(variant)
+	if !ok {
+		names := make([]string, len(sc.Variants))
+		for i, v := range sc.Variants {
+			names[i] = v.Name
+		}
+		return nil, fmt.Errorf("%w: scenario %q has no variant %q (variants: %s)", ErrBadInput, name, variant, strings.Join(names, ", "))
+	}
+	cfg, err := sc.VariantConfig(v, sets)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+	}
+	ref, err := check.NewReference(sc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Target{Scenario: sc, Variant: variant, Sets: append([]string(nil), sets...), Config: cfg, ref: ref}, nil
+}
+
+// Attacher is implemented by choosers that need to see the world before it
+// runs (to inspect pending steps, or to observe every step through
+// [sim.Engine.SetObserver]).
+type Attacher interface {
+	Attach(w *ranks.World)
+}
+
+// RankOutputs is one rank's output tensors: values per chunk and, for
+// reports, their provenance.
+type RankOutputs struct {
+	Rank       int                 `json:"rank"`
+	Outputs    map[string][]uint64 `json:"outputs"`
+	Provenance map[string][]string `json:"provenance,omitempty"`
+}
+
+// Schedule is what one explored schedule produced.
+type Schedule struct {
+	Index     int
+	Seed      uint64
+	Verdict   string
+	Findings  []ranks.Finding
+	TraceHash string
+	OutHash   string
+	Outputs   []RankOutputs
+	Choices   []sim.Choice
+	Steps     uint64
+}
+
+// Kinds returns the distinct finding kinds of s, most severe first.
+func (s *Schedule) Kinds() []string {
+	var out []string
+	for _, k := range kindOrder {
+		for _, f := range s.Findings {
+			if f.Kind == k {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Has reports whether s has a finding of kind.
+func (s *Schedule) Has(kind string) bool {
+	for _, f := range s.Findings {
+		if f.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// kindOrder is the finding kinds, most severe first.
+var kindOrder = []string{check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race}
+
+// Run builds the target with chooser ch in mode, runs it and judges it.
+func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
+	rec := &sim.Recorder{Inner: ch}
+	eng := sim.NewEngine(mode, rec)
+	b, err := t.Scenario.Build(t.Config, scenarios.BuildOptions{}, eng)
+	if err != nil {
+		return nil, err
+	}
+	if a, ok := ch.(Attacher); ok {
+		a.Attach(b.World)
+	}
+	o, err := check.RunBuilt(b, t.ref)
+	if err != nil {
+		return nil, err
+	}
+	s := &Schedule{Verdict: o.Verdict, Findings: o.Findings, TraceHash: o.TraceHash, Choices: rec.Choices, Steps: o.Steps}
+	s.Outputs, s.OutHash = outputs(b.World)
+	return s, nil
+}
+
+// outputs collects every rank's output tensors (Buffer.Output, in allocation
+// order) and hashes their values.
+func outputs(w *ranks.World) ([]RankOutputs, string) {
+	byRank := make([]RankOutputs, w.N)
+	for r := range byRank {
+		byRank[r] = RankOutputs{Rank: r, Outputs: map[string][]uint64{}, Provenance: map[string][]string{}}
+	}
+	h := fnv.New64a()
+	for _, b := range w.Buffers() {
+		if !b.Output || b.Sym != nil {
+			continue
+		}
+		vals := make([]uint64, len(b.Vals))
+		prov := make([]string, len(b.Vals))
+		for c, v := range b.Vals {
+			vals[c] = v.N
+			prov[c] = w.Srcs.Format(v)
+		}
+		ro := &byRank[b.Rank]
+		ro.Outputs[b.Name] = vals
+		ro.Provenance[b.Name] = prov
+		fmt.Fprintf(h, "%d|%s|%v;", b.Rank, b.Name, vals)
+	}
+	return byRank, fmt.Sprintf("%016x", h.Sum64())
+}

@@ -1,0 +1,145 @@
+package ranks
+
+import "fmt"
+
+// ActorID is a stable identity of an actor (a host thread or a task) across
+// runs of the same program under different schedules. Task ids inside a World
+// follow host issue order, which differs between schedules; an ActorID is
+// (rank, replay, lowered node) instead, so an exhaustive explorer can say "the
+// same step" in two executions.
+type ActorID uint64
+
+const (
+	actorHost ActorID = 1 << 62
+	actorTask ActorID = 2 << 62
+)
+
+// HostActor is the ActorID of rank's host thread.
+func HostActor(rank int) ActorID { return actorHost | ActorID(rank) }
+
+// TaskActor is the ActorID of the task of lowered node (-1: the join task of a
+// graph replay) of replay on rank.
+func TaskActor(rank, replay, node int) ActorID {
+	return actorTask | ActorID(rank)<<40 | ActorID(replay)<<24 | ActorID(uint32(node+1)&0xffffff)
+}
+
+// String renders the actor ("r1/host", "r0/replay1/node7", "r0/replay0/join").
+func (a ActorID) String() string {
+	r := int(a>>40) & 0x3fffff
+	if a&actorHost != 0 && a&actorTask == 0 {
+		return fmt.Sprintf("r%d/host", int(a&0xffffffff))
+	}
+	replay := int(a>>24) & 0xffff
+	node := int(a&0xffffff) - 1
+	if node < 0 {
+		return fmt.Sprintf("r%d/replay%d/join", r, replay)
+	}
+	return fmt.Sprintf("r%d/replay%d/node%d", r, replay, node)
+}
+
+// StepKind is what an actor's next step does.
+type StepKind uint8
+
+const (
+	// StepIssue: a host thread issues its next op (eager) or graph replay.
+	StepIssue StepKind = iota
+	// StepInstr: a task executes one device micro-op.
+	StepInstr
+	// StepComplete: a task completes (after its last micro-op, or at once
+	// for a record, a wait or a join).
+	StepComplete
+)
+
+// Step describes the next step of a pending actor without taking it: what an
+// explorer needs to decide which steps are dependent. It is a pure read of the
+// world's state.
+type Step struct {
+	Actor ActorID
+	Rank  int
+	Kind  StepKind
+	// Block: the step would find its signal slot or FIFO not ready and spin:
+	// the actor leaves the queue until another step wakes it, and nothing
+	// else changes.
+	Block bool
+	// Instr is the micro-op (StepInstr).
+	Instr *Instr
+	// Deps are the tasks this task waited for (tasks only).
+	Deps []ActorID
+	// Issues are the tasks a StepIssue creates.
+	Issues []ActorID
+}
+
+// ActorOf returns the stable identity of the engine actor a (an Item's
+// Actor) in the world's current state.
+func (w *World) ActorOf(a int32) ActorID {
+	if int(a) < w.N {
+		return HostActor(int(a))
+	}
+	return w.taskActor(w.tasks[int(a)-w.N])
+}
+
+func (w *World) taskActor(t *task) ActorID { return TaskActor(t.rank, int(t.replay), int(t.node)) }
+
+// NextStep describes what running engine actor a next would do.
+func (w *World) NextStep(a int32) Step {
+	if int(a) < w.N {
+		r := int(a)
+		h := &w.hosts[r]
+		st := Step{Actor: HostActor(r), Rank: r, Kind: StepIssue}
+		if w.cfg.Mode == Eager {
+			if h.next < len(h.nodes) {
+				st.Issues = []ActorID{TaskActor(r, 0, h.nodes[h.next].op)}
+			}
+			return st
+		}
+		if h.next < w.cfg.Replays {
+			for _, n := range h.nodes {
+				st.Issues = append(st.Issues, TaskActor(r, h.next, n.op))
+			}
+			st.Issues = append(st.Issues, TaskActor(r, h.next, -1))
+		}
+		return st
+	}
+	t := w.tasks[int(a)-w.N]
+	st := Step{Actor: w.taskActor(t), Rank: t.rank, Kind: StepComplete}
+	for _, d := range t.deps {
+		st.Deps = append(st.Deps, w.taskActor(w.tasks[d]))
+	}
+	var instrs []Instr
+	if t.op != nil && t.op.Kind == Launch {
+		instrs = t.op.Kernel.Instrs
+	}
+	if t.pc >= len(instrs) {
+		return st
+	}
+	in := &instrs[t.pc]
+	st.Kind, st.Instr = StepInstr, in
+	switch in.Op {
+	case OpPut:
+		st.Block = in.Pad.Slots[in.Slot].val != 0
+	case OpWait:
+		st.Block = in.Pad.Slots[in.Slot].val == 0
+	case OpSend:
+		st.Block = len(in.Fifo.q) >= in.Fifo.Cap
+	case OpRecv:
+		st.Block = len(in.Fifo.q) == 0
+	}
+	return st
+}
+
+// BufferID is a buffer's index in allocation order: a stable name for it
+// within one world, for footprints.
+func (b *Buffer) BufferID() int { return int(b.id) }
+
+// Blocked lists, in task order, the engine actors of the tasks spinning on a
+// signal slot or a FIFO. After a run that hung, they are the steps that never
+// got to execute.
+func (w *World) Blocked() []int32 {
+	var out []int32
+	for _, t := range w.tasks {
+		if t.state == blocked {
+			out = append(out, int32(w.N)+t.id)
+		}
+	}
+	return out
+}
