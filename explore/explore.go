@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -26,6 +27,9 @@ type Options struct {
 	// Progress, when set, is called after each merged schedule with the
 	// number done so far.
 	Progress func(done int)
+	// Shard, when Count > 0, runs only the schedules with index ≡ Index
+	// (mod Count) and keeps their records for [Merge].
+	Shard Shard
 }
 
 // Outcome is one distinct result of the schedules: the output tensors of
@@ -75,6 +79,8 @@ type Summary struct {
 	WitnessFindings []ranks.Finding `json:"witness_findings,omitempty"`
 
 	Elapsed time.Duration `json:"-"`
+	// Records are the per-schedule records of a sharded run (see [Merge]).
+	Records []*Record `json:"-"`
 }
 
 // Explore runs strategy s against t within opt and summarises.
@@ -85,40 +91,44 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 		Config: t.Config, Strategy: s.Name(), Seed: seed,
 		Verdict: check.OK, Findings: map[string]int{},
 	}
-	byHash := map[string]*Outcome{}
+	m := &merger{sum: sum, byHash: map[string]*Outcome{}, outcomes: opt.Outcomes, progress: opt.Progress}
+	best := check.OK // this run's worst verdict so far: which records carry a witness
 	merge := func(sc *Schedule) {
-		sum.Schedules++
-		for _, k := range sc.Kinds() {
-			sum.Findings[k]++
+		r := &Record{Index: sc.Index, Seed: sc.Seed, Verdict: sc.Verdict, Kinds: sc.Kinds(), OutHash: sc.OutHash}
+		if opt.Outcomes {
+			r.Outputs = sc.Outputs
 		}
-		o, ok := byHash[sc.OutHash]
-		if !ok {
-			o = &Outcome{Hash: sc.OutHash, First: sc.Index, Verdict: sc.Verdict}
-			if opt.Outcomes {
-				o.Ranks = sc.Outputs
-			}
-			byHash[sc.OutHash] = o
-			sum.Outcomes = append(sum.Outcomes, o)
+		if check.Worse(sc.Verdict, best) {
+			best = sc.Verdict
+			r.Witness, r.Findings = newWitness(t, s, sc), sc.Findings
 		}
-		o.Count++
-		if check.Worse(sc.Verdict, sum.Verdict) {
-			sum.Verdict = sc.Verdict
-			sum.Witness = newWitness(t, s, sc)
-			sum.WitnessInfo = sum.Witness.Info()
-			sum.WitnessFindings = sc.Findings
+		if opt.Shard.Count > 0 {
+			sum.Records = append(sum.Records, r)
 		}
-		if opt.Progress != nil {
-			opt.Progress(sum.Schedules)
-		}
+		m.add(r)
 	}
 	budget := max(opt.Budget, 1)
+	var indices []int
+	for i := range budget {
+		if opt.Shard.owns(i) {
+			indices = append(indices, i)
+		}
+	}
 	expired := func() bool { return !opt.Deadline.IsZero() && time.Now().After(opt.Deadline) }
 	if ind, ok := s.(Independent); ok && opt.Workers > 1 {
-		if err := exploreParallel(t, ind, budget, opt.Workers, expired, merge); err != nil {
+		if err := exploreParallel(t, ind, indices, opt.Workers, expired, merge); err != nil {
 			return nil, err
 		}
 	} else {
-		for i := 0; i < budget && !expired(); i++ {
+		if opt.Shard.Count > 1 {
+			if _, ok := s.(Independent); !ok {
+				return nil, fmt.Errorf("strategy %s cannot be sharded: its schedules depend on each other (shard random or pct)", s.Name())
+			}
+		}
+		for _, i := range indices {
+			if expired() {
+				break
+			}
 			ch, sd, ok := s.Begin(i)
 			if !ok {
 				break
@@ -144,28 +154,29 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 
 // exploreParallel runs batches of independent schedules on workers goroutines
 // and merges each batch in schedule order.
-func exploreParallel(t *Target, s Independent, budget, workers int, expired func() bool, merge func(*Schedule)) error {
+func exploreParallel(t *Target, s Independent, indices []int, workers int, expired func() bool, merge func(*Schedule)) error {
 	batch := workers * 4
-	for lo := 0; lo < budget && !expired(); lo += batch {
-		hi := min(lo+batch, budget)
+	for lo := 0; lo < len(indices) && !expired(); lo += batch {
+		hi := min(lo+batch, len(indices))
 		out := make([]*Schedule, hi-lo)
 		errs := make([]error, hi-lo)
 		var wg sync.WaitGroup
 		next := make(chan int)
 		for range workers {
 			wg.Go(func() {
-				for i := range next {
+				for k := range next {
+					i := indices[k]
 					ch, sd, _ := s.Begin(i)
 					sc, err := t.Run(s.Mode(), ch)
 					if err == nil {
 						sc.Index, sc.Seed = i, sd
 					}
-					out[i-lo], errs[i-lo] = sc, err
+					out[k-lo], errs[k-lo] = sc, err
 				}
 			})
 		}
-		for i := lo; i < hi; i++ {
-			next <- i
+		for k := lo; k < hi; k++ {
+			next <- k
 		}
 		close(next)
 		wg.Wait()

@@ -19,6 +19,8 @@ type docCommand struct {
 	line int
 	args []string
 	exit int // expected exit status: 0, or the N of a trailing "# exit N"
+	// stdout, when set, is the file a trailing "> FILE" sends stdout to.
+	stdout string
 	// block is the line of the ```sh fence: the commands of one block run
 	// in one directory, in order, so a later one can use an earlier one's
 	// files (explore --witness w.json, then replay w.json).
@@ -54,6 +56,10 @@ func docCommands(t *testing.T, path string) []docCommand {
 				cmd.exit, err = strconv.Atoi(strings.Fields(rest)[0])
 				require.NoError(t, err, "%s:%d: bad exit comment", path, n)
 			}
+		}
+		if i := strings.LastIndex(line, " > "); i >= 0 {
+			cmd.stdout = strings.TrimSpace(line[i+3:])
+			line = line[:i]
 		}
 		words, err := splitWords(line)
 		require.NoError(t, err, "%s:%d", path, n)
@@ -146,6 +152,9 @@ func TestDocsCommands(t *testing.T) {
 			}
 			var stdout, stderr bytes.Buffer
 			code := run(c.args, &stdout, &stderr)
+			if c.stdout != "" {
+				require.NoError(t, os.WriteFile(c.stdout, stdout.Bytes(), 0o644))
+			}
 			require.Equal(t, c.exit, code, "simctl %s\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), stdout.String(), stderr.String())
 			if code == 2 {
 				require.NotEmpty(t, stderr.String(), "a usage error says what is wrong")

@@ -31,6 +31,7 @@ type exploreFlags struct {
 	outcomes bool
 	format   string
 	sets     []string
+	shard    string
 }
 
 // Default budgets: sampling strategies stop after this many schedules; DPOR
@@ -79,6 +80,7 @@ expectation, 1 when it does not, 2 on bad input.`,
 	fl.BoolVar(&f.outcomes, "outcomes", false, "list the distinct output values per rank and tensor, with provenance")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
+	fl.StringVar(&f.shard, "shard", "", "run only shard i/n of the schedules (random, pct) and print its shard file (JSON) for `simctl merge`")
 	return cmd
 }
 
@@ -115,6 +117,16 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 		}
 	}
 	opt := explore.Options{Budget: budget, Workers: f.workers, Outcomes: f.outcomes}
+	if f.shard != "" {
+		sh, err := explore.ParseShard(f.shard)
+		if err != nil {
+			return usageError{err}
+		}
+		if f.strategy == "dpor" {
+			return usagef("--shard: dpor cannot be sharded (its traces depend on each other); shard random or pct")
+		}
+		opt.Shard = sh
+	}
 	if f.time > 0 {
 		opt.Deadline = time.Now().Add(f.time)
 	}
@@ -141,6 +153,12 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 				return usagef("--witness: %w", err)
 			}
 		}
+	}
+	if f.shard != "" {
+		// A shard's own summary means little: print the file merge needs.
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		return enc.Encode(explore.NewShardFile(sum, budget, f.outcomes, opt.Shard))
 	}
 	if f.format == "json" {
 		enc := json.NewEncoder(stdout)

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/explore"
+	"github.com/collsim/collsim/scenarios"
+)
+
+func init() { register(newMergeCmd) }
+
+func newMergeCmd(stdout, _ io.Writer) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "merge SHARD.json...",
+		Short: "Combine the shard files of `explore --shard i/n` into one summary",
+		Long: `merge reads the files written by every shard of one exploration
+(simctl explore ... --shard i/n > shard-i.json, on as many machines as you
+like) and prints the summary a single machine would have printed for the same
+budget: with --format json, byte for byte (the text form differs only in its
+wall-clock line). The shards must have explored the same scenario, variant,
+overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
+		Example: `  for i in 0 1 2 3; do simctl explore tp8-shared-expert --variant fixed --budget 400 --shard $i/4 > s$i.json; done
+  simctl merge s0.json s1.json s2.json s3.json --format json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usagef("--format %q: want text or json", format)
+			}
+			var files []*explore.ShardFile
+			for _, a := range args {
+				data, err := os.ReadFile(a)
+				if err != nil {
+					return usagef("%w", err)
+				}
+				var f explore.ShardFile
+				if err := json.Unmarshal(data, &f); err != nil {
+					return usagef("%s: not a shard file: %v", a, err)
+				}
+				files = append(files, &f)
+			}
+			sum, err := explore.Merge(files)
+			if err != nil {
+				return usageError{err}
+			}
+			if format == "json" {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(sum); err != nil {
+					return err
+				}
+			} else {
+				writeExploreText(stdout, sum, exploreFlags{outcomes: files[0].Outcomes})
+			}
+			// The same exit status explore would give.
+			if sc, err := scenarios.Resolve(sum.Scenario, nil); err == nil {
+				if v, ok := sc.Variant(sum.Variant); ok && !check.Meets(sum.Verdict, v.Expect) {
+					return errUnmet
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Shards of an exploration, merged, print what one machine prints.
+func TestShardsMergeToTheSingleMachineSummary(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"explore", "tp8-shared-expert", "--variant", "buggy", "--strategy", "random", "--budget", "24", "--set", "layers=1", "--set", "tp=2", "--set", "strategy=p2p-oneshot", "--outcomes"}
+	code, single, stderr := simctl(t, append(base, "--format", "json")...)
+	require.Equal(t, 0, code, stderr)
+	var files []string
+	for _, sh := range []string{"2/3", "0/3", "1/3"} {
+		code, out, stderr := simctl(t, append(base, "--shard", sh)...)
+		require.Equal(t, 0, code, stderr)
+		f := filepath.Join(dir, "shard-"+sh[:1]+".json")
+		require.NoError(t, os.WriteFile(f, []byte(out), 0o644))
+		files = append(files, f)
+	}
+	code, merged, stderr := simctl(t, append([]string{"merge", "--format", "json"}, files...)...)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, single, merged, "merged shards equal the single-machine summary byte for byte")
+
+	code, _, stderr = simctl(t, "merge", files[0], files[1])
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "is missing")
+	code, _, stderr = simctl(t, "merge", files[0], files[0], files[1], files[2])
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "given twice")
+	code, _, stderr = simctl(t, append(base, "--shard", "3/3")...)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "0 ≤ i < n")
+	code, _, stderr = simctl(t, "explore", "p2p-oneshot-probe", "--strategy", "dpor", "--shard", "0/2")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "cannot be sharded")
+}

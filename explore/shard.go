@@ -1,0 +1,161 @@
+package explore
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios"
+)
+
+// Shard is one of Count disjoint slices of a schedule space: the schedules
+// whose index is ≡ Index (mod Count). Independent machines (a Kubernetes
+// Indexed Job, a Slurm job array) each take one; [Merge] combines their
+// files into the summary one machine would have produced.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// ParseShard parses "i/n" with 0 ≤ i < n.
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("shard %q: want i/n with 0 ≤ i < n (e.g. 0/4)", s)
+	}
+	return Shard{Index: i, Count: n}, nil
+}
+
+func (s Shard) owns(i int) bool { return s.Count <= 1 || i%s.Count == s.Index }
+
+// Record is one schedule's contribution to a summary. Records that made the
+// verdict of their run worse carry the witness and its findings.
+type Record struct {
+	Index    int             `json:"index"`
+	Seed     uint64          `json:"seed"`
+	Verdict  string          `json:"verdict"`
+	Kinds    []string        `json:"kinds,omitempty"`
+	OutHash  string          `json:"out_hash"`
+	Outputs  []RankOutputs   `json:"outputs,omitempty"`
+	Witness  *Witness        `json:"witness,omitempty"`
+	Findings []ranks.Finding `json:"findings,omitempty"`
+}
+
+// ShardFileVersion is the version of [ShardFile].
+const ShardFileVersion = 1
+
+// ShardFile is what one shard writes: enough to merge, and to check that
+// every shard explored the same thing.
+type ShardFile struct {
+	Version  int              `json:"version"`
+	Scenario string           `json:"scenario"`
+	Variant  string           `json:"variant"`
+	Sets     []string         `json:"sets"`
+	Config   scenarios.Config `json:"config"`
+	Strategy string           `json:"strategy"`
+	Seed     uint64           `json:"seed"`
+	Budget   int              `json:"budget"`
+	Outcomes bool             `json:"outcomes"`
+	Shard    Shard            `json:"shard"`
+	Records  []*Record        `json:"records"`
+}
+
+// NewShardFile packages a sharded run's summary.
+func NewShardFile(sum *Summary, budget int, outcomes bool, sh Shard) *ShardFile {
+	return &ShardFile{Version: ShardFileVersion, Scenario: sum.Scenario, Variant: sum.Variant, Sets: sum.Sets, Config: sum.Config,
+		Strategy: sum.Strategy, Seed: sum.Seed, Budget: budget, Outcomes: outcomes, Shard: sh, Records: sum.Records}
+}
+
+// merger folds records, in schedule order, into a summary. Exploration and
+// Merge share it, so a merged summary is the one a single machine prints.
+type merger struct {
+	sum      *Summary
+	byHash   map[string]*Outcome
+	outcomes bool
+	progress func(int)
+}
+
+func (m *merger) add(r *Record) {
+	sum := m.sum
+	sum.Schedules++
+	for _, k := range r.Kinds {
+		sum.Findings[k]++
+	}
+	o, ok := m.byHash[r.OutHash]
+	if !ok {
+		o = &Outcome{Hash: r.OutHash, First: r.Index, Verdict: r.Verdict}
+		if m.outcomes {
+			o.Ranks = r.Outputs
+		}
+		m.byHash[r.OutHash] = o
+		sum.Outcomes = append(sum.Outcomes, o)
+	}
+	o.Count++
+	if check.Worse(r.Verdict, sum.Verdict) {
+		sum.Verdict = r.Verdict
+		sum.Witness = r.Witness
+		sum.WitnessInfo = r.Witness.Info()
+		sum.WitnessFindings = r.Findings
+	}
+	if m.progress != nil {
+		m.progress(sum.Schedules)
+	}
+}
+
+// Merge combines the files of every shard of one exploration into the
+// summary a single machine would have produced for the same budget. The
+// shards must agree on what they explored and cover 0..n-1 exactly once.
+func Merge(files []*ShardFile) (*Summary, error) {
+	if len(files) == 0 {
+		return nil, fmt.Errorf("merge: no shard files")
+	}
+	f0 := files[0]
+	n := f0.Shard.Count
+	seen := make([]bool, n)
+	var recs []*Record
+	for _, f := range files {
+		switch {
+		case f.Version != ShardFileVersion:
+			return nil, fmt.Errorf("merge: shard %d/%d has version %d, want %d", f.Shard.Index, f.Shard.Count, f.Version, ShardFileVersion)
+		case f.Scenario != f0.Scenario || f.Variant != f0.Variant || f.Strategy != f0.Strategy || f.Seed != f0.Seed ||
+			f.Budget != f0.Budget || f.Outcomes != f0.Outcomes || !slices.Equal(f.Sets, f0.Sets) || f.Config != f0.Config:
+			return nil, fmt.Errorf("merge: shard %d/%d explored something else than shard %d/%d (scenario, variant, sets, strategy, seed, budget and --outcomes must match)",
+				f.Shard.Index, f.Shard.Count, f0.Shard.Index, f0.Shard.Count)
+		case f.Shard.Count != n || f.Shard.Index < 0 || f.Shard.Index >= n:
+			return nil, fmt.Errorf("merge: shard %d/%d does not belong to a %d-way split", f.Shard.Index, f.Shard.Count, n)
+		case seen[f.Shard.Index]:
+			return nil, fmt.Errorf("merge: shard %d/%d given twice", f.Shard.Index, n)
+		}
+		seen[f.Shard.Index] = true
+		for _, r := range f.Records {
+			if r.Index%n != f.Shard.Index || r.Index < 0 || r.Index >= f.Budget {
+				return nil, fmt.Errorf("merge: shard %d/%d holds schedule %d, which is not its own", f.Shard.Index, n, r.Index)
+			}
+		}
+		recs = append(recs, f.Records...)
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("merge: shard %d/%d is missing", i, n)
+		}
+	}
+	slices.SortFunc(recs, func(a, b *Record) int { return a.Index - b.Index })
+	sum := &Summary{Scenario: f0.Scenario, Variant: f0.Variant, Sets: f0.Sets, Config: f0.Config, Strategy: f0.Strategy, Seed: f0.Seed,
+		Verdict: check.OK, Findings: map[string]int{}}
+	m := &merger{sum: sum, byHash: map[string]*Outcome{}, outcomes: f0.Outcomes}
+	// A record carries a witness when it was the worst of its own shard so
+	// far; a schedule that is the worst of the merged order so far is also
+	// the worst of its shard so far, so every witness Merge needs is there.
+	for _, r := range recs {
+		if check.Worse(r.Verdict, sum.Verdict) && r.Witness == nil {
+			return nil, fmt.Errorf("merge: schedule %d has verdict %s but no witness in its shard file", r.Index, r.Verdict)
+		}
+		m.add(r)
+	}
+	return sum, nil
+}
