@@ -9,6 +9,7 @@ import (
 
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/collectives"
+	"github.com/collsim/collsim/explore"
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
@@ -45,6 +46,7 @@ var Benches = []Bench{
 	{"tp8-1layer-schedules-per-s", tp8Schedules},
 	{"ring512-ms", ring512},
 	{"scale-1024x61-s", scale},
+	{"workers2-speedup", workers2},
 }
 
 // Run runs the selected benches in order.
@@ -252,4 +254,40 @@ func samplePeak(stop chan struct{}, out chan uint64) {
 		case <-tick.C:
 		}
 	}
+}
+
+// workers2 explores the same random schedules of tp8-shared-expert (fixed,
+// 1 layer) with one worker and with two; the ratio is the speed-up. The two
+// summaries must be identical.
+func workers2(o Options) (Row, error) {
+	n := 400
+	if o.Quick {
+		n = 16
+	}
+	run := func(workers int) (float64, *explore.Summary, error) {
+		t, err := explore.NewTarget("tp8-shared-expert", "fixed", []string{"layers=1"})
+		if err != nil {
+			return 0, nil, err
+		}
+		s, err := explore.New("random", t, t.Config.Seed)
+		if err != nil {
+			return 0, nil, err
+		}
+		t0 := time.Now()
+		sum, err := explore.Explore(t, s, t.Config.Seed, explore.Options{Budget: n, Workers: workers})
+		return time.Since(t0).Seconds(), sum, err
+	}
+	one, a, err := run(1)
+	if err != nil {
+		return Row{}, err
+	}
+	two, b, err := run(2)
+	if err != nil {
+		return Row{}, err
+	}
+	if a.Schedules != b.Schedules || a.Verdict != b.Verdict || len(a.Outcomes) != len(b.Outcomes) {
+		return Row{}, fmt.Errorf("workers 1 and 2 disagree: %d/%s/%d vs %d/%s/%d", a.Schedules, a.Verdict, len(a.Outcomes), b.Schedules, b.Verdict, len(b.Outcomes))
+	}
+	r1, r2 := float64(n)/one, float64(n)/two
+	return Row{Name: "workers2-speedup", Value: r2, Unit: "schedules/s", Baseline: ptr(r1), Ratio: ptr(r2 / r1)}, nil
 }

@@ -130,7 +130,7 @@ func TestBenchQuickJSON(t *testing.T) {
 		names[r.Name] = true
 		require.Positive(t, r.Value, r.Name)
 	}
-	for _, want := range []string{"engine-vs-btree", "tp8-1layer-schedules-per-s", "ring512-ms", "scale-1024x61-s", "scale-1024x61-peak-mib"} {
+	for _, want := range []string{"engine-vs-btree", "tp8-1layer-schedules-per-s", "ring512-ms", "scale-1024x61-s", "scale-1024x61-peak-mib", "workers2-speedup"} {
 		require.True(t, names[want], "row %s", want)
 	}
 }
