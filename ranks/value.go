@@ -85,6 +85,9 @@ func (v Value) Terms() []Term {
 	if v.P == nil {
 		return nil
 	}
+	if out, ok := v.fastTerms(); ok {
+		return out
+	}
 	memo := map[*Prov]map[SourceID]int64{}
 	var walk func(p *Prov) map[SourceID]int64
 	walk = func(p *Prov) map[SourceID]int64 {
@@ -119,6 +122,49 @@ func (v Value) Terms() []Term {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Src < out[j].Src })
 	return out
+}
+
+// fastTerms flattens small provenance trees without maps: a walk of at most
+// a few thousand nodes accumulating into a short sorted slice. Shared
+// sub-expressions are walked once per use, so a large DAG falls back to the
+// memoised walk.
+func (v Value) fastTerms() ([]Term, bool) {
+	type frame struct {
+		p *Prov
+		k int64
+	}
+	stack := []frame{{v.P, 1}}
+	var out []Term
+	for steps := 0; len(stack) > 0; steps++ {
+		if steps > 4096 {
+			return nil, false
+		}
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch f.p.kind {
+		case provLeaf:
+			i := sort.Search(len(out), func(i int) bool { return out[i].Src >= f.p.src })
+			if i < len(out) && out[i].Src == f.p.src {
+				out[i].Coef += f.p.coef * f.k
+				continue
+			}
+			out = append(out, Term{})
+			copy(out[i+1:], out[i:])
+			out[i] = Term{Src: f.p.src, Coef: f.p.coef * f.k}
+		case provSum:
+			stack = append(stack, frame{f.p.b, f.k}, frame{f.p.a, f.k})
+		case provScale:
+			stack = append(stack, frame{f.p.a, f.k * f.p.coef})
+		}
+	}
+	n := 0
+	for _, t := range out {
+		if t.Coef != 0 {
+			out[n] = t
+			n++
+		}
+	}
+	return out[:n], true
 }
 
 // SameProv reports whether two values were assembled from the same terms.
