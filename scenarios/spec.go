@@ -150,7 +150,14 @@ const (
 	OpAllReduce OpKind = "allreduce"
 	OpRecord    OpKind = "record"
 	OpWait      OpKind = "wait"
+	// OpSync blocks the host thread until a stream's work (or, with
+	// "device", every stream's) is done: cudaStreamSynchronize /
+	// cudaDeviceSynchronize. It cannot be captured into a graph.
+	OpSync OpKind = "sync"
 )
+
+// SyncDevice is the name a sync op gives for cudaDeviceSynchronize.
+const SyncDevice = "device"
 
 // OpSpec is one step of a host program.
 type OpSpec struct {

@@ -254,6 +254,17 @@ func (s *Spec) lowerProgram(w *ranks.World, hw ranks.Profile, strat collectives.
 			st = 0
 		}
 		switch op.Kind {
+		case OpSync:
+			sst := -1
+			if op.Name != SyncDevice {
+				if sst, err = index(p.Streams, op.Name, "stream"); err != nil {
+					return nil, nil, err
+				}
+				if reference {
+					sst = 0
+				}
+			}
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Sync, Stream: sst})
 		case OpRecord, OpWait:
 			ev, err := index(p.Events, op.Name, "event")
 			if err != nil {

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -229,6 +230,10 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 				e.add(op.pos.at("name"), "allreduce %q issued twice in one program; a collective's name identifies it across ranks, give each call its own name", op.Name)
 			}
 			colls[op.Name] = true
+		case OpSync:
+			if op.Name != SyncDevice && !slices.Contains(p.Streams, op.Name) {
+				e.add(op.pos.at("name"), "sync of undefined stream %q; expected one of this program's streams, or %q", op.Name, SyncDevice)
+			}
 		case OpRecord:
 			if !events[op.Name] {
 				e.add(op.pos.at("name"), "record of undefined event %q; declare it under this program's events", op.Name)
@@ -385,6 +390,9 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 			deps[i] = append(deps[i], t)
 		}
 		switch op.Kind {
+		case OpSync:
+			report(op.pos.at("name"), fmt.Sprintf("in graph mode, sync %q: a host synchronize cannot be captured into a CUDA graph (cudaErrorStreamCaptureUnsupported); use eager mode", op.Name))
+			return
 		case OpRecord:
 			if !joined[st] {
 				report(op.pos.at("stream"), fmt.Sprintf("in graph mode, record of %q on stream %q, which is not part of the capture yet: a stream joins the capture by first waiting on an event recorded on a captured stream", op.Name, p.Streams[st]))

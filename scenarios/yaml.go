@@ -830,14 +830,14 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 	return p
 }
 
-var opKeys = []string{"kernel", "allreduce", "record", "wait", "stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy"}
+var opKeys = []string{"kernel", "allreduce", "record", "wait", "sync", "stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy"}
 
 func (d *decoder) op(n ast.Node) OpSpec {
 	op := OpSpec{pos: posMap{}}
 	o := d.mapping(n, "op", opKeys...)
 	o.record(op.pos)
 	var kinds []string
-	for _, k := range []OpKind{OpKernel, OpAllReduce, OpRecord, OpWait} {
+	for _, k := range []OpKind{OpKernel, OpAllReduce, OpRecord, OpWait, OpSync} {
 		if o.has(string(k)) {
 			kinds = append(kinds, string(k))
 			op.Kind = k
@@ -849,7 +849,7 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		if len(kinds) == 0 && len(o.vals) == 0 && len(d.list) > 0 {
 			return op
 		}
-		d.add(o.at, "op: expected exactly one of kernel, allreduce, record or wait, got %d (%s)", len(kinds), strings.Join(kinds, ", "))
+		d.add(o.at, "op: expected exactly one of kernel, allreduce, record, wait or sync, got %d (%s)", len(kinds), strings.Join(kinds, ", "))
 		op.Kind = ""
 		return op
 	}
@@ -858,6 +858,7 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		OpAllReduce: {"allreduce", "stream", "comm", "in", "out", "strategy"},
 		OpRecord:    {"record", "stream"},
 		OpWait:      {"wait", "stream"},
+		OpSync:      {"sync"},
 	}[op.Kind]
 	for _, k := range o.order {
 		ok := false

@@ -176,7 +176,7 @@ func MarshalSpec(s *Spec) []byte {
 
 func opLine(op OpSpec) string {
 	parts := []string{fmt.Sprintf("%s: %s", op.Kind, quote(op.Name))}
-	if op.Stream != "" {
+	if op.Stream != "" && op.Kind != OpSync {
 		parts = append(parts, "stream: "+quote(op.Stream))
 	}
 	switch op.Kind {
