@@ -121,10 +121,9 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 // barrier is PyTorch's sync_remote_blocks for one block: put a flag into slot
 // blockIdx·ws + rank of every peer's pad, then wait for slot blockIdx·ws + peer
 // of one's own from every peer (CUDASymmetricMemory-inl.h).
-func (c *Comm) barrier(i int, ws *ranks.Symmetric, phase string) []ranks.Instr {
+func (c *Comm) barrier(out []ranks.Instr, i int, ws *ranks.Symmetric, phase string) []ranks.Instr {
 	n := len(c.Group)
 	const block = 0
-	var out []ranks.Instr
 	for d := 1; d < n; d++ {
 		p := (i + d) % n
 		out = append(out, ranks.Instr{Op: ranks.OpPut, Phase: phase, Pad: ws.Pads[p], Slot: block*n + i, Dur: c.HW.SigLat / 4, Peer: c.Group[p]})
@@ -147,10 +146,10 @@ func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []
 	n := len(c.Group)
 	C := c.chunks
 	hw := c.HW
-	var prog []ranks.Instr
+	prog := make([]ranks.Instr, 0, 2+4*(n-1)) // copy-in, 2 barriers, reduce
 	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: "copy-in", Dst: ws.Bufs[i], N: C,
 		Srcs: []ranks.Src{{Buf: in, Coef: 1}}, Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)})
-	prog = append(prog, c.barrier(i, ws, "barrier-entry")...)
+	prog = c.barrier(prog, i, ws, "barrier-entry")
 	srcs := make([]ranks.Src, n)
 	for p := range n {
 		srcs[p] = ranks.Src{Buf: ws.Bufs[p], Coef: 1}
@@ -160,7 +159,7 @@ func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []
 		phase, dur = "p2p-reduce", ranks.Bytes(in.Bytes*int64(n-1), hw.NVLink)+ranks.Bytes(in.Bytes, hw.HBM)
 	}
 	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: phase, Dst: out, N: C, Srcs: srcs, Dur: dur})
-	prog = append(prog, c.barrier(i, ws, "barrier-exit")...)
+	prog = c.barrier(prog, i, ws, "barrier-exit")
 	return prog
 }
 

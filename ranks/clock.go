@@ -123,3 +123,26 @@ func (v *VC) join(o *VC) {
 
 // clone returns an independent copy of v.
 func (v *VC) clone() *VC { return &VC{e: append([]clockEntry(nil), v.e...)} }
+
+// snapshot returns an immutable copy of lane's clock to hand to others (a
+// completed task, a signal, a message) and starts a new epoch of the lane.
+// A lane that neither accessed memory nor acquired anything since its last
+// snapshot hands out that one again and keeps its epoch: nothing it did can
+// tell the two apart, and the common case (event records, waits, a run of
+// puts) then allocates nothing.
+func (w *World) snapshot(lane int32) *VC {
+	if !w.dirty[lane] && w.snap[lane] != nil {
+		return w.snap[lane]
+	}
+	s := w.vc[lane].clone()
+	w.vc[lane].tick(lane)
+	w.snap[lane], w.dirty[lane] = s, false
+	return s
+}
+
+// acquireVC joins o into lane's clock (a wait that consumed a signal, a
+// message received, a dependency that finished).
+func (w *World) acquireVC(lane int32, o *VC) {
+	w.vc[lane].join(o)
+	w.dirty[lane] = true
+}

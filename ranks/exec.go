@@ -59,11 +59,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 			w.blockOn(t, &s.waiters, in, in.Pad.Rank)
 			return false
 		}
-		cur := w.vc[t.lane]
-		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, cur.clone()
+		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, w.snapshot(t.lane) // release
 		s.sig = t.sig()
 		w.notePut(s)
-		cur.tick(t.lane) // release
 		w.eng.Mix(0x50, uint64(in.Pad.Rank), uint64(in.Slot))
 		w.wake(&s.waiters)
 	case OpWait:
@@ -73,7 +71,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			return false
 		}
 		s.val = 0
-		w.vc[t.lane].join(s.vc) // acquire
+		w.acquireVC(t.lane, s.vc)
 		if s.inst != t.inst {
 			w.mismatch(t, s.by, s.inst, fmt.Sprintf("signal pad %q on rank %d, slot %d", in.Pad.Name, in.Pad.Rank, in.Slot))
 		} else if s.sig != t.sig() {
@@ -94,10 +92,8 @@ func (w *World) exec(t *task, in *Instr) bool {
 				vals[i] = Add(vals[i], w.read(t, s.Buf, s.Lo+i))
 			}
 		}
-		cur := w.vc[t.lane]
-		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: cur.clone(), sig: t.sig()})
+		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: w.snapshot(t.lane), sig: t.sig()}) // release
 		w.noteSend(f)
-		cur.tick(t.lane)
 		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
 		w.wake(&f.waiters)
 	case OpRecv:
@@ -109,7 +105,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		m := f.q[0]
 		f.q = f.q[1:]
 		w.noteRecv(t, f, m)
-		w.vc[t.lane].join(m.vc)
+		w.acquireVC(t.lane, m.vc)
 		if m.inst != t.inst {
 			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
 		} else if m.sig != t.sig() {
@@ -175,6 +171,7 @@ func (t *task) blockReason() string {
 }
 
 func (w *World) epoch(t *task) epoch {
+	w.dirty[t.lane] = true
 	return epoch{lane: t.lane, clock: w.vc[t.lane].get(t.lane), task: t.id}
 }
 

@@ -42,6 +42,8 @@ type World struct {
 
 	laneBase []int32 // first lane of each rank
 	vc       []*VC   // per lane
+	snap     []*VC   // per lane: the last snapshot handed out (immutable)
+	dirty    []bool  // per lane: accessed or acquired since snap
 
 	tasks []*task
 	hosts []host
@@ -210,6 +212,8 @@ func (w *World) Run() (*Result, error) {
 		nl += int32(len(p.Streams))
 	}
 	w.vc = make([]*VC, nl)
+	w.snap = make([]*VC, nl)
+	w.dirty = make([]bool, nl)
 	for i := range w.vc {
 		w.vc[i] = newVC(int32(i))
 	}
@@ -379,9 +383,8 @@ func (w *World) stepTask(t *task) {
 		}
 		t.state = running
 		t.start = now
-		cur := w.vc[t.lane]
 		for _, d := range t.deps {
-			cur.join(w.tasks[d].done)
+			w.acquireVC(t.lane, w.tasks[d].done)
 		}
 	}
 	var instrs []Instr
@@ -413,9 +416,7 @@ func (w *World) complete(t *task) {
 	if t.end > w.end {
 		w.end = t.end
 	}
-	cur := w.vc[t.lane]
-	t.done = cur.clone()
-	cur.tick(t.lane)
+	t.done = w.snapshot(t.lane)
 	w.recordSpan(t)
 	w.release(t)
 	w.checkDropped(t)
