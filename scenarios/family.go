@@ -27,6 +27,7 @@ type BugKnobs struct {
 	IssueOrder     string `json:"issue_order,omitempty"`      // same | differs: odd ranks issue the second collective first
 	RoutedDtype    string `json:"routed_dtype,omitempty"`     // bf16 | fp32: element type of the routed output (its allocation size)
 	StreamGuard    string `json:"stream_guard,omitempty"`     // on | off: PyTorch's GroupStreamGuard (PR #195947) orders a group's pad ops across streams
+	Coresident     string `json:"coresident,omitempty"`       // both | one: whether a GPU runs the two spinning one-shot kernels at once
 }
 
 func init() {
@@ -46,6 +47,7 @@ func init() {
 		enumKnob("routed_dtype", "aux-stream-lifetime: routed output bf16 (fits the freed block) or fp32 (twice the size: a new block)", []string{"bf16", "fp32"}, func(c *Config) *string { return &c.Bug.RoutedDtype }),
 		enumKnob("stream_guard", "symm-two-streams-one-group: GroupStreamGuard makes a group's pad op on a new stream wait for the previous one", onOff, func(c *Config) *string { return &c.Bug.StreamGuard }),
 		enumKnob("host_sync", "symm-two-streams-one-group: host stream synchronize after issuing the first collective", onOff, func(c *Config) *string { return &c.Bug.HostSync }),
+		enumKnob("coresident", "symm-two-streams-one-group: the GPU runs both spinning one-shot kernels at once (both), or one at a time (one: the first grid holds the SMs; CUDA does not promise concurrent kernels)", []string{"both", "one"}, func(c *Config) *string { return &c.Bug.Coresident }),
 	)
 }
 

@@ -26,11 +26,12 @@ issuing the two in different orders, it hangs through the host threads.`,
 		Base: Config{
 			TP: 2, Arch: "sm90", Mode: "eager", Layers: 1, Replays: 1,
 			Tokens: 8, Hidden: 4096, Chunks: 2, Seed: 1, Budget: 60,
-			Bug: BugKnobs{Streams: "two", SkewNs: 30000, HostSync: "off", IssueOrder: "same", Pad: "per-group", StreamGuard: "off"},
+			Bug: BugKnobs{Streams: "two", SkewNs: 30000, HostSync: "off", IssueOrder: "same", Pad: "per-group", StreamGuard: "off", Coresident: "one"},
 		},
 		Variants: []Variant{
-			{Name: "buggy", Expect: "corruption|hang", Doc: "two streams, odd ranks skewed: device order differs across ranks; signals cross-pair the two ops"},
-			{Name: "no-skew", Sets: []string{"skew_ns=0"}, Expect: "race|mismatch|corruption", Doc: "two streams, same device order: the ops still overlap on one pad"},
+			{Name: "buggy", Expect: "hang", Doc: "two streams, odd ranks skewed: device order differs across ranks; each GPU runs one spinning kernel, waiting for a peer that runs the other"},
+			{Name: "co-resident", Sets: []string{"coresident=both"}, Expect: "corruption", Doc: "the same, but both kernels resident at once: signals cross-pair the two ops instead of deadlocking"},
+			{Name: "no-skew", Sets: []string{"skew_ns=0", "coresident=both"}, Expect: "race|mismatch|corruption", Doc: "two streams, same device order, both kernels resident: the ops still overlap on one pad"},
 			{Name: "one-stream", Sets: []string{"streams=one"}, Expect: "ok", Doc: "one stream per group: device order is issue order"},
 			{Name: "stream-guard", Sets: []string{"stream_guard=on"}, Expect: "ok", Doc: "PyTorch PR #195947 GroupStreamGuard: a pad op on a new stream waits for the group's previous one"},
 			{Name: "host-sync", Sets: []string{"streams=one", "skew_ns=0", "issue_order=differs", "host_sync=on"}, Expect: "hang", Doc: "odd ranks issue the two in the other order, each followed by a host stream synchronize: a cycle through the hosts"},
@@ -100,6 +101,11 @@ func buildTwoStreams(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, err
 				k, err := alloc.OneShot(r, group, name, channelsFor(c.bytes), i*C, in, out)
 				if err != nil {
 					return nil, err
+				}
+				if cfg.Bug.Coresident == "one" {
+					// A spinning grid that fills the GPU: the next one-shot
+					// kernel starts only when it ends (ranks/exclusive.go).
+					k.Exclusive = "sm"
 				}
 				if cfg.Bug.StreamGuard == "on" && last >= 0 && last != c.stream {
 					// GroupStreamGuard: the new stream waits on the previous
