@@ -265,25 +265,7 @@ func LowerEngines(w *ranks.World, g *Graph, p *Partition, cfg EngineLowerConfig)
 	if weight == nil {
 		weight = DefaultWeight
 	}
-	run := &EngineRun{Rejected: map[string][]int{}}
-	for r := 0; r < w.N; r++ {
-		ts := map[string]*ranks.Buffer{}
-		for _, t := range g.Tensors {
-			b := w.Alloc(r, t.Name, t.Bytes, cfg.Chunks)
-			b.Output = t.Output
-			if t.Input {
-				name := t.Name
-				w.Init(b, func(c int) uint64 {
-					if cfg.Init != nil {
-						return cfg.Init(name, r, c)
-					}
-					return uint64(c + 1)
-				})
-			}
-			ts[t.Name] = b
-		}
-		run.Tensors = append(run.Tensors, ts)
-	}
+	run := &EngineRun{Rejected: map[string][]int{}, Tensors: allocTensors(w, g, cfg.Chunks, cfg.Init)}
 	segs := []Segment(nil)
 	if p == nil {
 		for i, op := range g.Ops {

@@ -57,25 +57,7 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 	if weight == nil {
 		weight = DefaultWeight
 	}
-	lo := &Lowered{Strategies: map[string]collectives.Strategy{}}
-	for r := 0; r < w.N; r++ {
-		ts := map[string]*ranks.Buffer{}
-		for _, t := range g.Tensors {
-			b := w.Alloc(r, t.Name, t.Bytes, cfg.Chunks)
-			b.Output = t.Output
-			if t.Input {
-				name := t.Name
-				w.Init(b, func(c int) uint64 {
-					if cfg.Init != nil {
-						return cfg.Init(name, r, c)
-					}
-					return uint64(c + 1)
-				})
-			}
-			ts[t.Name] = b
-		}
-		lo.Tensors = append(lo.Tensors, ts)
-	}
+	lo := &Lowered{Strategies: map[string]collectives.Strategy{}, Tensors: allocTensors(w, g, cfg.Chunks, cfg.Init)}
 	for r := 0; r < w.N; r++ {
 		ts := lo.Tensors[r]
 		p := &ranks.Program{Streams: []string{"main", "aux"}, Events: []string{"main_event", "aux_event"}}
@@ -111,6 +93,31 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 		w.SetProgram(r, p)
 	}
 	return lo, nil
+}
+
+// allocTensors allocates every tensor of g on every rank of w and sets the
+// graph inputs from init (chunk c+1 when init is nil).
+func allocTensors(w *ranks.World, g *Graph, chunks int, init func(tensor string, rank, chunk int) uint64) []map[string]*ranks.Buffer {
+	var out []map[string]*ranks.Buffer
+	for r := 0; r < w.N; r++ {
+		ts := map[string]*ranks.Buffer{}
+		for _, t := range g.Tensors {
+			b := w.Alloc(r, t.Name, t.Bytes, chunks)
+			b.Output = t.Output
+			if t.Input {
+				name := t.Name
+				w.Init(b, func(c int) uint64 {
+					if init != nil {
+						return init(name, r, c)
+					}
+					return uint64(c + 1)
+				})
+			}
+			ts[t.Name] = b
+		}
+		out = append(out, ts)
+	}
+	return out
 }
 
 func kernel(w *ranks.World, r int, op Op, ts map[string]*ranks.Buffer, comms map[string]*collectives.Comm, cfg LowerConfig, weight func(string, int) int64, lo *Lowered) (*ranks.KernelSpec, error) {
