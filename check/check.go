@@ -77,20 +77,45 @@ type Outcome struct {
 	Steps     uint64
 	Built     *scenarios.Built
 	Result    *ranks.Result
+
+	// explain fills in what is costly to write and only needed for the
+	// schedule a report shows: the provenance of corrupted values.
+	explain []func()
+}
+
+// Explain completes the messages of o's findings (the provenance of expected
+// and observed values). Call it on the outcomes a report keeps; exploring
+// thousands of schedules skips the formatting for the rest.
+func (o *Outcome) Explain() {
+	for _, f := range o.explain {
+		f()
+	}
+	o.explain = nil
 }
 
 // RunSchedule builds cfg with chooser ch, runs it and judges it against ref.
+// Corruption messages get the provenance of their values only when
+// [Outcome.Explain] is called.
 func RunSchedule(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser) (*Outcome, error) {
-	return RunScheduleOpt(sc, cfg, ref, mode, ch, scenarios.BuildOptions{})
+	b, err := sc.Build(cfg, scenarios.BuildOptions{}, sim.NewEngine(mode, ch))
+	if err != nil {
+		return nil, err
+	}
+	return RunBuilt(b, ref)
 }
 
-// RunScheduleOpt is RunSchedule with build options (a timeline, say).
+// RunScheduleOpt is RunSchedule with build options (a timeline, say), for
+// a schedule that is shown: its findings are explained in full.
 func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser, opt scenarios.BuildOptions) (*Outcome, error) {
 	b, err := sc.Build(cfg, opt, sim.NewEngine(mode, ch))
 	if err != nil {
 		return nil, err
 	}
-	return RunBuilt(b, ref)
+	o, err := RunBuilt(b, ref)
+	if err == nil {
+		o.Explain()
+	}
+	return o, err
 }
 
 // RunBuilt runs a world already built (for callers that need the world before
@@ -105,7 +130,12 @@ func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 	o.Findings = append(o.Findings, b.Findings...)
 	o.Findings = append(o.Findings, res.Findings...)
 	if !res.Hung && !b.BuildFailed() && ref != nil && ref.err == nil {
-		o.Findings = append(o.Findings, compare(b, ref.built)...)
+		base := len(o.Findings)
+		fs, details := compare(b, ref.built)
+		o.Findings = append(o.Findings, fs...)
+		for i, d := range details {
+			o.explain = append(o.explain, func() { o.Findings[base+i].Message = d() })
+		}
 	}
 	if !res.Hung && ref != nil {
 		o.Findings = append(o.Findings, ref.extra.findings(b)...)
@@ -119,17 +149,20 @@ func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 }
 
 // compare reports, per rank, the first tensor chunk (in program order) whose
-// value differs from the reference, with expected and observed values and
-// their provenance.
-func compare(got, want *scenarios.Built) []ranks.Finding {
+// value differs from the reference, with expected and observed values. The
+// second result gives, for each finding, its full message with the
+// provenance of both values (see [Outcome.Explain]).
+func compare(got, want *scenarios.Built) ([]ranks.Finding, []func() string) {
 	var out []ranks.Finding
+	var details []func() string
 	for r := range got.Compare {
 		if r >= len(want.Compare) {
 			break
 		}
 		bad := 0
-		var first string
-		var firstOp string
+		var gv, wv ranks.Value
+		var first *ranks.Buffer
+		fc := 0
 		for i, b := range got.Compare[r] {
 			wb := want.Compare[r][i]
 			for c := range b.Vals {
@@ -137,24 +170,30 @@ func compare(got, want *scenarios.Built) []ranks.Finding {
 					continue
 				}
 				bad++
-				if first == "" {
-					firstOp = b.Name
-					first = fmt.Sprintf("rank %d tensor %s[%d]: expected %d = %s; observed %d = %s",
-						r, b.Name, c, wb.Vals[c].N, want.World.Srcs.Format(wb.Vals[c]), b.Vals[c].N, got.World.Srcs.Format(b.Vals[c]))
+				if first == nil {
+					first, fc, gv, wv = b, c, b.Vals[c], wb.Vals[c]
 				}
 			}
 		}
-		if bad > 0 {
-			out = append(out, ranks.Finding{
-				Kind:     ranks.KindCorruption,
-				Message:  fmt.Sprintf("%s (%d chunks differ from the reference on rank %d)", first, bad, r),
-				Ranks:    []int{r},
-				Ops:      []string{firstOp},
-				Resource: fmt.Sprintf("rank %d tensor %q", r, firstOp),
-			})
+		if bad == 0 {
+			continue
 		}
+		r, name := r, first.Name
+		head := fmt.Sprintf("rank %d tensor %s[%d]: expected %d", r, name, fc, wv.N)
+		tail := fmt.Sprintf(" (%d chunks differ from the reference on rank %d)", bad, r)
+		out = append(out, ranks.Finding{
+			Kind:     ranks.KindCorruption,
+			Message:  fmt.Sprintf("%s; observed %d%s", head, gv.N, tail),
+			Ranks:    []int{r},
+			Ops:      []string{name},
+			Resource: fmt.Sprintf("rank %d tensor %q", r, name),
+		})
+		gw, ww := got.World, want.World
+		details = append(details, func() string {
+			return fmt.Sprintf("%s = %s; observed %d = %s%s", head, ww.Srcs.Format(wv), gv.N, gw.Srcs.Format(gv), tail)
+		})
 	}
-	return out
+	return out, details
 }
 
 // Options control a variant run.
@@ -238,6 +277,7 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 			rep.WitnessSchedule = i
 		}
 	}
+	best.Explain()
 	rep.Verdict = best.Verdict
 	rep.Findings = sortFindings(best.Findings)
 	if rep.Findings == nil {

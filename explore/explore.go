@@ -91,6 +91,7 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 		Config: t.Config, Strategy: s.Name(), Seed: seed,
 		Verdict: check.OK, Findings: map[string]int{},
 	}
+	t.Provenance = opt.Outcomes
 	m := &merger{sum: sum, byHash: map[string]*Outcome{}, outcomes: opt.Outcomes, progress: opt.Progress}
 	best := check.OK // this run's worst verdict so far: which records carry a witness
 	merge := func(sc *Schedule) {
@@ -100,6 +101,7 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 		}
 		if check.Worse(sc.Verdict, best) {
 			best = sc.Verdict
+			sc.Explain()
 			r.Witness, r.Findings = newWitness(t, s, sc), sc.Findings
 		}
 		if opt.Shard.Count > 0 {

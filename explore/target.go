@@ -20,18 +20,36 @@ var ErrBadInput = errors.New("bad input")
 // reference outputs.
 type Target struct {
 	Scenario *scenarios.Scenario
-	Variant  string
-	Sets     []string
-	Config   scenarios.Config
-	ref      *check.Reference
+	// Source is what the user named: a built-in's name or a scenario file's
+	// path. Witness files record it, so a replay finds the same scenario.
+	Source  string
+	Variant string
+	Sets    []string
+	Config  scenarios.Config
+	// Provenance keeps the provenance of output values in every schedule's
+	// outcome (for --outcomes); off, only values and their hash are kept.
+	Provenance bool
+	ref        *check.Reference
 }
 
 // NewTarget resolves scenario name and variant (empty: the first variant) with
 // sets applied after the variant's own, and runs the reference.
 func NewTarget(name, variant string, sets []string) (*Target, error) {
+	return NewTargetFrom(name, variant, sets, nil)
+}
+
+// NewTargetFrom is NewTarget for a built-in name or, with read, a scenario
+// file path (read is os.ReadFile in the command line; nil: built-ins only).
+func NewTargetFrom(name, variant string, sets []string, read scenarios.ReadFunc) (*Target, error) {
 	sc, ok := scenarios.Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("%w: unknown scenario %q (built-ins: %s)", ErrBadInput, name, strings.Join(scenarios.Names(), ", "))
+		if read == nil {
+			return nil, fmt.Errorf("%w: unknown scenario %q (built-ins: %s)", ErrBadInput, name, strings.Join(scenarios.Names(), ", "))
+		}
+		var err error
+		if sc, err = scenarios.Resolve(name, read); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
+		}
 	}
 	if variant == "" && len(sc.Variants) > 0 {
 		variant = sc.Variants[0].Name
@@ -52,7 +70,7 @@ func NewTarget(name, variant string, sets []string) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Target{Scenario: sc, Variant: variant, Sets: append([]string(nil), sets...), Config: cfg, ref: ref}, nil
+	return &Target{Scenario: sc, Source: name, Variant: variant, Sets: append([]string(nil), sets...), Config: cfg, ref: ref}, nil
 }
 
 // Attacher is implemented by choosers that need to see the world before it
@@ -81,6 +99,17 @@ type Schedule struct {
 	Outputs   []RankOutputs
 	Choices   []sim.Choice
 	Steps     uint64
+
+	explain func()
+}
+
+// Explain completes the messages of s's findings (the provenance of
+// corrupted values); summaries call it on the schedules they keep.
+func (s *Schedule) Explain() {
+	if s.explain != nil {
+		s.explain()
+		s.explain = nil
+	}
 }
 
 // Kinds returns the distinct finding kinds of s, most severe first.
@@ -125,14 +154,14 @@ func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Schedule{Verdict: o.Verdict, Findings: o.Findings, TraceHash: o.TraceHash, Choices: rec.Choices, Steps: o.Steps}
-	s.Outputs, s.OutHash = outputs(b.World)
+	s := &Schedule{Verdict: o.Verdict, Findings: o.Findings, TraceHash: o.TraceHash, Choices: rec.Choices, Steps: o.Steps, explain: o.Explain}
+	s.Outputs, s.OutHash = outputs(b.World, t.Provenance)
 	return s, nil
 }
 
 // outputs collects every rank's output tensors (Buffer.Output, in allocation
 // order) and hashes their values.
-func outputs(w *ranks.World) ([]RankOutputs, string) {
+func outputs(w *ranks.World, withProv bool) ([]RankOutputs, string) {
 	byRank := make([]RankOutputs, w.N)
 	for r := range byRank {
 		byRank[r] = RankOutputs{Rank: r, Outputs: map[string][]uint64{}, Provenance: map[string][]string{}}
@@ -143,14 +172,21 @@ func outputs(w *ranks.World) ([]RankOutputs, string) {
 			continue
 		}
 		vals := make([]uint64, len(b.Vals))
-		prov := make([]string, len(b.Vals))
+		var prov []string
+		if withProv {
+			prov = make([]string, len(b.Vals))
+		}
 		for c, v := range b.Vals {
 			vals[c] = v.N
-			prov[c] = w.Srcs.Format(v)
+			if withProv {
+				prov[c] = w.Srcs.Format(v)
+			}
 		}
 		ro := &byRank[b.Rank]
 		ro.Outputs[b.Name] = vals
-		ro.Provenance[b.Name] = prov
+		if withProv {
+			ro.Provenance[b.Name] = prov
+		}
 		fmt.Fprintf(h, "%d|%s|%v;", b.Rank, b.Name, vals)
 	}
 	return byRank, fmt.Sprintf("%016x", h.Sum64())

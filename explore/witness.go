@@ -2,10 +2,12 @@ package explore
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -56,7 +58,7 @@ func modeName(m sim.Mode) string {
 
 func newWitness(t *Target, s Strategy, sc *Schedule) *Witness {
 	return &Witness{
-		Version: WitnessVersion, Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...),
+		Version: WitnessVersion, Scenario: cmp.Or(t.Source, t.Scenario.Name), Variant: t.Variant, Sets: append([]string{}, t.Sets...),
 		Strategy: s.Name(), Mode: modeName(s.Mode()), Seed: sc.Seed, Schedule: sc.Index,
 		Verdict: sc.Verdict, Kinds: sc.Kinds(), TraceHash: sc.TraceHash,
 		Deviations: sim.Deviations(sc.Choices), Choices: trimChoices(sc.Choices),
@@ -116,6 +118,12 @@ func (w *Witness) mode() sim.Mode {
 // Target resolves the witness's scenario, variant and overrides.
 func (w *Witness) Target() (*Target, error) { return NewTarget(w.Scenario, w.Variant, w.Sets) }
 
+// TargetFrom is Target for a witness whose scenario may be a file (read is
+// os.ReadFile in the command line).
+func (w *Witness) TargetFrom(read scenarios.ReadFunc) (*Target, error) {
+	return NewTargetFrom(w.Scenario, w.Variant, w.Sets, read)
+}
+
 // Replay runs the witness's schedule on t. Diverged counts recorded choices
 // that no longer fit the run (0 when the program is unchanged).
 func Replay(t *Target, w *Witness) (s *Schedule, diverged int, err error) {
@@ -124,6 +132,7 @@ func Replay(t *Target, w *Witness) (s *Schedule, diverged int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	s.Explain()
 	s.Index, s.Seed = w.Schedule, w.Seed
 	return s, r.Diverged, nil
 }

@@ -97,7 +97,7 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	if f.time < 0 {
 		return usagef("--time %s: want a positive duration", f.time)
 	}
-	t, err := explore.NewTarget(name, f.variant, f.sets)
+	t, err := explore.NewTargetFrom(name, f.variant, f.sets, os.ReadFile)
 	if err != nil {
 		return asUsage(err)
 	}

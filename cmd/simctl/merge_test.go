@@ -39,3 +39,17 @@ func TestShardsMergeToTheSingleMachineSummary(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "cannot be sharded")
 }
+
+// explore and replay take a scenario file as well as a built-in name; the
+// witness records the path, so the replay finds the same file.
+func TestExploreAndReplayAFile(t *testing.T) {
+	file, err := filepath.Abs(filepath.Join("..", "..", "docs", "examples", "two-stream.yaml"))
+	require.NoError(t, err)
+	w := filepath.Join(t.TempDir(), "w.json")
+	code, out, stderr := simctl(t, "explore", file, "--variant", "overlapped", "--strategy", "pct", "--budget", "20", "--witness", w)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "verdict: corruption")
+	code, out, stderr = simctl(t, "replay", w)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "reproduced")
+}

@@ -57,7 +57,7 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 	if f.maxRuns < 1 {
 		return usagef("--max-runs %d: want at least 1", f.maxRuns)
 	}
-	t, err := w.Target()
+	t, err := w.TargetFrom(os.ReadFile)
 	if err != nil {
 		return usagef("%s: %w", file, err)
 	}
