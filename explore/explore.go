@@ -157,7 +157,7 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 // exploreParallel runs batches of independent schedules on workers goroutines
 // and merges each batch in schedule order.
 func exploreParallel(t *Target, s Independent, indices []int, workers int, expired func() bool, merge func(*Schedule)) error {
-	batch := workers * 4
+	batch := workers * 16
 	for lo := 0; lo < len(indices) && !expired(); lo += batch {
 		hi := min(lo+batch, len(indices))
 		out := make([]*Schedule, hi-lo)
