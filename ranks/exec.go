@@ -218,6 +218,16 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 }
 
 func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
+	// Fast path: this pair of tasks already raced on this buffer with these
+	// access kinds (every chunk of a copy races alike).
+	fast := raceKey{buf: b.id, a: other, b: t.id, kinds: uint16(prev[0])<<8 | uint16(cur[0])}
+	if w.raceSeen[fast] {
+		return
+	}
+	if w.raceSeen == nil {
+		w.raceSeen = map[raceKey]bool{}
+	}
+	w.raceSeen[fast] = true
 	o := w.tasks[other]
 	a, bn := w.taskName(other), w.taskName(t.id)
 	// One finding per (resource, op pair, access kinds, streams): the same
@@ -265,6 +275,12 @@ func (w *World) callKey(inst Instance) string {
 		return ""
 	}
 	return w.calls[inst.Call]
+}
+
+// raceKey identifies one racing pair of tasks on one buffer.
+type raceKey struct {
+	buf, a, b int32
+	kinds     uint16
 }
 
 // dedupeKey identifies a finding up to rank and chunk.

@@ -51,6 +51,7 @@ type World struct {
 	findings []Finding
 	counts   map[string]int
 	dedupe   map[dedupeKey]bool
+	raceSeen map[raceKey]bool
 
 	start, end sim.Time
 	ran        bool

@@ -9,8 +9,8 @@
 //     by a [Recorder], so a run is a pure function of (scenario, schedule) and can
 //     be replayed bit for bit and shrunk.
 //
-// The engine also keeps a running trace hash: a 64-bit FNV-1a over the
-// canonical sequence of executed events plus whatever the model mixes in with
+// The engine also keeps a running trace hash: a 64-bit multiply-rotate hash
+// over the canonical sequence of executed events plus whatever the model mixes in with
 // [Engine.Mix]. Two runs of the same scenario under the same schedule produce the
 // same hash on any machine.
 //

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/google/btree"
 )
@@ -134,11 +135,10 @@ func (e *Engine) Next() (Item, bool) {
 func (e *Engine) Mix(words ...uint64) {
 	h := e.hash
 	for _, w := range words {
-		for i := 0; i < 8; i++ {
-			h ^= w & 0xff
-			h *= fnvPrime
-			w >>= 8
-		}
+		// One multiply-rotate round per word (constants from splitmix64):
+		// order-sensitive and platform-independent, and 8× cheaper than
+		// byte-wise FNV on the event loop's hot path.
+		h = bits.RotateLeft64(h^(w*0x9e3779b97f4a7c15), 29) * 0xbf58476d1ce4e5b9
 	}
 	e.hash = h
 }
@@ -146,7 +146,5 @@ func (e *Engine) Mix(words ...uint64) {
 // TraceHash is the hash of the canonical event sequence so far, as 16 hex digits.
 func (e *Engine) TraceHash() string { return fmt.Sprintf("%016x", e.hash) }
 
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
+// fnvOffset seeds the trace hash.
+const fnvOffset = 14695981039346656037
