@@ -49,10 +49,6 @@ func BuildProbe(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	place, err := cfg.placement()
-	if err != nil {
-		return nil, err
-	}
 	bytes := 4 * cfg.Hidden
 	g := &streamsched.Graph{
 		Tensors: []streamsched.Tensor{
@@ -72,15 +68,7 @@ func BuildProbe(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 			{Name: "merge", Kind: streamsched.Add, Inputs: []string{"shared", "routed"}, Output: "merge"},
 		},
 	}
-	mode := ranks.Graph
-	if cfg.Mode == "eager" {
-		mode = ranks.Eager
-	}
-	multi := cfg.Phase != "prefill"
-	if opt.Reference {
-		place, mode, multi = streamsched.Single, ranks.Eager, false
-	}
-	sched, err := streamsched.Place(g, place)
+	sched, mode, multi, err := placeGraph(cfg, opt, g)
 	if err != nil {
 		return nil, err
 	}

@@ -113,6 +113,27 @@ func (s *Scenario) Variant(name string) (Variant, bool) {
 	return Variant{}, false
 }
 
+// placeGraph places g on streams as cfg says and picks how it runs: graph
+// or eager mode, stream helpers on (decode) or off (prefill's piecewise
+// path). The reference places every op on one stream, eager. BuildMoE,
+// BuildProbe and scenario files with an op graph share it.
+func placeGraph(cfg Config, opt BuildOptions, g *streamsched.Graph) (*streamsched.Schedule, ranks.Mode, bool, error) {
+	place, err := cfg.placement()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	mode := ranks.Graph
+	if cfg.Mode == "eager" {
+		mode = ranks.Eager
+	}
+	multi := cfg.Phase != "prefill"
+	if opt.Reference {
+		place, mode, multi = streamsched.Single, ranks.Eager, false
+	}
+	sched, err := streamsched.Place(g, place)
+	return sched, mode, multi, err
+}
+
 // BuildMoE builds a TP MoE scenario world from cfg: the op graph, the
 // placement, communicators and lowering. It is the builder of
 // tp8-shared-expert and of any scenario made of MoE layers.
@@ -126,10 +147,6 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	place, err := cfg.placement()
-	if err != nil {
-		return nil, err
-	}
 	opts := streamsched.MoEOptions{
 		Tokens: cfg.Tokens, Hidden: cfg.Hidden,
 		SharedInter: cfg.Hidden, ExpertInter: cfg.Hidden / 4, Experts: 128, TopK: 8,
@@ -137,15 +154,7 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 		Comm: "tp",
 	}
 	g := streamsched.BuildMoE(cfg.Layers, opts)
-	mode := ranks.Graph
-	if cfg.Mode == "eager" {
-		mode = ranks.Eager
-	}
-	multi := cfg.Phase != "prefill"
-	if reference {
-		place, mode, multi = streamsched.Single, ranks.Eager, false
-	}
-	sched, err := streamsched.Place(g, place)
+	sched, mode, multi, err := placeGraph(cfg, opt, g)
 	if err != nil {
 		return nil, err
 	}

@@ -74,10 +74,6 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 	if err != nil {
 		return nil, err
 	}
-	place, err := cfg.placement()
-	if err != nil {
-		return nil, err
-	}
 	g := &streamsched.Graph{}
 	produced := map[string]bool{}
 	for _, op := range s.Graph.Ops {
@@ -90,15 +86,7 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 		g.Tensors = append(g.Tensors, streamsched.Tensor{Name: t.Name, Bytes: t.Bytes, Input: !produced[t.Name], Output: t.Output})
 		flagged = flagged || t.Output
 	}
-	mode := ranks.Eager
-	if cfg.Mode == "graph" {
-		mode = ranks.Graph
-	}
-	multi := cfg.Phase != "prefill"
-	if opt.Reference {
-		place, mode, multi = streamsched.Single, ranks.Eager, false
-	}
-	sched, err := streamsched.Place(g, place)
+	sched, mode, multi, err := placeGraph(cfg, opt, g)
 	if err != nil {
 		return nil, err
 	}
