@@ -611,21 +611,13 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		}
 	}
 	if v := o.get("communicators"); v != nil {
-		items := d.seq(v, "communicators", false)
-		if len(items) > MaxCommsPerFile {
-			d.add(posOf(v), "communicators: %d; at most %d", len(items), MaxCommsPerFile)
-			items = nil
-		}
+		items := d.seqAtMost(v, "communicators", MaxCommsPerFile, "")
 		for _, it := range items {
 			s.Comms = append(s.Comms, d.comm(it))
 		}
 	}
 	if v := o.get("tensors"); v != nil {
-		items := d.seq(v, "tensors", false)
-		if len(items) > MaxTensors {
-			d.add(posOf(v), "tensors: %d; at most %d", len(items), MaxTensors)
-			items = nil
-		}
+		items := d.seqAtMost(v, "tensors", MaxTensors, "")
 		for _, it := range items {
 			s.Tensors = append(s.Tensors, d.tensor(it))
 		}
@@ -634,21 +626,13 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		s.Graph = d.graph(v)
 	}
 	if v := o.get("programs"); v != nil {
-		items := d.seq(v, "programs", false)
-		if len(items) > MaxRanks {
-			d.add(posOf(v), "programs: %d; at most %d (one per rank)", len(items), MaxRanks)
-			items = nil
-		}
+		items := d.seqAtMost(v, "programs", MaxRanks, " (one per rank)")
 		for _, it := range items {
 			s.Programs = append(s.Programs, d.program(it))
 		}
 	}
 	if v := o.get("variants"); v != nil {
-		items := d.seq(v, "variants", false)
-		if len(items) > MaxVariants {
-			d.add(posOf(v), "variants: %d; at most %d", len(items), MaxVariants)
-			items = nil
-		}
+		items := d.seqAtMost(v, "variants", MaxVariants, "")
 		for _, it := range items {
 			v, pm := d.variant(it)
 			s.Variants = append(s.Variants, v)
@@ -680,6 +664,17 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		}
 	}
 	return s
+}
+
+// seqAtMost reads the sequence under key, reporting (and dropping) one longer
+// than limit; note says what the limit counts, if anything.
+func (d *decoder) seqAtMost(v ast.Node, key string, limit int, note string) []ast.Node {
+	items := d.seq(v, key, false)
+	if len(items) > limit {
+		d.add(posOf(v), "%s: %d; at most %d%s", key, len(items), limit, note)
+		return nil
+	}
+	return items
 }
 
 func topKeyOf(knob string) (string, bool) {
