@@ -136,6 +136,95 @@ func (v *VC) join(o *VC) {
 // clone returns an independent copy of v.
 func (v *VC) clone() *VC { return &VC{e: append([]clockEntry(nil), v.e...)} }
 
+// cloneShared returns a copy of v without the entries of lanes that share no
+// memory (see [sharedLanes]); it returns empty, allocating nothing, when no
+// entry is left.
+func (v *VC) cloneShared(shared []bool, empty *VC) *VC {
+	n := 0
+	for _, x := range v.e {
+		if shared[x.lane] {
+			n++
+		}
+	}
+	if n == 0 {
+		return empty
+	}
+	if n == len(v.e) {
+		return v.clone()
+	}
+	out := make([]clockEntry, 0, n)
+	for _, x := range v.e {
+		if shared[x.lane] {
+			out = append(out, x)
+		}
+	}
+	return &VC{e: out}
+}
+
+// emptyVC is the clock of a release that carries nothing anybody can use.
+var emptyVC = &VC{}
+
+// sharedLanes marks the lanes whose clock entries another lane can ever
+// need: those that access memory (a buffer, or a caching-allocator block
+// that several tensors alias) that some other lane also accesses.
+//
+// A clock entry for lane L is only ever read by a race check between an
+// access of L and a later access of the same chunk by a lane M. When M is L
+// the check reads M's own entry, which every clock keeps; so L's entry needs
+// to travel to other lanes' clocks only when another lane touches memory L
+// touches. Releases (task completion, signals, messages) carry shared
+// entries only. This is the thread-local filter of dynamic race detectors,
+// decided statically from the kernels' instructions: it loses no race and
+// no happens-before edge a check can see, and it stops an all-to-all
+// knowledge flood where nothing is shared. In a 512-rank NCCL ring, every
+// buffer is touched by its own rank's kernel only (values travel in FIFO
+// messages), so clocks stay one entry long instead of growing to 512 and
+// the Θ(n³) join work disappears.
+func sharedLanes(progs []*Program, laneBase []int32, nl int32) []bool {
+	walk := func(f func(k any, lane int32)) {
+		for r, p := range progs {
+			for _, op := range p.Ops {
+				if op.Kind != Launch || op.Kernel == nil {
+					continue
+				}
+				lane := laneBase[r] + int32(op.Stream)
+				var last any // consecutive instructions mostly touch one buffer
+				visit := func(b *Buffer) {
+					if b == nil {
+						return
+					}
+					if k := b.storage(); k != last {
+						f(k, lane)
+						last = k
+					}
+				}
+				for i := range op.Kernel.Instrs {
+					in := &op.Kernel.Instrs[i]
+					for _, s := range in.Srcs {
+						visit(s.Buf)
+					}
+					visit(in.Dst)
+				}
+			}
+		}
+	}
+	owner := map[any]int32{} // storage -> the one lane touching it, or -1
+	walk(func(k any, lane int32) {
+		if o, ok := owner[k]; !ok {
+			owner[k] = lane
+		} else if o != lane {
+			owner[k] = -1
+		}
+	})
+	shared := make([]bool, nl)
+	walk(func(k any, lane int32) {
+		if owner[k] < 0 {
+			shared[lane] = true
+		}
+	})
+	return shared
+}
+
 // snapshot returns an immutable copy of lane's clock to hand to others (a
 // completed task, a signal, a message) and starts a new epoch of the lane.
 // A lane that neither accessed memory nor acquired anything since its last
@@ -146,7 +235,7 @@ func (w *World) snapshot(lane int32) *VC {
 	if !w.dirty[lane] && w.snap[lane] != nil {
 		return w.snap[lane]
 	}
-	s := w.vc[lane].clone()
+	s := w.vc[lane].cloneShared(w.shared, emptyVC)
 	w.vc[lane].tick(lane)
 	w.snap[lane], w.dirty[lane] = s, false
 	return s

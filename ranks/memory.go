@@ -36,6 +36,15 @@ type Buffer struct {
 	sh []shadow
 }
 
+// storage identifies the memory b's chunks live in: its caching-allocator
+// block (which later tensors alias) or the buffer itself.
+func (b *Buffer) storage() any {
+	if b.Block != nil {
+		return b.Block
+	}
+	return b
+}
+
 // Chunks is the number of value chunks.
 func (b *Buffer) Chunks() int { return len(b.Vals) }
 

@@ -44,6 +44,8 @@ type World struct {
 	vc       []*VC   // per lane
 	snap     []*VC   // per lane: the last snapshot handed out (immutable)
 	dirty    []bool  // per lane: accessed or acquired since snap
+	shared   []bool  // per lane: shares memory with another lane (clock.go)
+	noFilter bool    // tests: every lane counts as shared
 
 	tasks []*task
 	hosts []host
@@ -217,6 +219,12 @@ func (w *World) Run() (*Result, error) {
 	w.dirty = make([]bool, nl)
 	for i := range w.vc {
 		w.vc[i] = newVC(int32(i))
+	}
+	w.shared = sharedLanes(w.progs, w.laneBase, nl)
+	if w.noFilter {
+		for i := range w.shared {
+			w.shared[i] = true
+		}
 	}
 	// Intern collective instance names in rank-then-program order.
 	for _, p := range w.progs {
