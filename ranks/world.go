@@ -383,12 +383,20 @@ func (w *World) issue(t *task) {
 
 func (w *World) key(t *task) uint64 { return uint64(w.N) + uint64(t.id) }
 
-// stepTask runs a task's next micro-op.
+// stepTask runs a task's next micro-op, and the ones after it for as long as
+// the engine says the task would be the next actor anyway.
 func (w *World) stepTask(t *task) {
+	for w.stepTaskOnce(t) {
+	}
+}
+
+// stepTaskOnce runs a task's next micro-op. It returns true when the task's
+// next step is due before anything else and may run at once.
+func (w *World) stepTaskOnce(t *task) bool {
 	now := w.eng.Now()
 	if t.state == pending {
 		if !w.acquire(t) {
-			return
+			return false
 		}
 		t.state = running
 		t.start = now
@@ -402,13 +410,13 @@ func (w *World) stepTask(t *task) {
 	}
 	if t.pc >= len(instrs) {
 		w.complete(t)
-		return
+		return false
 	}
 	in := &instrs[t.pc]
 	w.notePhase(t, in, now)
 	if !w.exec(t, in) {
 		t.state = blocked
-		return
+		return false
 	}
 	t.state = running
 	t.blockedOn = ""
@@ -416,7 +424,12 @@ func (w *World) stepTask(t *task) {
 	t.blockWho = t.blockWho[:0]
 	t.pc++
 	w.eng.Mix(uint64(t.id), uint64(t.pc))
-	w.eng.Schedule(now+w.jitter(in.Dur), w.key(t), int32(w.N)+t.id)
+	at, key, actor := now+w.jitter(in.Dur), w.key(t), int32(w.N)+t.id
+	if w.eng.Continue(at, key, actor) {
+		return true
+	}
+	w.eng.Schedule(at, key, actor)
+	return false
 }
 
 func (w *World) complete(t *task) {

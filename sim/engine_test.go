@@ -182,3 +182,66 @@ func BenchmarkEngineLoop(b *testing.B) {
 		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "events/s")
 	})
 }
+
+// TestContinueEqualsScheduleThenNext: actors that run a chain of steps
+// (random delays, some zero) see the same order of (actor, time) steps, the
+// same step count, the same observer calls and the same trace hash whether
+// each follow-up goes through the queue or through Continue.
+func TestContinueEqualsScheduleThenNext(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		actors := rapid.IntRange(1, 6).Draw(t, "actors")
+		chains := make([][]sim.Time, actors)
+		starts := make([]sim.Time, actors)
+		for a := range chains {
+			starts[a] = sim.Time(rapid.IntRange(0, 5).Draw(t, "start"))
+			chains[a] = rapid.SliceOfN(rapid.Custom(func(t *rapid.T) sim.Time {
+				return sim.Time(rapid.SampledFrom([]int{0, 0, 1, 3}).Draw(t, "delay"))
+			}), 0, 12).Draw(t, "chain")
+		}
+		run := func(cont bool) ([]string, string, uint64, int) {
+			e := sim.NewEngine(sim.Timed, nil)
+			seen := 0
+			e.SetObserver(func(sim.Item, bool) { seen++ })
+			for a, s := range starts {
+				e.Schedule(s, uint64(actors-a), int32(a)) // keys not in actor order
+			}
+			pc := make([]int, actors)
+			var log []string
+			for {
+				it, ok := e.Next()
+				if !ok {
+					break
+				}
+				a := int(it.Actor)
+				for {
+					log = append(log, fmt.Sprintf("%d@%d", a, e.Now()))
+					if pc[a] == len(chains[a]) {
+						break
+					}
+					at := e.Now() + chains[a][pc[a]]
+					pc[a]++
+					if cont && e.Continue(at, uint64(actors-a), int32(a)) {
+						continue
+					}
+					e.Schedule(at, uint64(actors-a), int32(a))
+					break
+				}
+			}
+			return log, e.TraceHash(), e.Steps(), seen
+		}
+		l1, h1, s1, o1 := run(false)
+		l2, h2, s2, o2 := run(true)
+		if fmt.Sprint(l1) != fmt.Sprint(l2) || h1 != h2 || s1 != s2 || o1 != o2 {
+			t.Fatalf("queue: %v %s %d %d\ncontinue: %v %s %d %d", l1, h1, s1, o1, l2, h2, s2, o2)
+		}
+	})
+}
+
+// Continue never bypasses the chooser: in Untimed mode every step is a
+// choice.
+func TestContinueIsOffWhenUntimed(t *testing.T) {
+	e := sim.NewEngine(sim.Untimed, nil)
+	if e.Continue(0, 0, 0) {
+		t.Fatal("Continue in Untimed mode")
+	}
+}
