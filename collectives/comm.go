@@ -180,8 +180,16 @@ func (c *Comm) ring(i int, in, out *ranks.Buffer) []ranks.Instr {
 	}
 	segBytes := in.Bytes / int64(n)
 	step := hw.StepLat + ranks.Bytes(segBytes, hw.NVLink)
-	prog := []ranks.Instr{{Op: ranks.OpCompute, Phase: "copy-in", Dst: out, N: C, Srcs: []ranks.Src{{Buf: in, Coef: 1}},
-		Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)}}
+	// One allocation each for the instructions and their sources: a
+	// 512-rank ring has 2044 instructions per rank.
+	prog := make([]ranks.Instr, 0, 1+4*(n-1))
+	srcs := make([]ranks.Src, 0, 1+3*(n-1))
+	src := func(b *ranks.Buffer, lo int) []ranks.Src {
+		srcs = append(srcs, ranks.Src{Buf: b, Lo: lo, Coef: 1})
+		return srcs[len(srcs)-1 : len(srcs) : len(srcs)]
+	}
+	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: "copy-in", Dst: out, N: C, Srcs: src(in, 0),
+		Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)})
 	if n == 1 {
 		return prog
 	}
@@ -189,14 +197,14 @@ func (c *Comm) ring(i int, in, out *ranks.Buffer) []ranks.Instr {
 		slo, sn := seg(i - k)
 		rlo, rn := seg(i - k - 1)
 		prog = append(prog,
-			ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: sn, Srcs: []ranks.Src{{Buf: out, Lo: slo, Coef: 1}}, Dur: 0, Peer: c.Group[next]},
-			ranks.Instr{Op: ranks.OpRecv, Phase: "reduce-scatter", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Srcs: []ranks.Src{{Buf: out, Lo: rlo, Coef: 1}}, Dur: step, Peer: c.Group[prev]})
+			ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: sn, Srcs: src(out, slo), Dur: 0, Peer: c.Group[next]},
+			ranks.Instr{Op: ranks.OpRecv, Phase: "reduce-scatter", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Srcs: src(out, rlo), Dur: step, Peer: c.Group[prev]})
 	}
 	for k := 0; k < n-1; k++ {
 		slo, sn := seg(i + 1 - k)
 		rlo, rn := seg(i - k)
 		prog = append(prog,
-			ranks.Instr{Op: ranks.OpSend, Phase: "all-gather", Fifo: sendF, N: sn, Srcs: []ranks.Src{{Buf: out, Lo: slo, Coef: 1}}, Dur: 0, Peer: c.Group[next]},
+			ranks.Instr{Op: ranks.OpSend, Phase: "all-gather", Fifo: sendF, N: sn, Srcs: src(out, slo), Dur: 0, Peer: c.Group[next]},
 			ranks.Instr{Op: ranks.OpRecv, Phase: "all-gather", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Dur: step, Peer: c.Group[prev]})
 	}
 	return prog

@@ -82,28 +82,37 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.wake(&s.waiters)
 	case OpSend:
 		f := in.Fifo
-		if len(f.q) >= f.Cap {
+		if f.inFlight() >= f.Cap {
 			w.blockOn(t, &f.waiters, in, f.Dst)
 			return false
 		}
-		vals := make([]Value, in.N)
-		for i := range vals {
+		m := msg{inst: t.inst, by: t.id, sig: t.sig()}
+		if in.N != 1 {
+			m.vals = make([]Value, in.N)
+		}
+		for i := range in.N {
+			var v Value
 			for _, s := range in.Srcs {
-				vals[i] = Add(vals[i], w.read(t, s.Buf, s.Lo+i))
+				v = Add(v, w.read(t, s.Buf, s.Lo+i))
+			}
+			if m.vals == nil {
+				m.one = v
+			} else {
+				m.vals[i] = v
 			}
 		}
-		f.q = append(f.q, msg{inst: t.inst, by: t.id, vals: vals, vc: w.snapshot(t.lane), sig: t.sig()}) // release
+		m.vc = w.snapshot(t.lane) // release
+		f.push(m)
 		w.noteSend(f)
 		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
 		w.wake(&f.waiters)
 	case OpRecv:
 		f := in.Fifo
-		if len(f.q) == 0 {
+		if f.inFlight() == 0 {
 			w.blockOn(t, &f.waiters, in, f.Src)
 			return false
 		}
-		m := f.q[0]
-		f.q = f.q[1:]
+		m := f.pop()
 		w.noteRecv(t, f, m)
 		w.acquireVC(t.lane, m.vc)
 		if m.inst != t.inst {
@@ -112,10 +121,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
 		}
 		for i := 0; i < in.N; i++ {
-			v := Value{}
-			if i < len(m.vals) {
-				v = m.vals[i]
-			}
+			v := m.val(i)
 			for _, s := range in.Srcs {
 				v = Add(v, w.read(t, s.Buf, s.Lo+i))
 			}
@@ -184,16 +190,23 @@ func (w *World) read(t *task, b *Buffer, c int) Value {
 		w.race(t, sh.w.task, b, c, "write", "read")
 	}
 	e := w.epoch(t)
-	replaced := false
-	for i := range sh.reads {
-		if sh.reads[i].lane == e.lane {
-			sh.reads[i] = e
-			replaced = true
-			break
+	switch {
+	case !sh.r0ok:
+		sh.r0, sh.r0ok = e, true
+	case sh.r0.lane == e.lane:
+		sh.r0 = e
+	default:
+		replaced := false
+		for i := range sh.more {
+			if sh.more[i].lane == e.lane {
+				sh.more[i] = e
+				replaced = true
+				break
+			}
 		}
-	}
-	if !replaced {
-		sh.reads = append(sh.reads, e)
+		if !replaced {
+			sh.more = append(sh.more, e)
+		}
 	}
 	v := b.Vals[c]
 	w.eng.Mix(uint64(b.id)<<20|uint64(c), v.N)
@@ -206,13 +219,18 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	if !w.hb(sh.w, cur) {
 		w.race(t, sh.w.task, b, c, "write", "write")
 	}
-	for _, r := range sh.reads {
-		if !w.hb(r, cur) {
-			w.race(t, r.task, b, c, "read", "write")
+	if sh.r0ok {
+		if !w.hb(sh.r0, cur) {
+			w.race(t, sh.r0.task, b, c, "read", "write")
+		}
+		for _, r := range sh.more {
+			if !w.hb(r, cur) {
+				w.race(t, r.task, b, c, "read", "write")
+			}
 		}
 	}
 	sh.w = w.epoch(t)
-	sh.reads = sh.reads[:0]
+	sh.r0ok, sh.more = false, sh.more[:0]
 	b.Vals[c] = v
 	w.eng.Mix(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
 }

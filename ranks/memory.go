@@ -15,9 +15,14 @@ type epoch struct {
 
 var noEpoch = epoch{lane: -1}
 
+// shadow is one chunk's race-detection state: the last write and the reads
+// since, at most one per lane. The first read is kept inline (most chunks
+// have one reader between writes), the others in more.
 type shadow struct {
-	w     epoch
-	reads []epoch
+	w    epoch
+	r0   epoch
+	r0ok bool
+	more []epoch
 }
 
 // Buffer is a tensor on one rank, or one rank's copy of a symmetric buffer.
@@ -114,16 +119,48 @@ type Fifo struct {
 	Name     string
 	Src, Dst int
 	Cap      int
-	q        []msg
+	q        []msg // q[head:] are in flight, oldest first
+	head     int
 	waiters  []int32
+}
+
+func (f *Fifo) inFlight() int { return len(f.q) - f.head }
+
+func (f *Fifo) push(m msg) {
+	if f.head == len(f.q) {
+		f.q, f.head = f.q[:0], 0 // drained: reuse the array
+	}
+	f.q = append(f.q, m)
+}
+
+func (f *Fifo) pop() msg {
+	m := f.q[f.head]
+	f.q[f.head] = msg{}
+	f.head++
+	return m
 }
 
 type msg struct {
 	inst Instance
 	by   int32
-	vals []Value
+	one  Value   // the payload when it is one chunk (vals is nil then)
+	vals []Value // the payload of several chunks
 	vc   *VC
 	sig  string
+}
+
+// val returns chunk i of the payload.
+func (m *msg) val(i int) Value {
+	if m.vals == nil {
+		if i == 0 {
+			return m.one
+		}
+		return Value{}
+	}
+	if i < len(m.vals) {
+		return m.vals[i]
+	}
+	return Value{}
 }
 
 // Src is one operand of a micro-op: Coef × Buf[Lo : Lo+n].
