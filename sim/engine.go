@@ -43,7 +43,15 @@ const (
 
 // Engine is the event queue plus the clock, the chooser and the trace hash.
 type Engine struct {
-	q      *btree.BTreeG[Item]
+	q *btree.BTreeG[Item]
+	// run is a sorted run of items beside the btree: in Timed mode an item
+	// larger than every item in run is appended to it instead of inserted
+	// into q, and Next pops the lesser of the two heads. Discrete-event
+	// models mostly schedule in increasing order (a lockstep ring at time T
+	// schedules every rank's next step at T+d in key order), so most items
+	// never touch the btree; the order of pops is exactly q's order.
+	run    []Item
+	runAt  int // run[runAt:] are pending
 	now    Time
 	seq    uint64
 	mode   Mode
@@ -80,7 +88,7 @@ func (e *Engine) Now() Time { return e.now }
 func (e *Engine) Steps() uint64 { return e.steps }
 
 // Len is the number of pending items.
-func (e *Engine) Len() int { return e.q.Len() }
+func (e *Engine) Len() int { return e.q.Len() + len(e.run) - e.runAt }
 
 // Mode reports the engine's scheduling mode.
 func (e *Engine) Mode() Mode { return e.mode }
@@ -95,7 +103,31 @@ func (e *Engine) Schedule(at Time, key uint64, actor int32) {
 		at = e.now
 	}
 	e.seq++
-	e.q.ReplaceOrInsert(Item{At: at, Key: key, Seq: e.seq, Actor: actor})
+	it := Item{At: at, Key: key, Seq: e.seq, Actor: actor}
+	if e.mode == Timed {
+		if e.runAt == len(e.run) {
+			e.run, e.runAt = append(e.run[:0], it), 0
+			return
+		}
+		if itemLess(e.run[len(e.run)-1], it) {
+			if e.runAt >= 4096 && e.runAt >= len(e.run)/2 {
+				// drop the popped prefix so run never outgrows what is pending
+				e.run, e.runAt = e.run[:copy(e.run, e.run[e.runAt:])], 0
+			}
+			e.run = append(e.run, it)
+			return
+		}
+	}
+	e.q.ReplaceOrInsert(it)
+}
+
+// min returns the least pending item and whether it is run's head.
+func (e *Engine) min() (it Item, inRun, ok bool) {
+	m, ok := e.q.Min()
+	if e.runAt < len(e.run) && (!ok || itemLess(e.run[e.runAt], m)) {
+		return e.run[e.runAt], true, true
+	}
+	return m, false, ok
 }
 
 // Continue is [Engine.Schedule] followed by [Engine.Next] without the queue
@@ -117,7 +149,7 @@ func (e *Engine) Continue(at Time, key uint64, actor int32) bool {
 	if at < e.now {
 		at = e.now
 	}
-	if m, ok := e.q.Min(); ok && (m.At < at || m.At == at && m.Key <= key) {
+	if m, _, ok := e.min(); ok && (m.At < at || m.At == at && m.Key <= key) {
 		return false
 	}
 	e.seq++
@@ -133,7 +165,7 @@ func (e *Engine) Continue(at Time, key uint64, actor int32) bool {
 // Next removes and returns the next item to run and advances the clock to it.
 // It returns false when the queue is empty.
 func (e *Engine) Next() (Item, bool) {
-	if e.q.Len() == 0 {
+	if e.Len() == 0 {
 		return Item{}, false
 	}
 	var it Item
@@ -149,7 +181,14 @@ func (e *Engine) Next() (Item, bool) {
 		it = e.cands[i]
 		e.q.Delete(it)
 	} else {
-		it, _ = e.q.DeleteMin()
+		if e.runAt == len(e.run) {
+			it, _ = e.q.DeleteMin()
+		} else if m, ok := e.q.Min(); ok && itemLess(m, e.run[e.runAt]) {
+			it, _ = e.q.DeleteMin()
+		} else {
+			it = e.run[e.runAt]
+			e.runAt++
+		}
 	}
 	if it.At > e.now {
 		e.now = it.At
