@@ -120,9 +120,9 @@ func (w *World) NextStep(a int32) Step {
 	case OpWait:
 		st.Block = in.Pad.Slots[in.Slot].val == 0
 	case OpSend:
-		st.Block = len(in.Fifo.q) >= in.Fifo.Cap
+		st.Block = in.Fifo.inFlight() >= in.Fifo.Cap
 	case OpRecv:
-		st.Block = len(in.Fifo.q) == 0
+		st.Block = in.Fifo.inFlight() == 0
 	}
 	return st
 }
