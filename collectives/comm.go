@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
 )
 
 // Workspace says whether all-reduce calls on one communicator share one
@@ -38,6 +39,7 @@ type Comm struct {
 	perCall map[string]*ranks.Symmetric
 	fifos   map[[2]int]*ranks.Fifo
 	chunks  int
+	segLo   []int // ring segment bounds (ring)
 
 	scratches map[string]*ranks.Buffer // per-call private buffers (family.go)
 }
@@ -105,7 +107,7 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 		Sig: Call{Op: AllReduce, In: in}.Sig()}
 	switch s {
 	case NCCL:
-		k.Instrs = c.ring(i, in, out)
+		k.Gen = c.ring(i, in, out)
 		k.OrderKey = c.orderKey()
 		k.Exclusive = NCCLExclusive
 	case Multimem, P2POneShot:
@@ -165,47 +167,82 @@ func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []
 
 // ring is NCCL's ring all-reduce: copy in, n-1 reduce-scatter steps, n-1
 // all-gather steps, each a send to the next rank and a receive from the
-// previous one through a bounded FIFO connection.
-func (c *Comm) ring(i int, in, out *ranks.Buffer) []ranks.Instr {
+// previous one through a bounded FIFO connection. Its 4(n-1)+1 micro-ops
+// differ only in segment offsets, so they are generated on demand.
+func (c *Comm) ring(i int, in, out *ranks.Buffer) ranks.InstrGen {
 	n := len(c.Group)
-	C := c.chunks
 	hw := c.HW
 	next, prev := (i+1)%n, (i-1+n)%n
-	sendF := c.fifo(c.Group[i], c.Group[next])
-	recvF := c.fifo(c.Group[prev], c.Group[i])
-	seg := func(s int) (lo, cnt int) {
-		s = ((s % n) + n) % n
-		lo = s * C / n
-		return lo, (s+1)*C/n - lo
+	if len(c.segLo) != n+1 {
+		c.segLo = make([]int, n+1) // segment s is chunks [segLo[s], segLo[s+1])
+		for s := range c.segLo {
+			c.segLo[s] = s * c.chunks / n
+		}
 	}
-	segBytes := in.Bytes / int64(n)
-	step := hw.StepLat + ranks.Bytes(segBytes, hw.NVLink)
-	// One allocation each for the instructions and their sources: a
-	// 512-rank ring has 2044 instructions per rank.
-	prog := make([]ranks.Instr, 0, 1+4*(n-1))
-	srcs := make([]ranks.Src, 0, 1+3*(n-1))
-	src := func(b *ranks.Buffer, lo int) []ranks.Src {
-		srcs = append(srcs, ranks.Src{Buf: b, Lo: lo, Coef: 1})
-		return srcs[len(srcs)-1 : len(srcs) : len(srcs)]
+	g := &ringGen{n: n, i: i, chunks: c.chunks, in: in, out: out, segLo: c.segLo,
+		peerNext: c.Group[next], peerPrev: c.Group[prev],
+		copyDur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM),
+		stepDur: hw.StepLat + ranks.Bytes(in.Bytes/int64(n), hw.NVLink)}
+	if n > 1 {
+		g.sendF = c.fifo(c.Group[i], c.Group[next])
+		g.recvF = c.fifo(c.Group[prev], c.Group[i])
 	}
-	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: "copy-in", Dst: out, N: C, Srcs: src(in, 0),
-		Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)})
-	if n == 1 {
-		return prog
+	return g
+}
+
+// ringGen generates rank i's ring all-reduce micro-ops.
+type ringGen struct {
+	n, i, chunks       int
+	in, out            *ranks.Buffer
+	sendF, recvF       *ranks.Fifo
+	peerNext, peerPrev int
+	copyDur, stepDur   sim.Time
+	segLo              []int // shared by the communicator's ranks
+}
+
+func (g *ringGen) Buffers() []*ranks.Buffer { return []*ranks.Buffer{g.in, g.out} }
+
+func (g *ringGen) Len() int {
+	if g.n == 1 {
+		return 1
 	}
-	for k := 0; k < n-1; k++ {
-		slo, sn := seg(i - k)
-		rlo, rn := seg(i - k - 1)
-		prog = append(prog,
-			ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: sn, Srcs: src(out, slo), Dur: 0, Peer: c.Group[next]},
-			ranks.Instr{Op: ranks.OpRecv, Phase: "reduce-scatter", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Srcs: src(out, rlo), Dur: step, Peer: c.Group[prev]})
+	return 1 + 4*(g.n-1)
+}
+
+// seg is ring segment s's chunk range, for -n <= s < 2n.
+func (g *ringGen) seg(s int) (lo, cnt int) {
+	if s < 0 {
+		s += g.n
+	} else if s >= g.n {
+		s -= g.n
 	}
-	for k := 0; k < n-1; k++ {
-		slo, sn := seg(i + 1 - k)
-		rlo, rn := seg(i - k)
-		prog = append(prog,
-			ranks.Instr{Op: ranks.OpSend, Phase: "all-gather", Fifo: sendF, N: sn, Srcs: src(out, slo), Dur: 0, Peer: c.Group[next]},
-			ranks.Instr{Op: ranks.OpRecv, Phase: "all-gather", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Dur: step, Peer: c.Group[prev]})
+	return g.segLo[s], g.segLo[s+1] - g.segLo[s]
+}
+
+func (g *ringGen) At(pc int, in *ranks.Instr) {
+	srcs := in.Srcs[:0]
+	if pc == 0 {
+		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "copy-in", Dst: g.out, N: g.chunks, Srcs: append(srcs, ranks.Src{Buf: g.in, Coef: 1}), Dur: g.copyDur}
+		return
 	}
-	return prog
+	j := pc - 1
+	k, recv := j>>1, j&1 == 1
+	gather := k >= g.n-1
+	if gather {
+		k -= g.n - 1
+	}
+	phase, base := "reduce-scatter", g.i-k // step k sends segment base, receives base-1
+	if gather {
+		phase, base = "all-gather", g.i+1-k
+	}
+	if !recv {
+		lo, cnt := g.seg(base)
+		*in = ranks.Instr{Op: ranks.OpSend, Phase: phase, Fifo: g.sendF, N: cnt, Srcs: append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}), Peer: g.peerNext}
+		return
+	}
+	lo, cnt := g.seg(base - 1)
+	*in = ranks.Instr{Op: ranks.OpRecv, Phase: phase, Fifo: g.recvF, Dst: g.out, DstLo: lo, N: cnt, Dur: g.stepDur, Peer: g.peerPrev}
+	if !gather {
+		in.Srcs = append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}) // reduce into what is there
+	}
 }

@@ -198,6 +198,12 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32) []bool {
 						last = k
 					}
 				}
+				if g := op.Kernel.Gen; g != nil {
+					for _, b := range g.Buffers() {
+						visit(b)
+					}
+					continue
+				}
 				for i := range op.Kernel.Instrs {
 					in := &op.Kernel.Instrs[i]
 					for _, s := range in.Srcs {

@@ -105,14 +105,14 @@ func (w *World) NextStep(a int32) Step {
 	for _, d := range t.deps {
 		st.Deps = append(st.Deps, w.taskActor(w.tasks[d]))
 	}
-	var instrs []Instr
-	if t.op != nil && t.op.Kind == Launch {
-		instrs = t.op.Kernel.Instrs
-	}
-	if t.pc >= len(instrs) {
+	if t.op == nil || t.op.Kind != Launch || t.pc >= t.op.Kernel.Len() {
 		return st
 	}
-	in := &instrs[t.pc]
+	var scratch *Instr
+	if t.op.Kernel.Gen != nil {
+		scratch = new(Instr) // a Step may outlive the task's own scratch
+	}
+	in := t.op.Kernel.At(t.pc, scratch)
 	st.Kind, st.Instr = StepInstr, in
 	switch in.Op {
 	case OpPut:

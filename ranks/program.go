@@ -40,6 +40,13 @@ func (k HostOpKind) String() string {
 type KernelSpec struct {
 	Name   string
 	Instrs []Instr
+	// Gen, when set, generates the instructions on demand instead of Instrs
+	// listing them (leave Instrs nil). A 512-rank ring all-reduce has 2,045
+	// micro-ops per rank that differ only in segment offsets; generating
+	// them keeps a large world from holding a million instruction structs.
+	// Read a kernel's instructions through [KernelSpec.Len] and
+	// [KernelSpec.At], or [KernelSpec.Expand].
+	Gen InstrGen
 	// Coll is set for a collective call: the instance name that ghost data
 	// carries ("L0.shared_ar"). Calls with the same name on different ranks
 	// are the same collective.
@@ -64,6 +71,47 @@ type KernelSpec struct {
 	// CUDA does not guarantee that kernels of different streams are
 	// co-resident, so the model takes the worst case.
 	Exclusive string
+}
+
+// InstrGen generates a kernel's instructions.
+type InstrGen interface {
+	// Len is the number of instructions.
+	Len() int
+	// At sets *in to instruction pc (0 <= pc < Len). It may reuse the
+	// slices already in *in, so the caller owns in and must not share it.
+	At(pc int, in *Instr)
+	// Buffers lists every buffer the instructions read or write.
+	Buffers() []*Buffer
+}
+
+// Len is the number of instructions of k.
+func (k *KernelSpec) Len() int {
+	if k.Gen != nil {
+		return k.Gen.Len()
+	}
+	return len(k.Instrs)
+}
+
+// At returns instruction pc of k: a pointer into Instrs, or scratch filled
+// in by the generator.
+func (k *KernelSpec) At(pc int, scratch *Instr) *Instr {
+	if k.Gen != nil {
+		k.Gen.At(pc, scratch)
+		return scratch
+	}
+	return &k.Instrs[pc]
+}
+
+// Expand returns k's instructions as a list (generated ones are copied out).
+func (k *KernelSpec) Expand() []Instr {
+	if k.Gen == nil {
+		return k.Instrs
+	}
+	out := make([]Instr, k.Gen.Len())
+	for i := range out {
+		k.Gen.At(i, &out[i])
+	}
+	return out
 }
 
 // HostOp is one step of a rank's host program.

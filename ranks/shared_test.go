@@ -47,7 +47,6 @@ func TestPropSharedLaneFilterLosesNoRace(t *testing.T) {
 		}
 		var ks []kern
 		n := rapid.IntRange(2, 12).Draw(t, "kernels")
-		type msgPlan struct{ from, fs, to, ts int }
 		for range n {
 			r := rapid.IntRange(0, nr-1).Draw(t, "rank")
 			s := rapid.IntRange(0, 1).Draw(t, "stream")

@@ -92,6 +92,7 @@ type task struct {
 	pc        int
 	blockedOn string
 	blockIn   *Instr     // the micro-op t is blocked on (reason formatted lazily)
+	scratch   *Instr     // the current micro-op of a generated kernel (KernelSpec.Gen)
 	blockWho  []blockRef // for hang analysis
 	start     sim.Time
 	end       sim.Time
@@ -404,15 +405,11 @@ func (w *World) stepTaskOnce(t *task) bool {
 			w.acquireVC(t.lane, w.tasks[d].done)
 		}
 	}
-	var instrs []Instr
-	if t.op != nil && t.op.Kind == Launch {
-		instrs = t.op.Kernel.Instrs
-	}
-	if t.pc >= len(instrs) {
+	in := t.instr()
+	if in == nil {
 		w.complete(t)
 		return false
 	}
-	in := &instrs[t.pc]
 	w.notePhase(t, in, now)
 	if !w.exec(t, in) {
 		t.state = blocked
@@ -430,6 +427,29 @@ func (w *World) stepTaskOnce(t *task) bool {
 	}
 	w.eng.Schedule(at, key, actor)
 	return false
+}
+
+// instr returns t's current micro-op, or nil when it has run them all.
+func (t *task) instr() *Instr {
+	if t.op == nil || t.op.Kind != Launch {
+		return nil
+	}
+	k := t.op.Kernel
+	if k.Gen == nil {
+		if t.pc >= len(k.Instrs) {
+			return nil
+		}
+		return &k.Instrs[t.pc]
+	}
+	if t.pc >= k.Gen.Len() {
+		t.scratch = nil
+		return nil
+	}
+	if t.scratch == nil {
+		t.scratch = new(Instr)
+	}
+	k.Gen.At(t.pc, t.scratch)
+	return t.scratch
 }
 
 func (w *World) complete(t *task) {

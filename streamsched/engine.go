@@ -310,7 +310,7 @@ func LowerEngines(w *ranks.World, g *Graph, p *Partition, cfg EngineLowerConfig)
 				if err != nil {
 					return nil, err
 				}
-				k.Instrs = append(k.Instrs, ok.Instrs...)
+				k.Instrs = append(k.Instrs, ok.Expand()...)
 				if k.OrderKey == "" {
 					k.OrderKey, k.Exclusive = ok.OrderKey, ok.Exclusive
 				}

@@ -1,0 +1,79 @@
+package collectives
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+)
+
+// ringList is the ring all-reduce written out as a list, the way it was
+// before its micro-ops were generated: the reference the generator must
+// reproduce instruction for instruction.
+func ringList(c *Comm, i int, in, out *ranks.Buffer) []ranks.Instr {
+	n := len(c.Group)
+	C := c.chunks
+	hw := c.HW
+	next, prev := (i+1)%n, (i-1+n)%n
+	seg := func(s int) (lo, cnt int) {
+		s = ((s % n) + n) % n
+		lo = s * C / n
+		return lo, (s+1)*C/n - lo
+	}
+	step := hw.StepLat + ranks.Bytes(in.Bytes/int64(n), hw.NVLink)
+	prog := []ranks.Instr{{Op: ranks.OpCompute, Phase: "copy-in", Dst: out, N: C, Srcs: []ranks.Src{{Buf: in, Coef: 1}},
+		Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)}}
+	if n == 1 {
+		return prog
+	}
+	sendF, recvF := c.fifo(c.Group[i], c.Group[next]), c.fifo(c.Group[prev], c.Group[i])
+	for k := 0; k < n-1; k++ {
+		slo, sn := seg(i - k)
+		rlo, rn := seg(i - k - 1)
+		prog = append(prog,
+			ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: sn, Srcs: []ranks.Src{{Buf: out, Lo: slo, Coef: 1}}, Peer: c.Group[next]},
+			ranks.Instr{Op: ranks.OpRecv, Phase: "reduce-scatter", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Srcs: []ranks.Src{{Buf: out, Lo: rlo, Coef: 1}}, Dur: step, Peer: c.Group[prev]})
+	}
+	for k := 0; k < n-1; k++ {
+		slo, sn := seg(i + 1 - k)
+		rlo, rn := seg(i - k)
+		prog = append(prog,
+			ranks.Instr{Op: ranks.OpSend, Phase: "all-gather", Fifo: sendF, N: sn, Srcs: []ranks.Src{{Buf: out, Lo: slo, Coef: 1}}, Peer: c.Group[next]},
+			ranks.Instr{Op: ranks.OpRecv, Phase: "all-gather", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Dur: step, Peer: c.Group[prev]})
+	}
+	return prog
+}
+
+// The generated ring equals the written-out one for every rank of rings of
+// 1 to 9 ranks with more, as many and fewer chunks than ranks, whether the
+// scratch instruction is fresh or reused (its Srcs slice is recycled).
+func TestRingGenMatchesList(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		for _, chunks := range []int{1, n, 3 * n} {
+			t.Run(fmt.Sprintf("n=%d/chunks=%d", n, chunks), func(t *testing.T) {
+				w := ranks.NewWorld(n+1, ranks.Config{}, sim.NewEngine(sim.Timed, nil))
+				group := make([]int, n)
+				for r := range group {
+					group[r] = (r*5 + 1) % (n + 1) // not the identity
+				}
+				c := NewComm(w, "g", group, SharedWorkspace, ranks.Profiles["h100"], chunks)
+				for i := range n {
+					in := w.Alloc(group[i], "in", 4096, chunks)
+					out := w.Alloc(group[i], "out", 4096, chunks)
+					want := ringList(c, i, in, out)
+					k := &ranks.KernelSpec{Gen: c.ring(i, in, out)}
+					require.Equal(t, len(want), k.Len())
+					var reused ranks.Instr
+					for pc := range want {
+						require.Equal(t, want[pc], *k.At(pc, new(ranks.Instr)), "pc %d", pc)
+						require.Equal(t, want[pc], *k.At(pc, &reused), "pc %d (reused scratch)", pc)
+					}
+					require.Equal(t, want, k.Expand())
+				}
+			})
+		}
+	}
+}
