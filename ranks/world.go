@@ -49,6 +49,7 @@ type World struct {
 	hosts []host
 
 	findings []Finding
+	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
 	counts   map[string]int
 	dedupe   map[dedupeKey]bool
 	raceSeen map[raceKey]bool
@@ -259,6 +260,7 @@ func (w *World) Run() (*Result, error) {
 		res.Hung = true
 		w.report(*hang)
 	}
+	w.formatPending()
 	res.Findings = w.findings
 	res.TraceHash = w.eng.TraceHash()
 	res.StepTime = res.End - res.Start
