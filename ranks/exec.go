@@ -43,13 +43,22 @@ func (w *World) exec(t *task, in *Instr) bool {
 			var v Value
 			for _, s := range in.Srcs {
 				x := w.read(t, s.Buf, s.Lo+i)
-				if s.Coef != 1 {
-					x = scale(x, s.Coef)
+				if in.Fresh {
+					// A computation: its result is a new source, so the
+					// operands' provenance is not needed, only the number.
+					if s.Coef != 1 {
+						x.N = scaleN(x.N, s.Coef)
+					}
+					v.N = addMod(v.N, x.N)
+					continue
 				}
-				v = Add(v, x)
+				if s.Coef != 1 {
+					x = w.scale(x, s.Coef)
+				}
+				v = w.add(v, x)
 			}
 			if in.Fresh {
-				v.P = Fresh(w.srcOf(in.Dst, in.DstLo+i))
+				v.P = w.newProv(Prov{kind: provLeaf, src: w.srcOf(in.Dst, in.DstLo+i), coef: 1})
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
@@ -128,15 +137,21 @@ func (w *World) exec(t *task, in *Instr) bool {
 	return true
 }
 
-func scale(v Value, c int64) Value {
+// scale returns c·v, its provenance node from w's slab.
+func (w *World) scale(v Value, c int64) Value {
+	if v.P == nil {
+		return Value{N: scaleN(v.N, c)}
+	}
+	return Value{N: scaleN(v.N, c), P: w.newProv(Prov{kind: provScale, coef: c, a: v.P})}
+}
+
+// scaleN returns c·n modulo Modulus.
+func scaleN(n uint64, c int64) uint64 {
 	cm := uint64(c % int64(Modulus))
 	if c < 0 {
 		cm = Modulus - uint64(-c%int64(Modulus))
 	}
-	if v.P == nil {
-		return Value{N: mulMod(v.N, cm)}
-	}
-	return Value{N: mulMod(v.N, cm), P: &Prov{kind: provScale, coef: c, a: v.P}}
+	return mulMod(n, cm)
 }
 
 // blockOn parks t on a waiter list while micro-op in cannot proceed; the

@@ -45,8 +45,10 @@ type World struct {
 	snap     []*VC   // per lane: the last snapshot handed out (immutable)
 	dirty    []bool  // per lane: accessed or acquired since snap
 
-	tasks []*task
-	hosts []host
+	tasks    []*task
+	taskSlab []task // where the next tasks are allocated (allocTask)
+	provs    []Prov // where the next provenance nodes are allocated (value.go)
+	hosts    []host
 
 	findings []Finding
 	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
@@ -330,7 +332,7 @@ func (w *World) stepHost(r int) {
 		}
 	}
 	// A join task completes when the whole replay has.
-	join := &task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}}
+	join := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}})
 	w.tasks = append(w.tasks, join)
 	for _, t := range ts {
 		w.addDep(join, t.id)
@@ -348,7 +350,7 @@ func (w *World) stepHost(r int) {
 
 func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *task {
 	op := &p.Ops[n.op]
-	t := &task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay}}
+	t := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay}})
 	if op.Kind == Launch && op.Kernel.Coll != "" {
 		t.inst.Call = w.callID[op.Kernel.Coll]
 	}
@@ -357,6 +359,18 @@ func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *
 		w.addDep(t, base[d])
 	}
 	return t
+}
+
+// allocTask returns a new task t, allocated with others in a slab (a run
+// makes hundreds; one allocation each was a large part of its allocations).
+func (w *World) allocTask(t task) *task {
+	if len(w.taskSlab) == 0 {
+		w.taskSlab = make([]task, 64)
+	}
+	p := &w.taskSlab[0]
+	*p = t
+	w.taskSlab = w.taskSlab[1:]
+	return p
 }
 
 func (w *World) addDep(t *task, dep int32) {
