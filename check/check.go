@@ -46,6 +46,10 @@ type Reference struct {
 	built *scenarios.Built
 	err   error
 	extra *extraRefs // unsharded model, eager path (family.go)
+
+	sc   *scenarios.Scenario
+	cfg  scenarios.Config
+	tmpl template // the config's program, for every schedule (instance.go)
 }
 
 // NewReference builds and runs the reference program of cfg.
@@ -58,7 +62,7 @@ func NewReference(sc *scenarios.Scenario, cfg scenarios.Config) (*Reference, err
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	ref := &Reference{built: b}
+	ref := &Reference{built: b, sc: sc, cfg: cfg}
 	if ref.extra, err = newExtraRefs(sc, cfg); err != nil {
 		return nil, err
 	}
@@ -97,7 +101,7 @@ func (o *Outcome) Explain() {
 // Corruption messages get the provenance of their values only when
 // [Outcome.Explain] is called.
 func RunSchedule(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser) (*Outcome, error) {
-	b, err := sc.Build(cfg, scenarios.BuildOptions{}, sim.NewEngine(mode, ch))
+	b, err := ref.Build(sc, cfg, sim.NewEngine(mode, ch))
 	if err != nil {
 		return nil, err
 	}

@@ -200,7 +200,22 @@ type ringGen struct {
 	segLo              []int // shared by the communicator's ranks
 }
 
-func (g *ringGen) Buffers() []*ranks.Buffer { return []*ranks.Buffer{g.in, g.out} }
+func (g *ringGen) Refs() ranks.Refs {
+	r := ranks.Refs{Buffers: []*ranks.Buffer{g.in, g.out}}
+	if g.n > 1 {
+		r.Fifos = []*ranks.Fifo{g.sendF, g.recvF}
+	}
+	return r
+}
+
+func (g *ringGen) Rebind(m ranks.Rebinding) ranks.InstrGen {
+	c := *g
+	c.in, c.out = m.Buffer(g.in), m.Buffer(g.out)
+	if g.n > 1 {
+		c.sendF, c.recvF = m.Fifo(g.sendF), m.Fifo(g.recvF)
+	}
+	return &c
+}
 
 func (g *ringGen) Len() int {
 	if g.n == 1 {

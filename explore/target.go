@@ -143,7 +143,7 @@ var kindOrder = []string{check.Hang, check.Dropped, check.Corruption, check.Mism
 func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
 	rec := &sim.Recorder{Inner: ch}
 	eng := sim.NewEngine(mode, rec)
-	b, err := t.Scenario.Build(t.Config, scenarios.BuildOptions{}, eng)
+	b, err := t.ref.Build(t.Scenario, t.Config, eng) // a copy of the config's template
 	if err != nil {
 		return nil, err
 	}

@@ -199,7 +199,7 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32) []bool {
 					}
 				}
 				if g := op.Kernel.Gen; g != nil {
-					for _, b := range g.Buffers() {
+					for _, b := range g.Refs().Buffers {
 						visit(b)
 					}
 					continue

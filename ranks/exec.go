@@ -43,13 +43,22 @@ func (w *World) exec(t *task, in *Instr) bool {
 			var v Value
 			for _, s := range in.Srcs {
 				x := w.read(t, s.Buf, s.Lo+i)
-				if s.Coef != 1 {
-					x = scale(x, s.Coef)
+				if in.Fresh {
+					// A computation: its result is a new source, so the
+					// operands' provenance is not needed, only the number.
+					if s.Coef != 1 {
+						x.N = scaleN(x.N, s.Coef)
+					}
+					v.N = addMod(v.N, x.N)
+					continue
 				}
-				v = Add(v, x)
+				if s.Coef != 1 {
+					x = w.scale(x, s.Coef)
+				}
+				v = w.add(v, x)
 			}
 			if in.Fresh {
-				v.P = Fresh(w.srcOf(in.Dst, in.DstLo+i))
+				v.P = w.newProv(Prov{kind: provLeaf, src: w.srcOf(in.Dst, in.DstLo+i), coef: 1})
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
@@ -73,9 +82,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 		s.val = 0
 		w.acquireVC(t.lane, s.vc)
 		if s.inst != t.inst {
-			w.mismatch(t, s.by, s.inst, fmt.Sprintf("signal pad %q on rank %d, slot %d", in.Pad.Name, in.Pad.Rank, in.Slot))
+			w.mismatchPad(t, s.by, s.inst, in.Pad, in.Slot)
 		} else if s.sig != t.sig() {
-			w.sigMismatch(t, s.by, s.sig, fmt.Sprintf("signal pad %q on rank %d, slot %d", in.Pad.Name, in.Pad.Rank, in.Slot))
+			w.sigMismatch(t, s.by, s.sig, padResource(in.Pad, in.Slot))
 		}
 		w.noteSignal(t, s, in)
 		w.eng.Mix(0x57, uint64(in.Pad.Rank), uint64(in.Slot), uint64(s.by))
@@ -134,15 +143,21 @@ func (w *World) exec(t *task, in *Instr) bool {
 	return true
 }
 
-func scale(v Value, c int64) Value {
+// scale returns c·v, its provenance node from w's slab.
+func (w *World) scale(v Value, c int64) Value {
+	if v.P == nil {
+		return Value{N: scaleN(v.N, c)}
+	}
+	return Value{N: scaleN(v.N, c), P: w.newProv(Prov{kind: provScale, coef: c, a: v.P})}
+}
+
+// scaleN returns c·n modulo Modulus.
+func scaleN(n uint64, c int64) uint64 {
 	cm := uint64(c % int64(Modulus))
 	if c < 0 {
 		cm = Modulus - uint64(-c%int64(Modulus))
 	}
-	if v.P == nil {
-		return Value{N: mulMod(v.N, cm)}
-	}
-	return Value{N: mulMod(v.N, cm), P: &Prov{kind: provScale, coef: c, a: v.P}}
+	return mulMod(n, cm)
 }
 
 // blockOn parks t on a waiter list while micro-op in cannot proceed; the
@@ -256,34 +271,41 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	}
 	w.dedupe[key] = true
 	w.noteTasks(other, t.id)
-	w.report(Finding{
-		Kind: KindRace,
-		Message: fmt.Sprintf("unordered %s/%s on %s chunk %d: %s on rank %d stream %s and %s on rank %d stream %s are not ordered by happens-before",
-			prev, cur, b.Describe(), c, a, o.rank, w.streamName(other), bn, t.rank, w.streamName(t.id)),
-		Ranks:    uniqInts(o.rank, t.rank),
-		Ops:      []string{a, bn},
-		Streams:  []string{w.streamName(other), w.streamName(t.id)},
-		Resource: b.Describe(),
-	})
+	w.reportPending(Finding{
+		Kind:    KindRace,
+		Ranks:   uniqInts(o.rank, t.rank),
+		Ops:     []string{a, bn},
+		Streams: []string{w.streamName(other), w.streamName(t.id)},
+	}, pendingMsg{kind: pendingRace, t: t.id, other: other, buf: b, chunk: c, prev: prev, cur: cur})
 }
 
 func (w *World) mismatch(t *task, by int32, got Instance, res string) {
+	w.mismatchAt(t, by, got, res[:strings.IndexByte(res+" ", ' ')], pendingMsg{res: res})
+}
+
+// mismatchPad is mismatch through slot of signal pad p; the resource is
+// named only if the finding is new.
+func (w *World) mismatchPad(t *task, by int32, got Instance, p *SignalPad, slot int) {
+	w.mismatchAt(t, by, got, "signal", pendingMsg{pad: p, slot: slot})
+}
+
+// mismatchAt reports that t consumed data of instance got, produced by task
+// by, through the resource m names (resKind: the first word of its name).
+func (w *World) mismatchAt(t *task, by int32, got Instance, resKind string, m pendingMsg) {
 	o := w.tasks[by]
-	key := dedupeKey{kind: KindMismatch, res: res[:strings.IndexByte(res+" ", ' ')], a: w.callKey(t.inst), b: w.callKey(got), sa: w.streamName(t.id), sb: w.streamName(by)}
+	key := dedupeKey{kind: KindMismatch, res: resKind, a: w.callKey(t.inst), b: w.callKey(got), sa: w.streamName(t.id), sb: w.streamName(by)}
 	if w.dedupe[key] {
 		return
 	}
 	w.dedupe[key] = true
 	w.noteTasks(t.id, by)
-	w.report(Finding{
-		Kind: KindMismatch,
-		Message: fmt.Sprintf("%s on rank %d stream %s consumed data of another collective, %s from rank %d stream %s, through %s",
-			w.callName(t.inst), t.rank, w.streamName(t.id), w.callName(got), o.rank, w.streamName(by), res),
-		Ranks:    uniqInts(t.rank, o.rank),
-		Ops:      []string{w.taskName(t.id), w.taskName(by)},
-		Streams:  []string{w.streamName(t.id), w.streamName(by)},
-		Resource: res,
-	})
+	m.kind, m.t, m.other, m.got = pendingMismatch, t.id, by, got
+	w.reportPending(Finding{
+		Kind:    KindMismatch,
+		Ranks:   uniqInts(t.rank, o.rank),
+		Ops:     []string{w.taskName(t.id), w.taskName(by)},
+		Streams: []string{w.streamName(t.id), w.streamName(by)},
+	}, m)
 }
 
 // callKey is the interned call name of inst, or "" for a kernel that is no

@@ -80,8 +80,26 @@ type InstrGen interface {
 	// At sets *in to instruction pc (0 <= pc < Len). It may reuse the
 	// slices already in *in, so the caller owns in and must not share it.
 	At(pc int, in *Instr)
-	// Buffers lists every buffer the instructions read or write.
-	Buffers() []*Buffer
+	// Refs lists every buffer, FIFO and signal pad the instructions use.
+	Refs() Refs
+	// Rebind returns a copy of the generator whose instructions use the
+	// buffers, FIFOs and pads m gives for its own: the generator of a copied
+	// world ([Template]).
+	Rebind(m Rebinding) InstrGen
+}
+
+// Refs are the memory and connections a generated kernel uses.
+type Refs struct {
+	Buffers []*Buffer
+	Fifos   []*Fifo
+	Pads    []*SignalPad
+}
+
+// Rebinding maps a world's buffers, FIFOs and pads to another world's.
+type Rebinding struct {
+	Buffer func(*Buffer) *Buffer
+	Fifo   func(*Fifo) *Fifo
+	Pad    func(*SignalPad) *SignalPad
 }
 
 // Len is the number of instructions of k.

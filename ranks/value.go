@@ -79,6 +79,35 @@ func Add(a, b Value) Value {
 	return Value{N: addMod(a.N, b.N), P: &Prov{kind: provSum, a: a.P, b: b.P}}
 }
 
+// provSlab is how many provenance nodes a world allocates at once: a run
+// makes one per reduced or copied chunk, and one allocation per node was a
+// large part of its allocations. Nodes are immutable and never reused, so a
+// value kept after its run (an outcome explained later) stays valid; a slab
+// lives as long as any of its nodes.
+const provSlab = 256
+
+// newProv returns a new provenance node p from w's slab.
+func (w *World) newProv(p Prov) *Prov {
+	if len(w.provs) == 0 {
+		w.provs = make([]Prov, provSlab)
+	}
+	n := &w.provs[0]
+	*n = p
+	w.provs = w.provs[1:]
+	return n
+}
+
+// add is [Add] with the sum's node from w's slab.
+func (w *World) add(a, b Value) Value {
+	switch {
+	case a.P == nil:
+		return Value{N: addMod(a.N, b.N), P: b.P}
+	case b.P == nil:
+		return Value{N: addMod(a.N, b.N), P: a.P}
+	}
+	return Value{N: addMod(a.N, b.N), P: w.newProv(Prov{kind: provSum, a: a.P, b: b.P})}
+}
+
 // Terms flattens v's provenance into terms sorted by source, with equal
 // sources combined and zero coefficients dropped.
 func (v Value) Terms() []Term {

@@ -47,10 +47,13 @@ type World struct {
 	shared   []bool  // per lane: shares memory with another lane (clock.go)
 	noFilter bool    // tests: every lane counts as shared
 
-	tasks []*task
-	hosts []host
+	tasks    []*task
+	taskSlab []task // where the next tasks are allocated (allocTask)
+	provs    []Prov // where the next provenance nodes are allocated (value.go)
+	hosts    []host
 
 	findings []Finding
+	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
 	counts   map[string]int
 	dedupe   map[dedupeKey]bool
 	raceSeen map[raceKey]bool
@@ -268,6 +271,7 @@ func (w *World) Run() (*Result, error) {
 		res.Hung = true
 		w.report(*hang)
 	}
+	w.formatPending()
 	res.Findings = w.findings
 	res.TraceHash = w.eng.TraceHash()
 	res.StepTime = res.End - res.Start
@@ -337,7 +341,7 @@ func (w *World) stepHost(r int) {
 		}
 	}
 	// A join task completes when the whole replay has.
-	join := &task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}}
+	join := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}})
 	w.tasks = append(w.tasks, join)
 	for _, t := range ts {
 		w.addDep(join, t.id)
@@ -355,7 +359,7 @@ func (w *World) stepHost(r int) {
 
 func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *task {
 	op := &p.Ops[n.op]
-	t := &task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay}}
+	t := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay}})
 	if op.Kind == Launch && op.Kernel.Coll != "" {
 		t.inst.Call = w.callID[op.Kernel.Coll]
 	}
@@ -364,6 +368,18 @@ func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *
 		w.addDep(t, base[d])
 	}
 	return t
+}
+
+// allocTask returns a new task t, allocated with others in a slab (a run
+// makes hundreds; one allocation each was a large part of its allocations).
+func (w *World) allocTask(t task) *task {
+	if len(w.taskSlab) == 0 {
+		w.taskSlab = make([]task, 64)
+	}
+	p := &w.taskSlab[0]
+	*p = t
+	w.taskSlab = w.taskSlab[1:]
+	return p
 }
 
 func (w *World) addDep(t *task, dep int32) {

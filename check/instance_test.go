@@ -1,0 +1,106 @@
+package check_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
+)
+
+// A schedule run in a copy of the reference's template world (what
+// RunSchedule does) is the schedule run in a freshly built world: the same
+// trace hash, verdict, findings, step time and output values with their
+// provenance, for every built-in scenario and variant and random seeds. The
+// outcomes of earlier schedules are kept while later ones run and compared
+// last, so a copy that shared mutable state with another would show here.
+func TestTemplateRunEqualsFreshRun(t *testing.T) {
+	type target struct {
+		sc  *scenarios.Scenario
+		cfg scenarios.Config
+	}
+	var targets []target
+	for _, name := range scenarios.Names() {
+		sc, _ := scenarios.Lookup(name)
+		for _, v := range sc.Variants {
+			cfg, err := sc.VariantConfig(v, nil)
+			require.NoError(t, err)
+			targets = append(targets, target{sc, cfg})
+		}
+	}
+	// NCCL's ring kernels generate their micro-ops (ranks.InstrGen): a copy
+	// must rebind the generator to its own FIFOs and buffers.
+	tp8, _ := scenarios.Lookup("tp8-shared-expert")
+	for _, v := range []string{"buggy", "fixed"} {
+		vv, _ := tp8.Variant(v)
+		cfg, err := tp8.VariantConfig(vv, []string{"strategy=nccl", "tp=4"})
+		require.NoError(t, err)
+		targets = append(targets, target{tp8, cfg})
+	}
+	refs := map[int]*check.Reference{}
+	rapid.Check(t, func(t *rapid.T) {
+		i := rapid.IntRange(0, len(targets)-1).Draw(t, "target")
+		sc, cfg := targets[i].sc, targets[i].cfg
+		ref, ok := refs[i]
+		if !ok {
+			var err error
+			ref, err = check.NewReference(sc, cfg)
+			require.NoError(t, err)
+			refs[i] = ref
+		}
+		seeds := rapid.SliceOfN(rapid.Uint64(), 1, 4).Draw(t, "seeds")
+		kept := make([]*check.Outcome, len(seeds))
+		for k, seed := range seeds {
+			o, err := check.RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(seed, check.RandomPerMille))
+			require.NoError(t, err)
+			kept[k] = o
+		}
+		for k, seed := range seeds {
+			b, err := sc.Build(cfg, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, sim.NewRandom(seed, check.RandomPerMille)))
+			require.NoError(t, err)
+			fresh, err := check.RunBuilt(b, ref)
+			require.NoError(t, err)
+			got := kept[k]
+			got.Explain()
+			fresh.Explain()
+			require.Equal(t, fresh.TraceHash, got.TraceHash, "%s seed %d", sc.Name, seed)
+			require.Equal(t, fresh.Verdict, got.Verdict)
+			require.Equal(t, fresh.StepTime, got.StepTime)
+			require.Equal(t, fresh.Steps, got.Steps)
+			require.Equal(t, fresh.Findings, got.Findings)
+			require.Equal(t, fresh.Result.Counts, got.Result.Counts)
+			require.Equal(t, fresh.Built.Notes, got.Built.Notes)
+			fw, gw := fresh.Built.World, got.Built.World
+			require.NotSame(t, fw, gw)
+			require.Len(t, gw.Buffers(), len(fw.Buffers()))
+			for j, fb := range fw.Buffers() {
+				gb := gw.Buffers()[j]
+				require.Equal(t, fb.Name, gb.Name)
+				for c := range fb.Vals {
+					require.Equal(t, fb.Vals[c].N, gb.Vals[c].N, "%s[%d]", fb.Name, c)
+					require.Equal(t, fw.Srcs.Format(fb.Vals[c]), gw.Srcs.Format(gb.Vals[c]), "%s[%d]", fb.Name, c)
+				}
+			}
+		}
+	})
+}
+
+// Every built-in's world can serve as a template (otherwise its schedules
+// are built afresh, correct but slower).
+func TestBuiltinsAreTemplates(t *testing.T) {
+	for _, name := range scenarios.Names() {
+		sc, _ := scenarios.Lookup(name)
+		for _, v := range sc.Variants {
+			cfg, err := sc.VariantConfig(v, nil)
+			require.NoError(t, err)
+			b, err := sc.Build(cfg, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, nil))
+			require.NoError(t, err)
+			_, err = ranks.NewTemplate(b.World)
+			require.NoError(t, err, "%s/%s", name, v.Name)
+		}
+	}
+}

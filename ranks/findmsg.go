@@ -1,0 +1,89 @@
+package ranks
+
+import "fmt"
+
+// Race and mismatch findings are detected on the hot path of every schedule,
+// but their messages are read only once the run has ended (and most
+// schedules of an exploration are judged by kind alone). A finding is
+// therefore reported with what its message is made of (a pendingMsg), and
+// [World.Run] formats every message before it hands the findings out, so
+// Result.Findings reads exactly as if each had been formatted on detection.
+// With Config.Timeline the message is formatted at once: the finding's Mark
+// carries it.
+
+type pendingKind uint8
+
+const (
+	pendingRace pendingKind = iota
+	pendingMismatch
+)
+
+// pendingMsg is the message and resource of finding w.findings[idx], not yet
+// formatted. Everything it names is fixed when the finding is reported (task
+// ids, a buffer, a call instance), so formatting later gives the same text.
+type pendingMsg struct {
+	idx  int
+	kind pendingKind
+	// the reporting task and the other task (race: the earlier access;
+	// mismatch: the producer of the consumed data)
+	t, other int32
+	// race: the buffer and chunk, and the access kinds
+	buf       *Buffer
+	chunk     int
+	prev, cur string
+	// mismatch: the instance the producer belongs to, and the resource it
+	// went through: res, or when empty slot of pad
+	got  Instance
+	res  string
+	pad  *SignalPad
+	slot int
+}
+
+// format returns the finding's message and resource.
+func (m *pendingMsg) format(w *World) (msg, res string) {
+	t, o := w.tasks[m.t], w.tasks[m.other]
+	switch m.kind {
+	case pendingRace:
+		res = m.buf.Describe()
+		msg = fmt.Sprintf("unordered %s/%s on %s chunk %d: %s on rank %d stream %s and %s on rank %d stream %s are not ordered by happens-before",
+			m.prev, m.cur, res, m.chunk, w.taskName(m.other), o.rank, w.streamName(m.other), w.taskName(m.t), t.rank, w.streamName(m.t))
+	case pendingMismatch:
+		res = m.res
+		if m.pad != nil {
+			res = padResource(m.pad, m.slot)
+		}
+		msg = fmt.Sprintf("%s on rank %d stream %s consumed data of another collective, %s from rank %d stream %s, through %s",
+			w.callName(t.inst), t.rank, w.streamName(m.t), w.callName(m.got), o.rank, w.streamName(m.other), res)
+	}
+	return msg, res
+}
+
+// padResource names slot of a signal pad as a finding's resource.
+func padResource(p *SignalPad, slot int) string {
+	return fmt.Sprintf("signal pad %q on rank %d, slot %d", p.Name, p.Rank, slot)
+}
+
+// reportPending reports f, whose Message and Resource m gives.
+func (w *World) reportPending(f Finding, m pendingMsg) {
+	if w.cfg.Timeline {
+		f.Message, f.Resource = m.format(w)
+		w.report(f)
+		return
+	}
+	n := len(w.findings)
+	w.report(f)
+	if len(w.findings) > n { // kept (under the cap)
+		m.idx = n
+		w.pending = append(w.pending, m)
+	}
+}
+
+// formatPending fills in the messages of the findings reported so far.
+func (w *World) formatPending() {
+	for i := range w.pending {
+		m := &w.pending[i]
+		f := &w.findings[m.idx]
+		f.Message, f.Resource = m.format(w)
+	}
+	w.pending = w.pending[:0]
+}

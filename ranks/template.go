@@ -1,0 +1,323 @@
+package ranks
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/collsim/collsim/sim"
+)
+
+// Template is a built world that never runs, from which identical fresh
+// worlds are made ([Template.Instantiate]) for the schedules of one config.
+// Exploring a config runs the same program thousands of times, and building
+// it (the op graph, lowering, collective kernels, names and signatures)
+// costs about as much as a quarter of the run; an instance copies the
+// template's memory, signal pads, FIFOs and programs in a few slab
+// allocations instead.
+//
+// An instance shares nothing that a run mutates with the template or with
+// other instances: buffers, value chunks and their shadows, signal pads,
+// FIFOs, symmetric buffers, caching-allocator blocks, kernels and their
+// micro-ops are all new. Only what no run ever writes is shared: names,
+// stream and event lists, groups, value provenance (immutable) and
+// allocator logs. A world kept by an earlier schedule (an outcome to
+// explain later) is therefore never touched by a later one.
+//
+// A template is read-only once made; Instantiate may be called from several
+// goroutines at once.
+type Template struct {
+	w *World
+
+	pads     []*SignalPad
+	fifos    []*Fifo
+	syms     []*Symmetric
+	blocks   []*Block
+	kernels  []*KernelSpec
+	bufSym   []int32   // per buffer: index into syms, or -1
+	bufBlock []int32   // per buffer: index into blocks, or -1
+	symPads  [][]int32 // per symmetric buffer: its pads, as indexes into pads
+	// per micro-op of kernels, in order: its pad and FIFO (-1: none)
+	instrPad, instrFifo  []int32
+	fifoIx               map[*Fifo]int32      // read-only once made
+	padIx                map[*SignalPad]int32 // read-only once made
+	opKernel             [][]int32            // per rank and op: index into kernels, or -1
+	nVals, nSlots, nSrcs int
+}
+
+// ErrNotTemplate is returned by [NewTemplate] for a world it cannot copy
+// faithfully; the caller builds each world afresh instead.
+var ErrNotTemplate = errors.New("ranks: world cannot serve as a template")
+
+// NewTemplate makes a template of w, a world that has been built (memory
+// allocated and initialised, programs set) and has not run. w must not be
+// used afterwards except through the template.
+func NewTemplate(w *World) (*Template, error) {
+	if w.ran {
+		return nil, fmt.Errorf("%w: it has already run", ErrNotTemplate)
+	}
+	t := &Template{w: w, bufSym: make([]int32, len(w.bufs)), bufBlock: make([]int32, len(w.bufs))}
+	padIx := map[*SignalPad]int32{}
+	pad := func(p *SignalPad) int32 {
+		if p == nil {
+			return -1
+		}
+		i, ok := padIx[p]
+		if !ok {
+			i = int32(len(t.pads))
+			padIx[p] = i
+			t.pads = append(t.pads, p)
+			t.nSlots += len(p.Slots)
+		}
+		return i
+	}
+	own := func(b *Buffer) bool { return b == nil || (int(b.id) < len(w.bufs) && w.bufs[b.id] == b) }
+	symIx := map[*Symmetric]int32{}
+	blockIx := map[*Block]int32{}
+	for i, b := range w.bufs {
+		if int(b.id) != i {
+			return nil, fmt.Errorf("%w: buffer %q is not at its id", ErrNotTemplate, b.Name)
+		}
+		t.bufSym[i], t.bufBlock[i] = -1, -1
+		if s := b.Sym; s != nil {
+			j, ok := symIx[s]
+			if !ok {
+				j = int32(len(t.syms))
+				symIx[s] = j
+				t.syms = append(t.syms, s)
+				ps := make([]int32, len(s.Pads))
+				for k, p := range s.Pads {
+					ps[k] = pad(p)
+				}
+				t.symPads = append(t.symPads, ps)
+				for _, sb := range s.Bufs {
+					if !own(sb) {
+						return nil, fmt.Errorf("%w: symmetric buffer %q has a copy outside the world", ErrNotTemplate, s.Name)
+					}
+				}
+			}
+			t.bufSym[i] = j
+		}
+		if blk := b.Block; blk != nil {
+			// A tensor of a caching allocator aliases a prefix of its block.
+			if len(b.Vals) == 0 || len(b.Vals) > len(blk.vals) || &b.Vals[0] != &blk.vals[0] || &b.sh[0] != &blk.sh[0] {
+				return nil, fmt.Errorf("%w: tensor %q does not start its block", ErrNotTemplate, b.Name)
+			}
+			j, ok := blockIx[blk]
+			if !ok {
+				j = int32(len(t.blocks))
+				blockIx[blk] = j
+				t.blocks = append(t.blocks, blk)
+			}
+			t.bufBlock[i] = j
+		} else {
+			t.nVals += len(b.Vals)
+		}
+	}
+	fifoIx := map[*Fifo]int32{}
+	kernIx := map[*KernelSpec]int32{}
+	t.opKernel = make([][]int32, len(w.progs))
+	for r, p := range w.progs {
+		if p == nil {
+			continue
+		}
+		ks := make([]int32, len(p.Ops))
+		for j, op := range p.Ops {
+			ks[j] = -1
+			k := op.Kernel
+			if k == nil {
+				continue
+			}
+			ki, ok := kernIx[k]
+			if !ok {
+				ki = int32(len(t.kernels))
+				kernIx[k] = ki
+				t.kernels = append(t.kernels, k)
+				if k.Gen != nil {
+					refs := k.Gen.Refs()
+					for _, b := range refs.Buffers {
+						if !own(b) {
+							return nil, fmt.Errorf("%w: kernel %q uses a buffer outside the world", ErrNotTemplate, k.Name)
+						}
+					}
+					for _, f := range refs.Fifos {
+						if _, ok := fifoIx[f]; !ok {
+							fifoIx[f] = int32(len(t.fifos))
+							t.fifos = append(t.fifos, f)
+						}
+					}
+					for _, p := range refs.Pads {
+						pad(p)
+					}
+				}
+				for _, in := range k.Instrs {
+					if !own(in.Dst) {
+						return nil, fmt.Errorf("%w: kernel %q writes a buffer outside the world", ErrNotTemplate, k.Name)
+					}
+					for _, s := range in.Srcs {
+						if !own(s.Buf) {
+							return nil, fmt.Errorf("%w: kernel %q reads a buffer outside the world", ErrNotTemplate, k.Name)
+						}
+					}
+					t.nSrcs += len(in.Srcs)
+					t.instrPad = append(t.instrPad, pad(in.Pad))
+					fi := int32(-1)
+					if f := in.Fifo; f != nil {
+						var ok bool
+						if fi, ok = fifoIx[f]; !ok {
+							fi = int32(len(t.fifos))
+							fifoIx[f] = fi
+							t.fifos = append(t.fifos, f)
+						}
+					}
+					t.instrFifo = append(t.instrFifo, fi)
+				}
+			}
+			ks[j] = ki
+		}
+		t.opKernel[r] = ks
+	}
+	t.fifoIx, t.padIx = fifoIx, padIx
+	return t, nil
+}
+
+// Instantiate returns a new world, ready to run on eng, that is a copy of
+// the template's: the same configuration, memory contents, buffer ids and
+// programs, with nothing a run mutates in common with any other world.
+func (t *Template) Instantiate(eng *sim.Engine) *World {
+	w := t.w
+	nw := &World{
+		cfg: w.cfg, eng: eng, N: w.N,
+		progs:  make([]*Program, len(w.progs)),
+		callID: map[string]int32{},
+		counts: map[string]int{},
+		dedupe: map[dedupeKey]bool{},
+	}
+	nw.Srcs.bufs = &nw.bufs
+
+	// Memory: buffers, then what they point to.
+	blocks := make([]Block, len(t.blocks))
+	for i, b := range t.blocks {
+		blocks[i] = *b
+		blocks[i].vals = append([]Value(nil), b.vals...)
+		blocks[i].sh = freshShadows(make([]shadow, len(b.sh)))
+	}
+	bufs := make([]Buffer, len(w.bufs))
+	vals := make([]Value, t.nVals)
+	sh := freshShadows(make([]shadow, t.nVals))
+	nw.bufs = make([]*Buffer, len(w.bufs))
+	for i, b := range w.bufs {
+		nb := &bufs[i]
+		*nb = *b
+		n := len(b.Vals)
+		if j := t.bufBlock[i]; j >= 0 {
+			blk := &blocks[j]
+			nb.Block, nb.Vals, nb.sh = blk, blk.vals[:n:n], blk.sh[:n:n]
+		} else {
+			nb.Vals, nb.sh = vals[:n:n], sh[:n:n]
+			copy(nb.Vals, b.Vals)
+			vals, sh = vals[n:], sh[n:]
+		}
+		nw.bufs[i] = nb
+	}
+	pads := make([]SignalPad, len(t.pads))
+	slots := make([]sigSlot, t.nSlots)
+	for i, p := range t.pads {
+		n := len(p.Slots)
+		pads[i] = SignalPad{Name: p.Name, Rank: p.Rank, Slots: slots[:n:n]}
+		slots = slots[n:]
+	}
+	syms := make([]Symmetric, len(t.syms))
+	for i, s := range t.syms {
+		ns := &syms[i]
+		ns.Name, ns.Group = s.Name, s.Group
+		ns.Bufs = make([]*Buffer, len(s.Bufs))
+		for k, b := range s.Bufs {
+			ns.Bufs[k] = nw.bufs[b.id]
+		}
+		ns.Pads = make([]*SignalPad, len(s.Pads))
+		for k, p := range t.symPads[i] {
+			ns.Pads[k] = &pads[p]
+		}
+	}
+	for i, j := range t.bufSym {
+		if j >= 0 {
+			bufs[i].Sym = &syms[j]
+		}
+	}
+	fifos := make([]Fifo, len(t.fifos))
+	for i, f := range t.fifos {
+		fifos[i] = Fifo{Name: f.Name, Src: f.Src, Dst: f.Dst, Cap: f.Cap}
+	}
+
+	// Programs: kernels with their micro-ops pointing at the new memory.
+	ks := make([]KernelSpec, len(t.kernels))
+	instrs := make([]Instr, len(t.instrPad))
+	srcs := make([]Src, t.nSrcs)
+	x := 0 // micro-op index over every kernel
+	for i, k := range t.kernels {
+		ks[i] = *k
+		n := len(k.Instrs)
+		ins := instrs[:n:n]
+		instrs = instrs[n:]
+		copy(ins, k.Instrs)
+		for j := range ins {
+			in := &ins[j]
+			if in.Dst != nil {
+				in.Dst = nw.bufs[in.Dst.id]
+			}
+			if m := len(in.Srcs); m > 0 {
+				ss := srcs[:m:m]
+				srcs = srcs[m:]
+				copy(ss, in.Srcs)
+				for s := range ss {
+					if b := ss[s].Buf; b != nil {
+						ss[s].Buf = nw.bufs[b.id]
+					}
+				}
+				in.Srcs = ss
+			}
+			if p := t.instrPad[x]; p >= 0 {
+				in.Pad = &pads[p]
+			}
+			if f := t.instrFifo[x]; f >= 0 {
+				in.Fifo = &fifos[f]
+			}
+			x++
+		}
+		if k.Instrs != nil {
+			ks[i].Instrs = ins
+		}
+		if k.Gen != nil {
+			ks[i].Gen = k.Gen.Rebind(Rebinding{
+				Buffer: func(b *Buffer) *Buffer { return nw.bufs[b.id] },
+				Fifo:   func(f *Fifo) *Fifo { return &fifos[t.fifoIx[f]] },
+				Pad:    func(p *SignalPad) *SignalPad { return &pads[t.padIx[p]] },
+			})
+		}
+	}
+	for r, p := range w.progs {
+		if p == nil {
+			continue
+		}
+		np := &Program{Streams: p.Streams, Events: p.Events, Ops: append([]HostOp(nil), p.Ops...)}
+		for j, ki := range t.opKernel[r] {
+			if ki >= 0 {
+				np.Ops[j].Kernel = &ks[ki]
+			}
+		}
+		nw.progs[r] = np
+	}
+	return nw
+}
+
+// freshShadows resets sh to never accessed.
+func freshShadows(sh []shadow) []shadow {
+	for i := range sh {
+		sh[i].w = noEpoch
+	}
+	return sh
+}
+
+// Buffer returns w's buffer with the same id as b, a buffer of the world w
+// was instantiated from (or of w itself).
+func (w *World) Buffer(b *Buffer) *Buffer { return w.bufs[b.id] }
