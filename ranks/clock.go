@@ -183,6 +183,9 @@ var emptyVC = &VC{}
 func sharedLanes(progs []*Program, laneBase []int32, nl int32) []bool {
 	walk := func(f func(k any, lane int32)) {
 		for r, p := range progs {
+			if p == nil {
+				continue
+			}
 			for _, op := range p.Ops {
 				if op.Kind != Launch || op.Kernel == nil {
 					continue

@@ -254,6 +254,10 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	// Fast path: this pair of tasks already raced on this buffer with these
 	// access kinds (every chunk of a copy races alike).
 	fast := raceKey{buf: b.id, a: other, b: t.id, kinds: uint16(prev[0])<<8 | uint16(cur[0])}
+	if fast == w.lastRace {
+		return // the next chunk of the same racing copy
+	}
+	w.lastRace = fast
 	if w.raceSeen[fast] {
 		return
 	}

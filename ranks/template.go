@@ -40,6 +40,7 @@ type Template struct {
 	instrPad, instrFifo  []int32
 	fifoIx               map[*Fifo]int32      // read-only once made
 	padIx                map[*SignalPad]int32 // read-only once made
+	shared               []bool               // sharedLanes, read-only
 	opKernel             [][]int32            // per rank and op: index into kernels, or -1
 	nVals, nSlots, nSrcs int
 }
@@ -177,6 +178,8 @@ func NewTemplate(w *World) (*Template, error) {
 		t.opKernel[r] = ks
 	}
 	t.fifoIx, t.padIx = fifoIx, padIx
+	base, nl := laneLayout(w.progs)
+	t.shared = sharedLanes(w.progs, base, nl) // the same for every copy
 	return t, nil
 }
 
@@ -191,6 +194,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		callID: map[string]int32{},
 		counts: map[string]int{},
 		dedupe: map[dedupeKey]bool{},
+		shared: t.shared,
 	}
 	nw.Srcs.bufs = &nw.bufs
 

@@ -57,6 +57,7 @@ type World struct {
 	counts   map[string]int
 	dedupe   map[dedupeKey]bool
 	raceSeen map[raceKey]bool
+	lastRace raceKey // the last key race() looked up (it is in raceSeen)
 
 	start, end sim.Time
 	ran        bool
@@ -207,28 +208,27 @@ func (w *World) Run() (*Result, error) {
 		panic("ranks: World.Run called twice")
 	}
 	w.ran = true
-	// Lanes: one per (rank, stream).
-	nl := int32(0)
-	w.laneBase = make([]int32, w.N)
 	for r, p := range w.progs {
 		if p == nil {
-			p = &Program{Streams: []string{"main"}}
-			w.progs[r] = p
+			w.progs[r] = &Program{Streams: []string{"main"}}
 		}
-		w.laneBase[r] = nl
-		nl += int32(len(p.Streams))
 	}
+	var nl int32
+	w.laneBase, nl = laneLayout(w.progs)
 	w.vc = make([]*VC, nl)
 	w.snap = make([]*VC, nl)
 	w.dirty = make([]bool, nl)
 	for i := range w.vc {
 		w.vc[i] = newVC(int32(i))
 	}
-	w.shared = sharedLanes(w.progs, w.laneBase, nl)
-	if w.noFilter {
+	switch {
+	case w.noFilter:
+		w.shared = make([]bool, nl)
 		for i := range w.shared {
 			w.shared[i] = true
 		}
+	case w.shared == nil: // a template's copy has it already
+		w.shared = sharedLanes(w.progs, w.laneBase, nl)
 	}
 	// Intern collective instance names in rank-then-program order.
 	for _, p := range w.progs {
@@ -418,7 +418,12 @@ func (w *World) stepTaskOnce(t *task) bool {
 		t.state = running
 		t.start = now
 		for _, d := range t.deps {
-			w.acquireVC(t.lane, w.tasks[d].done)
+			// A dependency on the lane's own earlier task (stream order)
+			// hands back a snapshot of this very clock, which has only
+			// grown since: joining it changes nothing.
+			if dt := w.tasks[d]; dt.lane != t.lane {
+				w.acquireVC(t.lane, dt.done)
+			}
 		}
 	}
 	in := t.instr()
@@ -443,6 +448,22 @@ func (w *World) stepTaskOnce(t *task) bool {
 	}
 	w.eng.Schedule(at, key, actor)
 	return false
+}
+
+// laneLayout numbers the lanes, one per (rank, stream): each rank's first
+// lane and the count. A rank without a program has one stream.
+func laneLayout(progs []*Program) ([]int32, int32) {
+	base := make([]int32, len(progs))
+	nl := int32(0)
+	for r, p := range progs {
+		base[r] = nl
+		if p == nil {
+			nl++
+			continue
+		}
+		nl += int32(len(p.Streams))
+	}
+	return base, nl
 }
 
 // instr returns t's current micro-op, or nil when it has run them all.
