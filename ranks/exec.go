@@ -266,14 +266,18 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	}
 	w.raceSeen[fast] = true
 	o := w.tasks[other]
-	a, bn := w.taskName(other), w.taskName(t.id)
 	// One finding per (resource, op pair, access kinds, streams): the same
-	// race on every rank and chunk is one bug.
-	key := dedupeKey{kind: KindRace, res: b.Name, a: a, b: bn, x: prev, y: cur, sa: w.streamName(other), sb: w.streamName(t.id), same: o.rank == t.rank}
-	if w.dedupe[key] {
+	// race on every rank and chunk is one bug. Names are interned, so the
+	// key is a few integers.
+	key := raceDedupeKey{res: w.bufNameID(b), a: w.taskNameID(o), b: w.taskNameID(t), kinds: fast.kinds, same: o.rank == t.rank}
+	if w.raceDedupe[key] {
 		return
 	}
-	w.dedupe[key] = true
+	if w.raceDedupe == nil {
+		w.raceDedupe = map[raceDedupeKey]bool{}
+	}
+	w.raceDedupe[key] = true
+	a, bn := w.taskName(other), w.taskName(t.id)
 	w.noteTasks(other, t.id)
 	w.reportPending(Finding{
 		Kind:    KindRace,
@@ -321,6 +325,46 @@ func (w *World) callKey(inst Instance) string {
 	return w.calls[inst.Call]
 }
 
+// raceDedupeKey is a race's dedupe key: the buffer's name, each task's
+// (op, stream) name and the access kinds, interned ([World.nameID]).
+type raceDedupeKey struct {
+	res, a, b int32
+	kinds     uint16
+	same      bool
+}
+
+// nameID interns s.
+func (w *World) nameID(s string) int32 {
+	id, ok := w.names[s]
+	if !ok {
+		if w.names == nil {
+			w.names = map[string]int32{}
+		}
+		id = int32(len(w.names))
+		w.names[s] = id
+	}
+	return id
+}
+
+// taskNameID interns t's op and stream names, once per task.
+func (w *World) taskNameID(t *task) int32 {
+	if t.nameID == 0 {
+		t.nameID = 1 + w.nameID(w.taskName(t.id)+"\x00"+w.streamName(t.id))
+	}
+	return t.nameID
+}
+
+// bufNameID interns b's name, once per buffer.
+func (w *World) bufNameID(b *Buffer) int32 {
+	for int(b.id) >= len(w.bufName) {
+		w.bufName = append(w.bufName, 0)
+	}
+	if w.bufName[b.id] == 0 {
+		w.bufName[b.id] = 1 + w.nameID(b.Name)
+	}
+	return w.bufName[b.id]
+}
+
 // raceKey identifies one racing pair of tasks on one buffer.
 type raceKey struct {
 	buf, a, b int32
@@ -329,8 +373,7 @@ type raceKey struct {
 
 // dedupeKey identifies a finding up to rank and chunk.
 type dedupeKey struct {
-	kind, res, a, b, x, y, sa, sb string
-	same                          bool
+	kind, res, a, b, x, sa, sb string
 }
 
 func uniqInts(a, b int) []int {

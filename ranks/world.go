@@ -58,6 +58,10 @@ type World struct {
 	dedupe   map[dedupeKey]bool
 	raceSeen map[raceKey]bool
 	lastRace raceKey // the last key race() looked up (it is in raceSeen)
+	// races reported, by interned names (exec.go)
+	raceDedupe map[raceDedupeKey]bool
+	names      map[string]int32
+	bufName    []int32 // per buffer id: 1 + its name's id, 0: not yet
 
 	start, end sim.Time
 	ran        bool
@@ -104,6 +108,7 @@ type task struct {
 	phases    []Phase
 	talked    bool  // touched a peer: signal, FIFO or peer memory
 	heldBy    int32 // Exclusive: 1 + id of the task holding the resource (0: none)
+	nameID    int32 // 1 + interned (op, stream) name, 0: not yet (exec.go)
 }
 
 type blockRef struct {
