@@ -6,16 +6,20 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The sparse clock behaves like a naive dense one under any sequence of
-// ticks, joins and clones (raft's quorum/quick_test.go habit: compare with a
-// deliberately naive reference).
+// Both clock forms (sparse, and dense for small worlds) behave like a naive
+// dense array under any sequence of ticks, joins and clones (raft's
+// quorum/quick_test.go habit: compare with a deliberately naive reference).
 func TestSparseVCMatchesDense(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		const lanes = 6
 		sparse := make([]*VC, lanes)
 		dense := make([][]uint32, lanes)
+		denseForm := rapid.Bool().Draw(t, "denseForm") // the VC's own dense form, or sparse
 		for i := range lanes {
 			sparse[i] = newVC(int32(i))
+			if denseForm {
+				sparse[i] = newDenseVC(int32(i), lanes)
+			}
 			dense[i] = make([]uint32, lanes)
 			dense[i][i] = 1
 		}

@@ -66,9 +66,9 @@ func TestPropSharedLaneFilterLosesNoRace(t *testing.T) {
 		edges := rapid.SliceOfN(rapid.IntRange(0, len(ks)-1), 0, 4).Draw(t, "edges") // kernel i records, i+1 of its rank waits
 		seed := rapid.Uint64().Draw(t, "seed")
 
-		run := func(filter bool) *Result {
+		run := func(filter, sparse bool) *Result {
 			w := NewWorld(nr, Config{LaunchCost: 1000, EventCost: 200}, sim.NewEngine(sim.Timed, sim.NewRandom(seed, 300)))
-			w.noFilter = !filter
+			w.noFilter, w.sparse = !filter, sparse
 			bufs := make([][]*Buffer, nr)
 			for r := range nr {
 				for b := range nb {
@@ -122,10 +122,14 @@ func TestPropSharedLaneFilterLosesNoRace(t *testing.T) {
 			require.NoError(t, err)
 			return res
 		}
-		on, off := run(true), run(false)
-		require.Equal(t, off.Findings, on.Findings)
-		require.Equal(t, off.Counts, on.Counts)
-		require.Equal(t, off.TraceHash, on.TraceHash)
+		// Sparse clocks with and without the filter, and dense clocks
+		// (which carry every entry), agree.
+		on, off, dense := run(true, true), run(false, true), run(true, false)
+		for _, r := range []*Result{off, dense} {
+			require.Equal(t, r.Findings, on.Findings)
+			require.Equal(t, r.Counts, on.Counts)
+			require.Equal(t, r.TraceHash, on.TraceHash)
+		}
 		if on.Counts[KindRace] > 0 {
 			racy++
 		} else {
@@ -146,6 +150,7 @@ func TestSharedLaneFilterKeepsTransitiveOrder(t *testing.T) {
 	for _, trip := range []bool{true, false} {
 		t.Run(fmt.Sprintf("roundtrip=%v", trip), func(t *testing.T) {
 			w := NewWorld(2, Config{LaunchCost: 100}, sim.NewEngine(sim.Timed, nil))
+			w.sparse = true // the filter only drops entries of sparse clocks
 			x := w.Alloc(0, "x", 64, 1)
 			y := w.Alloc(0, "y", 64, 1)
 			t1 := w.Alloc(1, "t", 64, 1)

@@ -46,6 +46,7 @@ type World struct {
 	dirty    []bool  // per lane: accessed or acquired since snap
 	shared   []bool  // per lane: shares memory with another lane (clock.go)
 	noFilter bool    // tests: every lane counts as shared
+	sparse   bool    // tests: sparse clocks even in a small world
 
 	tasks    []*task
 	taskSlab []task // where the next tasks are allocated (allocTask)
@@ -224,7 +225,11 @@ func (w *World) Run() (*Result, error) {
 	w.snap = make([]*VC, nl)
 	w.dirty = make([]bool, nl)
 	for i := range w.vc {
-		w.vc[i] = newVC(int32(i))
+		if nl <= denseLanes && !w.sparse {
+			w.vc[i] = newDenseVC(int32(i), nl)
+		} else {
+			w.vc[i] = newVC(int32(i))
+		}
 	}
 	switch {
 	case w.noFilter:
