@@ -77,6 +77,7 @@ func NewEngine(mode Mode, c Chooser) *Engine {
 	}
 	return &Engine{
 		q:      btree.NewG[Item](32, itemLess),
+		run:    make([]Item, 0, 64),
 		mode:   mode,
 		choose: c,
 		hash:   fnvOffset,
@@ -111,11 +112,12 @@ func (e *Engine) Schedule(at Time, key uint64, actor int32) {
 			e.run, e.runAt = append(e.run[:0], it), 0
 			return
 		}
+		if len(e.run) == cap(e.run) && e.runAt >= len(e.run)/2 {
+			// Full, and at least half popped: drop the popped prefix rather
+			// than grow, so run stays within twice what is pending.
+			e.run, e.runAt = e.run[:copy(e.run, e.run[e.runAt:])], 0
+		}
 		if itemLess(e.run[len(e.run)-1], it) {
-			if e.runAt >= 4096 && e.runAt >= len(e.run)/2 {
-				// drop the popped prefix so run never outgrows what is pending
-				e.run, e.runAt = e.run[:copy(e.run, e.run[e.runAt:])], 0
-			}
 			e.run = append(e.run, it)
 			return
 		}
