@@ -292,7 +292,12 @@ func (w *World) snapshot(lane int32) *VC {
 	if !w.dirty[lane] && w.snap[lane] != nil {
 		return w.snap[lane]
 	}
-	s := w.vc[lane].cloneShared(w.shared, emptyVC)
+	var s *VC
+	if v := w.vc[lane]; v.d != nil {
+		s = w.denseClone(v)
+	} else {
+		s = v.cloneShared(w.shared, emptyVC)
+	}
 	w.vc[lane].tick(lane)
 	w.snap[lane], w.dirty[lane] = s, false
 	return s
@@ -303,4 +308,24 @@ func (w *World) snapshot(lane int32) *VC {
 func (w *World) acquireVC(lane int32, o *VC) {
 	w.vc[lane].join(o)
 	w.dirty[lane] = true
+}
+
+// denseClone copies dense clock v into the world's clock slabs: a snapshot
+// lives as long as the world, so carving it from a block saves the two
+// allocations of a clone.
+func (w *World) denseClone(v *VC) *VC {
+	n := len(v.d)
+	if len(w.clockWords) < n {
+		w.clockWords = make([]uint32, 64*n)
+	}
+	d := w.clockWords[:n:n]
+	w.clockWords = w.clockWords[n:]
+	copy(d, v.d)
+	if len(w.clocks) == 0 {
+		w.clocks = make([]VC, 64)
+	}
+	c := &w.clocks[0]
+	w.clocks = w.clocks[1:]
+	c.d = d
+	return c
 }

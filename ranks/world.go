@@ -47,6 +47,9 @@ type World struct {
 	shared   []bool  // per lane: shares memory with another lane (clock.go)
 	noFilter bool    // tests: every lane counts as shared
 	sparse   bool    // tests: sparse clocks even in a small world
+	// slabs that dense snapshots are carved from (clock.go)
+	clocks     []VC
+	clockWords []uint32
 
 	tasks    []*task
 	taskSlab []task // where the next tasks are allocated (allocTask)
