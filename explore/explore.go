@@ -154,42 +154,86 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 	return sum, nil
 }
 
-// exploreParallel runs batches of independent schedules on workers goroutines
-// and merges each batch in schedule order.
+// exploreParallel runs independent schedules on workers goroutines and
+// merges them in schedule order as they come in: workers never wait for a
+// batch's slowest schedule, and the merge overlaps their runs. At most
+// window schedules are in flight or waiting to be merged. The deadline is
+// checked before each schedule is handed out; whatever was handed out is
+// run and merged, in order.
 func exploreParallel(t *Target, s Independent, indices []int, workers int, expired func() bool, merge func(*Schedule)) error {
-	batch := workers * 16
-	for lo := 0; lo < len(indices) && !expired(); lo += batch {
-		hi := min(lo+batch, len(indices))
-		out := make([]*Schedule, hi-lo)
-		errs := make([]error, hi-lo)
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range workers {
-			wg.Go(func() {
-				for k := range next {
-					i := indices[k]
-					ch, sd, _ := s.Begin(i)
-					sc, err := t.Run(s.Mode(), ch)
-					if err == nil {
-						sc.Index, sc.Seed = i, sd
-					}
-					out[k-lo], errs[k-lo] = sc, err
-				}
-			})
-		}
-		for k := lo; k < hi; k++ {
+	type result struct {
+		sc  *Schedule
+		err error
+	}
+	window := workers * 16
+	slots := make([]chan result, window) // schedule k's result goes to slots[k%window]
+	for i := range slots {
+		slots[i] = make(chan result, 1)
+	}
+	next := make(chan int)
+	free := make(chan struct{}, window) // tokens: a slot may be handed out
+	for range window {
+		free <- struct{}{}
+	}
+	stop := make(chan struct{})
+	issued := make(chan int, 1) // how many schedules the feeder handed out
+	go func() {
+		defer close(next)
+		k := 0
+		defer func() { issued <- k }()
+		for ; k < len(indices); k++ {
+			select {
+			case <-stop: // an error: hand out nothing more
+				return
+			default:
+			}
+			select {
+			case <-free:
+			case <-stop:
+				return
+			}
+			if expired() {
+				return
+			}
 			next <- k
 		}
-		close(next)
-		wg.Wait()
-		for k, sc := range out {
-			if errs[k] != nil {
-				return errs[k]
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for k := range next {
+				i := indices[k]
+				ch, sd, _ := s.Begin(i)
+				sc, err := t.Run(s.Mode(), ch)
+				if err == nil {
+					sc.Index, sc.Seed = i, sd
+				}
+				slots[k%window] <- result{sc, err}
 			}
-			merge(sc)
-		}
+		})
 	}
-	return nil
+	var err error
+	n := -1 // schedules handed out, once the feeder has stopped
+	for k := 0; n < 0 || k < n; k++ {
+		var r result
+		select {
+		case r = <-slots[k%window]:
+		case n = <-issued:
+			if k >= n {
+				continue // the loop condition ends it
+			}
+			r = <-slots[k%window]
+		}
+		if r.err != nil {
+			err = r.err
+			break
+		}
+		merge(r.sc)
+		free <- struct{}{}
+	}
+	close(stop)
+	wg.Wait()
+	return err
 }
 
 var _ sim.Chooser = (*pctChooser)(nil)

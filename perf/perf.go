@@ -260,7 +260,7 @@ func samplePeak(stop chan struct{}, out chan uint64) {
 // 1 layer) with one worker and with two; the ratio is the speed-up. The two
 // summaries must be identical.
 func workers2(o Options) (Row, error) {
-	n := 400
+	n := 2000 // about a second with one worker: long enough to drown start-up
 	if o.Quick {
 		n = 16
 	}
