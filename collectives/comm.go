@@ -256,8 +256,10 @@ func (g *ringGen) At(pc int, in *ranks.Instr) {
 		return
 	}
 	lo, cnt := g.seg(base - 1)
-	*in = ranks.Instr{Op: ranks.OpRecv, Phase: phase, Fifo: g.recvF, Dst: g.out, DstLo: lo, N: cnt, Dur: g.stepDur, Peer: g.peerPrev}
+	*in = ranks.Instr{Op: ranks.OpRecv, Phase: phase, Fifo: g.recvF, Dst: g.out, DstLo: lo, N: cnt, Dur: g.stepDur, Peer: g.peerPrev, Srcs: srcs}
 	if !gather {
 		in.Srcs = append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}) // reduce into what is there
 	}
+	// (an all-gather receive keeps the empty Srcs: its array serves the
+	// next micro-op without an allocation)
 }

@@ -67,11 +67,22 @@ func TestRingGenMatchesList(t *testing.T) {
 					k := &ranks.KernelSpec{Gen: c.ring(i, in, out)}
 					require.Equal(t, len(want), k.Len())
 					var reused ranks.Instr
-					for pc := range want {
-						require.Equal(t, want[pc], *k.At(pc, new(ranks.Instr)), "pc %d", pc)
-						require.Equal(t, want[pc], *k.At(pc, &reused), "pc %d (reused scratch)", pc)
+					// No sources and an empty list of them are the same micro-op.
+					norm := func(in ranks.Instr) ranks.Instr {
+						if len(in.Srcs) == 0 {
+							in.Srcs = nil
+						}
+						return in
 					}
-					require.Equal(t, want, k.Expand())
+					for pc := range want {
+						require.Equal(t, want[pc], norm(*k.At(pc, new(ranks.Instr))), "pc %d", pc)
+						require.Equal(t, want[pc], norm(*k.At(pc, &reused)), "pc %d (reused scratch)", pc)
+					}
+					got := k.Expand()
+					for i := range got {
+						got[i] = norm(got[i])
+					}
+					require.Equal(t, want, got)
 				}
 			})
 		}

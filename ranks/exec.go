@@ -102,7 +102,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		for i := range in.N {
 			var v Value
 			for _, s := range in.Srcs {
-				v = Add(v, w.read(t, s.Buf, s.Lo+i))
+				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
 			}
 			if m.vals == nil {
 				m.one = v
@@ -132,7 +132,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		for i := 0; i < in.N; i++ {
 			v := m.val(i)
 			for _, s := range in.Srcs {
-				v = Add(v, w.read(t, s.Buf, s.Lo+i))
+				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}

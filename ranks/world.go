@@ -50,6 +50,9 @@ type World struct {
 	// slabs that dense snapshots are carved from (clock.go)
 	clocks     []VC
 	clockWords []uint32
+	// blocks that buffers' chunks are carved from (Alloc)
+	valMem []Value
+	shMem  []shadow
 
 	tasks    []*task
 	taskSlab []task // where the next tasks are allocated (allocTask)
@@ -155,13 +158,25 @@ func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
 	if chunks > maxChunks {
 		panic(fmt.Sprintf("ranks: buffer %q has %d chunks; at most %d", name, chunks, maxChunks))
 	}
-	b := &Buffer{Name: name, Rank: rank, Bytes: bytes, Vals: make([]Value, chunks), id: int32(len(w.bufs))}
-	b.sh = make([]shadow, chunks)
-	for i := range b.sh {
-		b.sh[i].w = noEpoch
-	}
+	b := &Buffer{Name: name, Rank: rank, Bytes: bytes, id: int32(len(w.bufs))}
+	b.Vals, b.sh = w.chunkMem(chunks)
 	w.bufs = append(w.bufs, b)
 	return b
+}
+
+// chunkMem returns n fresh value chunks and their shadows, carved from
+// world-sized blocks (a 512-rank ring allocates 1,024 buffers).
+func (w *World) chunkMem(n int) ([]Value, []shadow) {
+	if n > len(w.valMem) {
+		m := max(n, 4096)
+		w.valMem, w.shMem = make([]Value, m), make([]shadow, m)
+	}
+	v, sh := w.valMem[:n:n], w.shMem[:n:n]
+	w.valMem, w.shMem = w.valMem[n:], w.shMem[n:]
+	for i := range sh {
+		sh[i].w = noEpoch
+	}
+	return v, sh
 }
 
 // AllocSymmetric allocates a symmetric buffer on every rank of group, with a
@@ -185,7 +200,7 @@ func (w *World) NewFifo(name string, src, dst, cap int) *Fifo {
 // Init sets every chunk of b to a fresh source with value f(chunk).
 func (w *World) Init(b *Buffer, f func(chunk int) uint64) {
 	for c := range b.Vals {
-		b.Vals[c] = Value{N: f(c) % Modulus, P: Fresh(w.srcOf(b, c))}
+		b.Vals[c] = Value{N: f(c) % Modulus, P: w.newProv(Prov{kind: provLeaf, src: w.srcOf(b, c), coef: 1})}
 	}
 }
 
