@@ -15,9 +15,10 @@ import (
 type Options struct {
 	// Budget is the most schedules to run (≥ 1).
 	Budget int
-	// Deadline, when non-zero, stops the exploration after the batch of
-	// schedules during which it passed (wall clock: it bounds effort, and
-	// the summary says how many schedules ran).
+	// Deadline, when non-zero, stops handing out schedules once it has
+	// passed; those already handed out finish and are merged, so what ran
+	// is the first N schedules (wall clock: it bounds effort, and the
+	// summary says how many schedules ran).
 	Deadline time.Time
 	// Workers run independent schedules in parallel (≤ 1: one).
 	Workers int
