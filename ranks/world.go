@@ -55,8 +55,9 @@ type World struct {
 	shMem  []shadow
 
 	tasks    []*task
-	taskSlab []task // where the next tasks are allocated (allocTask)
-	provs    []Prov // where the next provenance nodes are allocated (value.go)
+	i32Slab  []int32 // see int32s
+	taskSlab []task  // where the next tasks are allocated (allocTask)
+	provs    []Prov  // where the next provenance nodes are allocated (value.go)
 	hosts    []host
 
 	findings []Finding
@@ -392,10 +393,23 @@ func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *
 		t.inst.Call = w.callID[op.Kernel.Coll]
 	}
 	w.tasks = append(w.tasks, t)
+	t.deps = w.int32s(len(n.deps))
 	for _, d := range n.deps {
 		w.addDep(t, base[d])
 	}
 	return t
+}
+
+// int32s returns an empty slice with room for n, carved from a slab (a
+// task's dependencies and dependents: a run makes hundreds of tiny lists).
+// Appending past n reallocates, so neighbours are never overwritten.
+func (w *World) int32s(n int) []int32 {
+	if n > len(w.i32Slab) {
+		w.i32Slab = make([]int32, max(n, 1024))
+	}
+	s := w.i32Slab[:0:n]
+	w.i32Slab = w.i32Slab[n:]
+	return s
 }
 
 // allocTask returns a new task t, allocated with others in a slab (a run
@@ -415,6 +429,9 @@ func (w *World) addDep(t *task, dep int32) {
 	d := w.tasks[dep]
 	if d.state != done {
 		t.waiting++
+		if d.dependents == nil {
+			d.dependents = w.int32s(2)
+		}
 		d.dependents = append(d.dependents, t.id)
 	}
 }
