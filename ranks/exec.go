@@ -258,11 +258,18 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 		return // the next chunk of the same racing copy
 	}
 	w.lastRace = fast
+	// A small direct-mapped cache in front of the map: most lookups are of
+	// pairs seen a few chunks ago.
+	h := (uint32(fast.buf)*0x9e3779b1 ^ uint32(fast.a)*0x85ebca6b ^ uint32(fast.b)*0xc2b2ae35 ^ uint32(fast.kinds)) >> 26
+	if w.raceCache[h] == fast {
+		return
+	}
+	w.raceCache[h] = fast
 	if w.raceSeen[fast] {
 		return
 	}
 	if w.raceSeen == nil {
-		w.raceSeen = map[raceKey]bool{}
+		w.raceSeen = make(map[raceKey]bool, 256)
 	}
 	w.raceSeen[fast] = true
 	o := w.tasks[other]

@@ -66,6 +66,8 @@ type World struct {
 	dedupe   map[dedupeKey]bool
 	raceSeen map[raceKey]bool
 	lastRace raceKey // the last key race() looked up (it is in raceSeen)
+	// recently looked-up keys, all in raceSeen (zero: empty; no real key is zero)
+	raceCache [64]raceKey
 	// races reported, by interned names (exec.go)
 	raceDedupe map[raceDedupeKey]bool
 	names      map[string]int32
