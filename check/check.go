@@ -126,13 +126,16 @@ func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference
 // it runs, such as explorers that inspect it at every step) and judges it
 // against ref.
 func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
+	b.World.DeferMessages() // most schedules are judged by kind: messages on Explain
 	res, err := b.World.Run()
 	if err != nil {
 		return nil, err
 	}
 	o := &Outcome{TraceHash: res.TraceHash, StepTime: res.StepTime, Steps: res.Steps, Built: b, Result: res, Verdict: OK}
 	o.Findings = append(o.Findings, b.Findings...)
+	off := len(o.Findings)
 	o.Findings = append(o.Findings, res.Findings...)
+	o.explain = append(o.explain, func() { b.World.FormatMessages(o.Findings[off : off+len(res.Findings)]) })
 	if !res.Hung && !b.BuildFailed() && ref != nil && ref.err == nil {
 		base := len(o.Findings)
 		fs, details := compare(b, ref.built)

@@ -8,7 +8,9 @@ import "fmt"
 // therefore reported with what its message is made of (a pendingMsg), and
 // [World.Run] formats every message before it hands the findings out, so
 // Result.Findings reads exactly as if each had been formatted on detection.
-// With Config.Timeline the message is formatted at once: the finding's Mark
+// A caller that judges runs by kind ([World.DeferMessages]: check.RunBuilt,
+// which formats them on Outcome.Explain) skips even that. With
+// Config.Timeline the message is formatted at once: the finding's Mark
 // carries it.
 
 type pendingKind uint8
@@ -86,4 +88,21 @@ func (w *World) formatPending() {
 		f.Message, f.Resource = m.format(w)
 	}
 	w.pending = w.pending[:0]
+}
+
+// DeferMessages makes [World.Run] hand out race and mismatch findings with
+// their Message and Resource empty, to be filled in by
+// [World.FormatMessages] if anybody reads them: an explorer judges most
+// schedules by their findings' kinds and formats the few it shows.
+func (w *World) DeferMessages() { w.deferMsgs = true }
+
+// FormatMessages fills in the deferred messages of fs, the findings Run
+// returned (or a copy of them, in the same order).
+func (w *World) FormatMessages(fs []Finding) {
+	for i := range w.pending {
+		m := &w.pending[i]
+		if m.idx < len(fs) {
+			fs[m.idx].Message, fs[m.idx].Resource = m.format(w)
+		}
+	}
 }

@@ -46,7 +46,9 @@ type World struct {
 	dirty    []bool  // per lane: accessed or acquired since snap
 	shared   []bool  // per lane: shares memory with another lane (clock.go)
 	noFilter bool    // tests: every lane counts as shared
-	sparse   bool    // tests: sparse clocks even in a small world
+	// deferMsgs: Run leaves race and mismatch messages to FormatMessages
+	deferMsgs bool
+	sparse    bool // tests: sparse clocks even in a small world
 	// slabs that dense snapshots are carved from (clock.go)
 	clocks     []VC
 	clockWords []uint32
@@ -302,7 +304,9 @@ func (w *World) Run() (*Result, error) {
 		res.Hung = true
 		w.report(*hang)
 	}
-	w.formatPending()
+	if !w.deferMsgs {
+		w.formatPending()
+	}
 	res.Findings = w.findings
 	res.TraceHash = w.eng.TraceHash()
 	res.StepTime = res.End - res.Start
