@@ -39,10 +39,11 @@ func (w *World) exec(t *task, in *Instr) bool {
 	w.noteTalk(t, in)
 	switch in.Op {
 	case OpCompute:
+		dst := w.bufOf(in.Dst)
 		for i := 0; i < in.N; i++ {
 			var v Value
 			for _, s := range in.Srcs {
-				x := w.read(t, s.Buf, s.Lo+i)
+				x := w.read(t, w.bufOf(s.Buf), s.Lo+i)
 				if in.Fresh {
 					// A computation: its result is a new source, so the
 					// operands' provenance is not needed, only the number.
@@ -58,23 +59,25 @@ func (w *World) exec(t *task, in *Instr) bool {
 				v = w.add(v, x)
 			}
 			if in.Fresh {
-				v.P = w.newProv(Prov{kind: provLeaf, src: w.srcOf(in.Dst, in.DstLo+i), coef: 1})
+				v.P = w.newProv(Prov{kind: provLeaf, src: w.srcOf(dst, in.DstLo+i), coef: 1})
 			}
-			w.write(t, in.Dst, in.DstLo+i, v)
+			w.write(t, dst, in.DstLo+i, v)
 		}
 	case OpPut:
-		s := &in.Pad.Slots[in.Slot]
+		pad := w.padOf(in.Pad)
+		s := &pad.Slots[in.Slot]
 		if s.val != 0 {
-			w.blockOn(t, &s.waiters, in, in.Pad.Rank)
+			w.blockOn(t, &s.waiters, in, pad.Rank)
 			return false
 		}
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, w.snapshot(t.lane) // release
 		s.sig = t.sig()
 		w.notePut(s)
-		w.eng.Mix(0x50, uint64(in.Pad.Rank), uint64(in.Slot))
+		w.eng.Mix(0x50, uint64(pad.Rank), uint64(in.Slot))
 		w.wake(&s.waiters)
 	case OpWait:
-		s := &in.Pad.Slots[in.Slot]
+		pad := w.padOf(in.Pad)
+		s := &pad.Slots[in.Slot]
 		if s.val == 0 {
 			w.blockOn(t, &s.waiters, in, in.Peer)
 			return false
@@ -82,15 +85,15 @@ func (w *World) exec(t *task, in *Instr) bool {
 		s.val = 0
 		w.acquireVC(t.lane, s.vc)
 		if s.inst != t.inst {
-			w.mismatchPad(t, s.by, s.inst, in.Pad, in.Slot)
+			w.mismatchPad(t, s.by, s.inst, pad, in.Slot)
 		} else if s.sig != t.sig() {
-			w.sigMismatch(t, s.by, s.sig, padResource(in.Pad, in.Slot))
+			w.sigMismatch(t, s.by, s.sig, padResource(pad, in.Slot))
 		}
 		w.noteSignal(t, s, in)
-		w.eng.Mix(0x57, uint64(in.Pad.Rank), uint64(in.Slot), uint64(s.by))
+		w.eng.Mix(0x57, uint64(pad.Rank), uint64(in.Slot), uint64(s.by))
 		w.wake(&s.waiters)
 	case OpSend:
-		f := in.Fifo
+		f := w.fifoOf(in.Fifo)
 		if f.inFlight() >= f.Cap {
 			w.blockOn(t, &f.waiters, in, f.Dst)
 			return false
@@ -102,7 +105,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		for i := range in.N {
 			var v Value
 			for _, s := range in.Srcs {
-				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
+				v = w.add(v, w.read(t, w.bufOf(s.Buf), s.Lo+i))
 			}
 			if m.vals == nil {
 				m.one = v
@@ -116,7 +119,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
 		w.wake(&f.waiters)
 	case OpRecv:
-		f := in.Fifo
+		f := w.fifoOf(in.Fifo)
 		if f.inFlight() == 0 {
 			w.blockOn(t, &f.waiters, in, f.Src)
 			return false
@@ -132,9 +135,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 		for i := 0; i < in.N; i++ {
 			v := m.val(i)
 			for _, s := range in.Srcs {
-				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
+				v = w.add(v, w.read(t, w.bufOf(s.Buf), s.Lo+i))
 			}
-			w.write(t, in.Dst, in.DstLo+i, v)
+			w.write(t, w.bufOf(in.Dst), in.DstLo+i, v)
 		}
 		w.eng.Mix(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)

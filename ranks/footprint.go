@@ -116,13 +116,13 @@ func (w *World) NextStep(a int32) Step {
 	st.Kind, st.Instr = StepInstr, in
 	switch in.Op {
 	case OpPut:
-		st.Block = in.Pad.Slots[in.Slot].val != 0
+		st.Block = w.padOf(in.Pad).Slots[in.Slot].val != 0
 	case OpWait:
-		st.Block = in.Pad.Slots[in.Slot].val == 0
+		st.Block = w.padOf(in.Pad).Slots[in.Slot].val == 0
 	case OpSend:
-		st.Block = in.Fifo.inFlight() >= in.Fifo.Cap
+		st.Block = w.fifoOf(in.Fifo).inFlight() >= in.Fifo.Cap
 	case OpRecv:
-		st.Block = in.Fifo.inFlight() == 0
+		st.Block = w.fifoOf(in.Fifo).inFlight() == 0
 	}
 	return st
 }

@@ -95,6 +95,8 @@ type SignalPad struct {
 	Name  string
 	Rank  int
 	Slots []sigSlot
+
+	id int32 // 1 + index among a template's pads (0: none; see World.padOf)
 }
 
 type sigSlot struct {
@@ -122,6 +124,8 @@ type Fifo struct {
 	q        []msg // q[head:] are in flight, oldest first
 	head     int
 	waiters  []int32
+
+	id int32 // 1 + index among a template's FIFOs (0: none; see World.fifoOf)
 }
 
 func (f *Fifo) inFlight() int { return len(f.q) - f.head }

@@ -17,10 +17,12 @@ import (
 //
 // An instance shares nothing that a run mutates with the template or with
 // other instances: buffers, value chunks and their shadows, signal pads,
-// FIFOs, symmetric buffers, caching-allocator blocks, kernels and their
-// micro-ops are all new. Only what no run ever writes is shared: names,
-// stream and event lists, groups, value provenance (immutable) and
-// allocator logs. A world kept by an earlier schedule (an outcome to
+// FIFOs, symmetric buffers, caching-allocator blocks and kernels are all
+// new. Only what no run ever writes is shared: names, stream and event
+// lists, groups, value provenance (immutable), allocator logs, and the
+// kernels' micro-ops, which name the template's buffers, pads and FIFOs;
+// the instance resolves those to its own by id as it runs (World.bufOf,
+// padOf, fifoOf), and generated kernels are rebound. A world kept by an earlier schedule (an outcome to
 // explain later) is therefore never touched by a later one.
 //
 // A template is read-only once made; Instantiate may be called from several
@@ -178,6 +180,14 @@ func NewTemplate(w *World) (*Template, error) {
 		t.opKernel[r] = ks
 	}
 	t.fifoIx, t.padIx = fifoIx, padIx
+	// A copy shares the template's instructions, which name the template's
+	// pads and FIFOs: the copy resolves them by these ids (World.padOf).
+	for i, p := range t.pads {
+		p.id = int32(i + 1)
+	}
+	for i, f := range t.fifos {
+		f.id = int32(i + 1)
+	}
 	base, nl := laneLayout(w.progs)
 	t.shared = sharedLanes(w.progs, base, nl) // the same for every copy
 	return t, nil
@@ -253,44 +263,25 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		fifos[i] = Fifo{Name: f.Name, Src: f.Src, Dst: f.Dst, Cap: f.Cap}
 	}
 
-	// Programs: kernels with their micro-ops pointing at the new memory.
+	// Programs: the kernels share the template's micro-ops, which are never
+	// written; a run resolves the buffers, pads and FIFOs they name to its
+	// own (World.bufOf, padOf, fifoOf). Generated kernels are rebound.
 	ks := make([]KernelSpec, len(t.kernels))
-	instrs := make([]Instr, len(t.instrPad))
-	srcs := make([]Src, t.nSrcs)
-	x := 0 // micro-op index over every kernel
+	nw.tPads = make([]*SignalPad, len(pads))
+	for i := range pads {
+		nw.tPads[i] = &pads[i]
+	}
+	nw.tFifos = make([]*Fifo, len(fifos))
+	for i := range fifos {
+		nw.tFifos[i] = &fifos[i]
+		fifos[i].id = int32(i + 1)
+	}
+	for i := range pads {
+		pads[i].id = int32(i + 1)
+	}
+	nw.isCopy = true
 	for i, k := range t.kernels {
 		ks[i] = *k
-		n := len(k.Instrs)
-		ins := instrs[:n:n]
-		instrs = instrs[n:]
-		copy(ins, k.Instrs)
-		for j := range ins {
-			in := &ins[j]
-			if in.Dst != nil {
-				in.Dst = nw.bufs[in.Dst.id]
-			}
-			if m := len(in.Srcs); m > 0 {
-				ss := srcs[:m:m]
-				srcs = srcs[m:]
-				copy(ss, in.Srcs)
-				for s := range ss {
-					if b := ss[s].Buf; b != nil {
-						ss[s].Buf = nw.bufs[b.id]
-					}
-				}
-				in.Srcs = ss
-			}
-			if p := t.instrPad[x]; p >= 0 {
-				in.Pad = &pads[p]
-			}
-			if f := t.instrFifo[x]; f >= 0 {
-				in.Fifo = &fifos[f]
-			}
-			x++
-		}
-		if k.Instrs != nil {
-			ks[i].Instrs = ins
-		}
 		if k.Gen != nil {
 			ks[i].Gen = k.Gen.Rebind(Rebinding{
 				Buffer: func(b *Buffer) *Buffer { return nw.bufs[b.id] },

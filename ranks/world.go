@@ -46,6 +46,11 @@ type World struct {
 	dirty    []bool  // per lane: accessed or acquired since snap
 	shared   []bool  // per lane: shares memory with another lane (clock.go)
 	noFilter bool    // tests: every lane counts as shared
+	// a template's copy: its pads and FIFOs by id (the shared micro-ops
+	// name the template's; see bufOf, padOf, fifoOf)
+	tPads  []*SignalPad
+	tFifos []*Fifo
+	isCopy bool
 	// deferMsgs: Run leaves race and mismatch messages to FormatMessages
 	deferMsgs bool
 	sparse    bool // tests: sparse clocks even in a small world
@@ -499,6 +504,31 @@ func (w *World) stepTaskOnce(t *task) bool {
 	}
 	w.eng.Schedule(at, key, actor)
 	return false
+}
+
+// bufOf, padOf and fifoOf resolve what a micro-op names to this world's
+// own: a template's copy runs the template's micro-ops (never written), so
+// they name the template's buffers, pads and FIFOs, which the copy has at
+// the same ids. In any other world they are the identity.
+func (w *World) bufOf(b *Buffer) *Buffer {
+	if !w.isCopy {
+		return b
+	}
+	return w.bufs[b.id]
+}
+
+func (w *World) padOf(p *SignalPad) *SignalPad {
+	if p.id == 0 || w.tPads == nil {
+		return p
+	}
+	return w.tPads[p.id-1]
+}
+
+func (w *World) fifoOf(f *Fifo) *Fifo {
+	if f.id == 0 || w.tFifos == nil {
+		return f
+	}
+	return w.tFifos[f.id-1]
 }
 
 // laneLayout numbers the lanes, one per (rank, stream): each rank's first
