@@ -179,15 +179,11 @@ func (v *VC) clone() *VC {
 	return &VC{e: append([]clockEntry(nil), v.e...)}
 }
 
-// cloneShared returns a copy of v without the entries of lanes that share no
-// memory (see [sharedLanes]); it returns empty, allocating nothing, when no
-// entry is left.
-func (v *VC) cloneShared(shared []bool, empty *VC) *VC {
-	if v.d != nil {
-		// A dense clock costs the same with or without the unshared
-		// entries, and carrying them changes no check.
-		return v.clone()
-	}
+// cloneShared returns a copy of sparse clock v without the entries of lanes
+// that share no memory (see [sharedLanes]); it returns emptyVC, allocating
+// nothing, when no entry is left. (A dense clock is copied whole: every
+// entry costs the same, and carrying unshared ones changes no check.)
+func (v *VC) cloneShared(shared []bool) *VC {
 	n := 0
 	for _, x := range v.e {
 		if shared[x.lane] {
@@ -195,7 +191,7 @@ func (v *VC) cloneShared(shared []bool, empty *VC) *VC {
 		}
 	}
 	if n == 0 {
-		return empty
+		return emptyVC
 	}
 	if n == len(v.e) {
 		return v.clone()
@@ -296,7 +292,7 @@ func (w *World) snapshot(lane int32) *VC {
 	if v := w.vc[lane]; v.d != nil {
 		s = w.denseClone(v)
 	} else {
-		s = v.cloneShared(w.shared, emptyVC)
+		s = v.cloneShared(w.shared)
 	}
 	w.vc[lane].tick(lane)
 	w.snap[lane], w.dirty[lane] = s, false

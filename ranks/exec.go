@@ -39,11 +39,10 @@ func (w *World) exec(t *task, in *Instr) bool {
 	w.noteTalk(t, in)
 	switch in.Op {
 	case OpCompute:
-		dst := w.bufOf(in.Dst)
 		for i := 0; i < in.N; i++ {
 			var v Value
 			for _, s := range in.Srcs {
-				x := w.read(t, w.bufOf(s.Buf), s.Lo+i)
+				x := w.read(t, s.Buf, s.Lo+i)
 				if in.Fresh {
 					// A computation: its result is a new source, so the
 					// operands' provenance is not needed, only the number.
@@ -59,9 +58,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 				v = w.add(v, x)
 			}
 			if in.Fresh {
-				v.P = w.newProv(Prov{kind: provLeaf, src: w.srcOf(dst, in.DstLo+i), coef: 1})
+				v.P = w.newProv(Prov{kind: provLeaf, src: w.srcOf(in.Dst, in.DstLo+i), coef: 1})
 			}
-			w.write(t, dst, in.DstLo+i, v)
+			w.write(t, in.Dst, in.DstLo+i, v)
 		}
 	case OpPut:
 		pad := w.padOf(in.Pad)
@@ -105,7 +104,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		for i := range in.N {
 			var v Value
 			for _, s := range in.Srcs {
-				v = w.add(v, w.read(t, w.bufOf(s.Buf), s.Lo+i))
+				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
 			}
 			if m.vals == nil {
 				m.one = v
@@ -135,9 +134,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 		for i := 0; i < in.N; i++ {
 			v := m.val(i)
 			for _, s := range in.Srcs {
-				v = w.add(v, w.read(t, w.bufOf(s.Buf), s.Lo+i))
+				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
 			}
-			w.write(t, w.bufOf(in.Dst), in.DstLo+i, v)
+			w.write(t, in.Dst, in.DstLo+i, v)
 		}
 		w.eng.Mix(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)
@@ -201,7 +200,10 @@ func (w *World) epoch(t *task) epoch {
 
 func (w *World) hb(e epoch, cur *VC) bool { return e.lane < 0 || e.clock <= cur.get(e.lane) }
 
+// read and write take a buffer as a micro-op names it (a template's copy
+// resolves it to its own, World.bufOf).
 func (w *World) read(t *task, b *Buffer, c int) Value {
+	b = w.bufOf(b)
 	sh := &b.sh[c]
 	cur := w.vc[t.lane]
 	if !w.hb(sh.w, cur) {
@@ -232,6 +234,7 @@ func (w *World) read(t *task, b *Buffer, c int) Value {
 }
 
 func (w *World) write(t *task, b *Buffer, c int, v Value) {
+	b = w.bufOf(b)
 	sh := &b.sh[c]
 	cur := w.vc[t.lane]
 	if !w.hb(sh.w, cur) {
@@ -257,12 +260,9 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	// Fast path: this pair of tasks already raced on this buffer with these
 	// access kinds (every chunk of a copy races alike).
 	fast := raceKey{buf: b.id, a: other, b: t.id, kinds: uint16(prev[0])<<8 | uint16(cur[0])}
-	if fast == w.lastRace {
-		return // the next chunk of the same racing copy
-	}
-	w.lastRace = fast
 	// A small direct-mapped cache in front of the map: most lookups are of
-	// pairs seen a few chunks ago.
+	// pairs seen a few chunks ago (the last one, for the next chunk of the
+	// same racing copy).
 	h := (uint32(fast.buf)*0x9e3779b1 ^ uint32(fast.a)*0x85ebca6b ^ uint32(fast.b)*0xc2b2ae35 ^ uint32(fast.kinds)) >> 26
 	if w.raceCache[h] == fast {
 		return

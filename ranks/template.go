@@ -30,21 +30,19 @@ import (
 type Template struct {
 	w *World
 
-	pads     []*SignalPad
-	fifos    []*Fifo
-	syms     []*Symmetric
-	blocks   []*Block
-	kernels  []*KernelSpec
-	bufSym   []int32   // per buffer: index into syms, or -1
-	bufBlock []int32   // per buffer: index into blocks, or -1
-	symPads  [][]int32 // per symmetric buffer: its pads, as indexes into pads
-	// per micro-op of kernels, in order: its pad and FIFO (-1: none)
-	instrPad, instrFifo  []int32
-	fifoIx               map[*Fifo]int32      // read-only once made
-	padIx                map[*SignalPad]int32 // read-only once made
-	shared               []bool               // sharedLanes, read-only
-	opKernel             [][]int32            // per rank and op: index into kernels, or -1
-	nVals, nSlots, nSrcs int
+	pads          []*SignalPad
+	fifos         []*Fifo
+	syms          []*Symmetric
+	blocks        []*Block
+	kernels       []*KernelSpec
+	bufSym        []int32              // per buffer: index into syms, or -1
+	bufBlock      []int32              // per buffer: index into blocks, or -1
+	symPads       [][]int32            // per symmetric buffer: its pads, as indexes into pads
+	fifoIx        map[*Fifo]int32      // read-only once made
+	padIx         map[*SignalPad]int32 // read-only once made
+	shared        []bool               // sharedLanes, read-only
+	opKernel      [][]int32            // per rank and op: index into kernels, or -1
+	nVals, nSlots int
 }
 
 // ErrNotTemplate is returned by [NewTemplate] for a world it cannot copy
@@ -117,6 +115,12 @@ func NewTemplate(w *World) (*Template, error) {
 		}
 	}
 	fifoIx := map[*Fifo]int32{}
+	fifo := func(f *Fifo) {
+		if _, ok := fifoIx[f]; f != nil && !ok {
+			fifoIx[f] = int32(len(t.fifos))
+			t.fifos = append(t.fifos, f)
+		}
+	}
 	kernIx := map[*KernelSpec]int32{}
 	t.opKernel = make([][]int32, len(w.progs))
 	for r, p := range w.progs {
@@ -143,10 +147,7 @@ func NewTemplate(w *World) (*Template, error) {
 						}
 					}
 					for _, f := range refs.Fifos {
-						if _, ok := fifoIx[f]; !ok {
-							fifoIx[f] = int32(len(t.fifos))
-							t.fifos = append(t.fifos, f)
-						}
+						fifo(f)
 					}
 					for _, p := range refs.Pads {
 						pad(p)
@@ -161,18 +162,8 @@ func NewTemplate(w *World) (*Template, error) {
 							return nil, fmt.Errorf("%w: kernel %q reads a buffer outside the world", ErrNotTemplate, k.Name)
 						}
 					}
-					t.nSrcs += len(in.Srcs)
-					t.instrPad = append(t.instrPad, pad(in.Pad))
-					fi := int32(-1)
-					if f := in.Fifo; f != nil {
-						var ok bool
-						if fi, ok = fifoIx[f]; !ok {
-							fi = int32(len(t.fifos))
-							fifoIx[f] = fi
-							t.fifos = append(t.fifos, f)
-						}
-					}
-					t.instrFifo = append(t.instrFifo, fi)
+					pad(in.Pad)
+					fifo(in.Fifo)
 				}
 			}
 			ks[j] = ki

@@ -72,7 +72,6 @@ type World struct {
 	counts   map[string]int
 	dedupe   map[dedupeKey]bool
 	raceSeen map[raceKey]bool
-	lastRace raceKey // the last key race() looked up (it is in raceSeen)
 	// recently looked-up keys, all in raceSeen (zero: empty; no real key is zero)
 	raceCache [64]raceKey
 	// races reported, by interned names (exec.go)
