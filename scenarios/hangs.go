@@ -103,20 +103,28 @@ func needTP(cfg Config, lo int) error {
 	return nil
 }
 
-func buildOrderMismatch(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
+// hangSetup is what every scenario of this file starts with: the hardware
+// profile, at least two ranks, and the strategy its all-reduces of bytes
+// resolve to.
+func hangSetup(cfg Config, bytes int64) (ranks.Profile, collectives.Strategy, error) {
 	hw, err := cfg.Profile()
 	if err != nil {
-		return nil, err
+		return hw, "", err
 	}
 	if err := needTP(cfg, 2); err != nil {
-		return nil, err
+		return hw, "", err
 	}
+	s, err := concreteStrategy(cfg, hw, cfg.TP, bytes)
+	return hw, s, err
+}
+
+func buildOrderMismatch(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	const MiB = 1 << 20
-	n := cfg.TP
-	s, err := concreteStrategy(cfg, hw, n, MiB)
+	hw, s, err := hangSetup(cfg, MiB)
 	if err != nil {
 		return nil, err
 	}
+	n := cfg.TP
 	p := &collPlan{n: n, replays: cfg.Replays, streams: []string{"main"}, comms: []commSpec{{name: "tp", group: allRanks(n), strategy: s}}}
 	for r := range n {
 		x := cstep{name: "X", comm: "tp", op: collectives.AllReduce, bytes: MiB, chunks: cfg.Chunks}
@@ -149,19 +157,12 @@ func buildOrderMismatch(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, 
 }
 
 func buildTwoComms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
-	hw, err := cfg.Profile()
-	if err != nil {
-		return nil, err
-	}
-	if err := needTP(cfg, 2); err != nil {
-		return nil, err
-	}
 	const MiB = 1 << 20
-	n := cfg.TP
-	s, err := concreteStrategy(cfg, hw, n, MiB)
+	hw, s, err := hangSetup(cfg, MiB)
 	if err != nil {
 		return nil, err
 	}
+	n := cfg.TP
 	implicit := cfg.NCCLOrder == "implicit"
 	p := &collPlan{n: n, replays: cfg.Replays, streams: []string{"s1", "s2"}, comms: []commSpec{
 		{name: "tp", group: allRanks(n), strategy: s, implicit: implicit},
@@ -198,19 +199,12 @@ func buildTwoComms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 }
 
 func buildBlockMismatch(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
-	hw, err := cfg.Profile()
-	if err != nil {
-		return nil, err
-	}
-	if err := needTP(cfg, 2); err != nil {
-		return nil, err
-	}
 	const bytes = 256 << 10
-	n := cfg.TP
-	s, err := concreteStrategy(cfg, hw, n, bytes)
+	hw, s, err := hangSetup(cfg, bytes)
 	if err != nil {
 		return nil, err
 	}
+	n := cfg.TP
 	p := &collPlan{n: n, replays: cfg.Replays, streams: []string{"main"}, comms: []commSpec{{name: "tp", group: allRanks(n), strategy: s}}}
 	for r := range n {
 		x := cstep{name: "X", comm: "tp", op: collectives.AllReduce, bytes: bytes, chunks: cfg.Chunks, blocks: 1}
