@@ -165,10 +165,12 @@ func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []
 	return prog
 }
 
-// ring is NCCL's ring all-reduce: copy in, n-1 reduce-scatter steps, n-1
-// all-gather steps, each a send to the next rank and a receive from the
-// previous one through a bounded FIFO connection. Its 4(n-1)+1 micro-ops
-// differ only in segment offsets, so they are generated on demand.
+// ring is NCCL's ring all-reduce: copy in, then the primitives of NCCL's
+// runRing (all_reduce.h): send one segment to the next rank, n-1 fused
+// receive-reduce-send steps (the last also keeps the fully reduced segment,
+// recvReduceCopySend), n-2 fused receive-copy-send steps, and a final
+// receive, each through a bounded FIFO connection. Its 2n micro-ops differ
+// only in segment offsets, so they are generated on demand.
 func (c *Comm) ring(i int, in, out *ranks.Buffer) ranks.InstrGen {
 	n := len(c.Group)
 	hw := c.HW
@@ -221,7 +223,7 @@ func (g *ringGen) Len() int {
 	if g.n == 1 {
 		return 1
 	}
-	return 1 + 4*(g.n-1)
+	return 2 * g.n
 }
 
 // seg is ring segment s's chunk range, for -n <= s < 2n.
@@ -234,32 +236,31 @@ func (g *ringGen) seg(s int) (lo, cnt int) {
 	return g.segLo[s], g.segLo[s+1] - g.segLo[s]
 }
 
+// At is micro-op pc: 0 copies in; 1 sends segment i; 2 … n receive segment
+// i-1-j (j = pc-2), add it to this rank's and forward the sum; n+1 … 2n-2
+// receive the reduced segment i-k (k = pc-n-1), store it and forward it;
+// 2n-1 receives the last reduced segment.
 func (g *ringGen) At(pc int, in *ranks.Instr) {
 	srcs := in.Srcs[:0]
-	if pc == 0 {
+	n := g.n
+	switch {
+	case pc == 0:
 		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "copy-in", Dst: g.out, N: g.chunks, Srcs: append(srcs, ranks.Src{Buf: g.in, Coef: 1}), Dur: g.copyDur}
-		return
+	case pc == 1:
+		lo, cnt := g.seg(g.i)
+		*in = ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: g.sendF, N: cnt, Srcs: append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}), Peer: g.peerNext}
+	case pc <= n:
+		lo, cnt := g.seg(g.i - 1 - (pc - 2))
+		*in = ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: g.recvF, Fwd: g.sendF, Dst: g.out, DstLo: lo, N: cnt,
+			Srcs: append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}), Dur: g.stepDur, Peer: g.peerPrev}
+	default:
+		lo, cnt := g.seg(g.i - (pc - n - 1))
+		*in = ranks.Instr{Op: ranks.OpRecvSend, Phase: "all-gather", Fifo: g.recvF, Fwd: g.sendF, Dst: g.out, DstLo: lo, N: cnt,
+			Dur: g.stepDur, Peer: g.peerPrev, Srcs: srcs}
+		if pc == 2*n-1 {
+			in.Op, in.Fwd = ranks.OpRecv, nil
+		}
+		// (an all-gather receive keeps the empty Srcs: its array serves
+		// the next micro-op without an allocation)
 	}
-	j := pc - 1
-	k, recv := j>>1, j&1 == 1
-	gather := k >= g.n-1
-	if gather {
-		k -= g.n - 1
-	}
-	phase, base := "reduce-scatter", g.i-k // step k sends segment base, receives base-1
-	if gather {
-		phase, base = "all-gather", g.i+1-k
-	}
-	if !recv {
-		lo, cnt := g.seg(base)
-		*in = ranks.Instr{Op: ranks.OpSend, Phase: phase, Fifo: g.sendF, N: cnt, Srcs: append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}), Peer: g.peerNext}
-		return
-	}
-	lo, cnt := g.seg(base - 1)
-	*in = ranks.Instr{Op: ranks.OpRecv, Phase: phase, Fifo: g.recvF, Dst: g.out, DstLo: lo, N: cnt, Dur: g.stepDur, Peer: g.peerPrev, Srcs: srcs}
-	if !gather {
-		in.Srcs = append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}) // reduce into what is there
-	}
-	// (an all-gather receive keeps the empty Srcs: its array serves the
-	// next micro-op without an allocation)
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/collsim/collsim/sim"
 )
 
-// ringList is the ring all-reduce written out as a list, the way it was
-// before its micro-ops were generated: the reference the generator must
-// reproduce instruction for instruction.
+// ringList is the ring all-reduce written out as a list, primitive by
+// primitive as NCCL's runRing issues them (all_reduce.h): the reference the
+// generator must reproduce instruction for instruction.
 func ringList(c *Comm, i int, in, out *ranks.Buffer) []ranks.Instr {
 	n := len(c.Group)
 	C := c.chunks
@@ -30,19 +30,24 @@ func ringList(c *Comm, i int, in, out *ranks.Buffer) []ranks.Instr {
 		return prog
 	}
 	sendF, recvF := c.fifo(c.Group[i], c.Group[next]), c.fifo(c.Group[prev], c.Group[i])
+	// send: this rank's own segment starts round the ring
+	lo, cnt := seg(i)
+	prog = append(prog, ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: cnt, Srcs: []ranks.Src{{Buf: out, Lo: lo, Coef: 1}}, Peer: c.Group[next]})
+	// recvReduceSend ×(n-2), then recvReduceCopySend: receive segment
+	// i-1-k, add this rank's part, keep the sum and pass it on
 	for k := 0; k < n-1; k++ {
-		slo, sn := seg(i - k)
-		rlo, rn := seg(i - k - 1)
-		prog = append(prog,
-			ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: sn, Srcs: []ranks.Src{{Buf: out, Lo: slo, Coef: 1}}, Peer: c.Group[next]},
-			ranks.Instr{Op: ranks.OpRecv, Phase: "reduce-scatter", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Srcs: []ranks.Src{{Buf: out, Lo: rlo, Coef: 1}}, Dur: step, Peer: c.Group[prev]})
+		lo, cnt := seg(i - 1 - k)
+		prog = append(prog, ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: recvF, Fwd: sendF, Dst: out, DstLo: lo, N: cnt,
+			Srcs: []ranks.Src{{Buf: out, Lo: lo, Coef: 1}}, Dur: step, Peer: c.Group[prev]})
 	}
+	// recvCopySend ×(n-2), then recv: the reduced segments go round
 	for k := 0; k < n-1; k++ {
-		slo, sn := seg(i + 1 - k)
-		rlo, rn := seg(i - k)
-		prog = append(prog,
-			ranks.Instr{Op: ranks.OpSend, Phase: "all-gather", Fifo: sendF, N: sn, Srcs: []ranks.Src{{Buf: out, Lo: slo, Coef: 1}}, Peer: c.Group[next]},
-			ranks.Instr{Op: ranks.OpRecv, Phase: "all-gather", Fifo: recvF, Dst: out, DstLo: rlo, N: rn, Dur: step, Peer: c.Group[prev]})
+		lo, cnt := seg(i - k)
+		in := ranks.Instr{Op: ranks.OpRecvSend, Phase: "all-gather", Fifo: recvF, Fwd: sendF, Dst: out, DstLo: lo, N: cnt, Dur: step, Peer: c.Group[prev]}
+		if k == n-2 {
+			in.Op, in.Fwd = ranks.OpRecv, nil
+		}
+		prog = append(prog, in)
 	}
 	return prog
 }

@@ -423,7 +423,7 @@ func (r *dporRun) accesses(st *ranks.Step, first, commit bool) []access {
 				out = r.add(out, chunk(s.Buf, s.Lo+i), false, classMem)
 			}
 		}
-		if in.Dst != nil && (in.Op == ranks.OpCompute || in.Op == ranks.OpRecv) {
+		if in.Dst != nil && (in.Op == ranks.OpCompute || in.Op == ranks.OpRecv || in.Op == ranks.OpRecvSend) {
 			for i := 0; i < in.N; i++ {
 				out = r.add(out, chunk(in.Dst, in.DstLo+i), true, classMem)
 			}
@@ -434,27 +434,43 @@ func (r *dporRun) accesses(st *ranks.Step, first, commit bool) []access {
 		case ranks.OpWait:
 			out = r.add(out, resKey{kind: resSlot, a: r.name(in.Pad.Name, in.Pad.Rank), b: uint64(in.Slot)}, true, classWait)
 		case ranks.OpSend:
-			f := in.Fifo
-			k := r.sent[f]
-			if commit {
-				r.sent[f]++
-			}
-			out = r.add(out, resKey{kind: resFifoTail, a: r.name(f.Name, -1)}, true, classSend)
-			out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, true, classSend)
-			if k >= f.Cap {
-				out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k - f.Cap)}, false, classSend)
-			}
+			out = r.send(out, in.Fifo, commit)
 		case ranks.OpRecv:
-			f := in.Fifo
-			k := r.recvd[f]
-			if commit {
-				r.recvd[f]++
-			}
-			out = r.add(out, resKey{kind: resFifoHead, a: r.name(f.Name, -1)}, true, classRecv)
-			out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, false, classRecv)
-			out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k)}, true, classRecv)
+			out = r.recv(out, in.Fifo, commit)
+		case ranks.OpRecvSend:
+			out = r.recv(out, in.Fifo, commit)
+			out = r.send(out, in.Fwd, commit)
 		}
 	}
+	return out
+}
+
+// send is the footprint of a push into f: its tail, the message slot it
+// fills and (once f has wrapped) the slot the receive of Cap messages ago
+// freed.
+func (r *dporRun) send(out []access, f *ranks.Fifo, commit bool) []access {
+	k := r.sent[f]
+	if commit {
+		r.sent[f]++
+	}
+	out = r.add(out, resKey{kind: resFifoTail, a: r.name(f.Name, -1)}, true, classSend)
+	out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, true, classSend)
+	if k >= f.Cap {
+		out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k - f.Cap)}, false, classSend)
+	}
+	return out
+}
+
+// recv is the footprint of a pop from f: its head, the message it takes and
+// the slot it frees.
+func (r *dporRun) recv(out []access, f *ranks.Fifo, commit bool) []access {
+	k := r.recvd[f]
+	if commit {
+		r.recvd[f]++
+	}
+	out = r.add(out, resKey{kind: resFifoHead, a: r.name(f.Name, -1)}, true, classRecv)
+	out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, false, classRecv)
+	out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k)}, true, classRecv)
 	return out
 }
 

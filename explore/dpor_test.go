@@ -81,6 +81,9 @@ func (p tinyProgram) scenario() *scenarios.Scenario {
 					case "recv":
 						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpRecv, Dur: 100, Fifo: fifos[1-r], N: 1,
 							Dst: outs[r], DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: outs[r], Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r})
+					case "recvsend": // NCCL's fused ring step: it can spin on either FIFO
+						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpRecvSend, Dur: 100, Fifo: fifos[1-r], Fwd: fifos[r], N: 1,
+							Dst: outs[r], DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: outs[r], Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r})
 					}
 				}
 				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: tk.Stream, Kernel: ks})
@@ -98,7 +101,7 @@ func genTiny(t *rapid.T) tinyProgram {
 	var p tinyProgram
 	instr := rapid.Custom(func(t *rapid.T) tinyInstr {
 		return tinyInstr{
-			Op:      rapid.SampledFrom([]string{"copy", "copy", "put", "wait", "send", "recv"}).Draw(t, "op"),
+			Op:      rapid.SampledFrom([]string{"copy", "copy", "put", "wait", "send", "recv", "recvsend"}).Draw(t, "op"),
 			DstRank: rapid.IntRange(0, 1).Draw(t, "dstRank"), DstOut: rapid.Bool().Draw(t, "dstOut"),
 			DstChunk: rapid.IntRange(0, 1).Draw(t, "dstChunk"),
 			SrcRank:  rapid.IntRange(0, 1).Draw(t, "srcRank"), SrcChunk: rapid.IntRange(0, 1).Draw(t, "srcChunk"),
@@ -195,8 +198,8 @@ func keys(m map[outcomeKey]bool) []string {
 }
 
 // TestDPORMatchesNaiveEnumeration: on generated tiny programs (two ranks, two
-// streams each, copies across symmetric buffers, signal puts and waits, sends
-// and receives on one-slot FIFOs), the
+// streams each, copies across symmetric buffers, signal puts and waits, sends,
+// receives and fused receive-sends on one-slot FIFOs), the
 // outcomes DPOR reaches (output values and verdict) are exactly those of the
 // naive enumeration of every interleaving, and DPOR says it is complete.
 func TestDPORMatchesNaiveEnumeration(t *testing.T) {

@@ -74,7 +74,7 @@ func (w *World) noteTalk(t *task, in *Instr) {
 		return
 	}
 	switch in.Op {
-	case OpPut, OpWait, OpSend, OpRecv:
+	case OpPut, OpWait, OpSend, OpRecv, OpRecvSend:
 		t.talked = true
 	case OpCompute:
 		if in.Dst != nil && in.Dst.Rank != t.rank {

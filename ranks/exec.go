@@ -140,6 +140,48 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		w.eng.Mix(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)
+	case OpRecvSend:
+		f, o := w.fifoOf(in.Fifo), w.fifoOf(in.Fwd)
+		if f.inFlight() == 0 {
+			w.blockOn(t, &f.waiters, in, f.Src)
+			return false
+		}
+		if o.inFlight() >= o.Cap {
+			w.blockOn(t, &o.waiters, in, o.Dst)
+			t.blockFwd = true
+			return false
+		}
+		m := f.pop()
+		w.noteRecv(t, f, m)
+		w.acquireVC(t.lane, m.vc)
+		if m.inst != t.inst {
+			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
+		} else if m.sig != t.sig() {
+			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
+		}
+		fwd := msg{inst: t.inst, by: t.id, sig: t.sig()}
+		if in.N != 1 {
+			fwd.vals = make([]Value, in.N)
+		}
+		for i := 0; i < in.N; i++ {
+			v := m.val(i)
+			for _, s := range in.Srcs {
+				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
+			}
+			w.write(t, in.Dst, in.DstLo+i, v)
+			if fwd.vals == nil {
+				fwd.one = v
+			} else {
+				fwd.vals[i] = v
+			}
+		}
+		w.eng.Mix(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
+		w.wake(&f.waiters)
+		fwd.vc = w.snapshot(t.lane) // release
+		o.push(fwd)
+		w.noteSend(o)
+		w.eng.Mix(0x53, uint64(o.Src), uint64(o.Dst))
+		w.wake(&o.waiters)
 	case OpDelay:
 	}
 	return true
@@ -167,6 +209,7 @@ func scaleN(n uint64, c int64) uint64 {
 func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 	*ws = append(*ws, t.id)
 	t.blockIn = in
+	t.blockFwd = false
 	t.blockedOn = ""
 	t.blockWho = t.blockWho[:0]
 	if peer >= 0 {
@@ -188,6 +231,11 @@ func (t *task) blockReason() string {
 	case OpSend:
 		return fmt.Sprintf("send on %s (full)", in.Fifo.Name)
 	case OpRecv:
+		return fmt.Sprintf("recv on %s (empty)", in.Fifo.Name)
+	case OpRecvSend:
+		if t.blockFwd {
+			return fmt.Sprintf("send on %s (full)", in.Fwd.Name)
+		}
 		return fmt.Sprintf("recv on %s (empty)", in.Fifo.Name)
 	}
 	return in.Op.String()

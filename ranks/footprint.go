@@ -123,6 +123,8 @@ func (w *World) NextStep(a int32) Step {
 		st.Block = w.fifoOf(in.Fifo).inFlight() >= in.Fifo.Cap
 	case OpRecv:
 		st.Block = w.fifoOf(in.Fifo).inFlight() == 0
+	case OpRecvSend:
+		st.Block = w.fifoOf(in.Fifo).inFlight() == 0 || w.fifoOf(in.Fwd).inFlight() >= in.Fwd.Cap
 	}
 	return st
 }

@@ -121,26 +121,40 @@ type Fifo struct {
 	Name     string
 	Src, Dst int
 	Cap      int
-	q        []msg // q[head:] are in flight, oldest first
-	head     int
+	q        []msg // a ring: q[head], q[head+1], … (mod len) are in flight, oldest first
+	head, n  int
 	waiters  []int32
 
 	id int32 // 1 + index among a template's FIFOs (0: none; see World.fifoOf)
 }
 
-func (f *Fifo) inFlight() int { return len(f.q) - f.head }
+func (f *Fifo) inFlight() int { return f.n }
 
+// push appends m. The ring has Cap slots (a send spins while they are all
+// taken), so it is allocated once and never grows in a run.
 func (f *Fifo) push(m msg) {
-	if f.head == len(f.q) {
-		f.q, f.head = f.q[:0], 0 // drained: reuse the array
+	if f.n == len(f.q) {
+		q := make([]msg, max(2*len(f.q), f.Cap, 1))
+		for i := range f.n {
+			q[i] = f.q[(f.head+i)%len(f.q)]
+		}
+		f.q, f.head = q, 0
 	}
-	f.q = append(f.q, m)
+	i := f.head + f.n
+	if i >= len(f.q) {
+		i -= len(f.q)
+	}
+	f.q[i] = m
+	f.n++
 }
 
 func (f *Fifo) pop() msg {
 	m := f.q[f.head]
 	f.q[f.head] = msg{}
-	f.head++
+	f.n--
+	if f.head++; f.head == len(f.q) {
+		f.head = 0
+	}
 	return m
 }
 
@@ -192,9 +206,14 @@ const (
 	OpRecv
 	// OpDelay only takes time.
 	OpDelay
+	// OpRecvSend is NCCL's fused ring step (recvReduceSend, recvCopySend):
+	// pop a message from Fifo; Dst[DstLo+i] = msg[i] + Σ Srcs[i]; push the
+	// N results into Fwd. It spins while Fifo is empty or Fwd is full. The
+	// forwarded values come from registers: Dst is written, not read back.
+	OpRecvSend
 )
 
-var instrOpNames = [...]string{"compute", "put", "wait", "send", "recv", "delay"}
+var instrOpNames = [...]string{"compute", "put", "wait", "send", "recv", "delay", "recv+send"}
 
 func (o InstrOp) String() string { return instrOpNames[o] }
 
@@ -212,6 +231,7 @@ type Instr struct {
 	Pad   *SignalPad
 	Slot  int
 	Fifo  *Fifo
+	Fwd   *Fifo // where an OpRecvSend forwards its results
 	// Peer is the world rank a put or wait is addressed to or expects, for
 	// hang analysis (-1 when unknown).
 	Peer int

@@ -164,6 +164,7 @@ func NewTemplate(w *World) (*Template, error) {
 					}
 					pad(in.Pad)
 					fifo(in.Fifo)
+					fifo(in.Fwd)
 				}
 			}
 			ks[j] = ki

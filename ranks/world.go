@@ -116,6 +116,7 @@ type task struct {
 	pc        int
 	blockedOn string
 	blockIn   *Instr     // the micro-op t is blocked on (reason formatted lazily)
+	blockFwd  bool       // an OpRecvSend blocked on its full Fwd, not its empty Fifo
 	scratch   *Instr     // the current micro-op of a generated kernel (KernelSpec.Gen)
 	blockWho  []blockRef // for hang analysis
 	start     sim.Time

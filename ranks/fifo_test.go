@@ -1,0 +1,33 @@
+package ranks
+
+import (
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// A FIFO is a queue: any sequence of pushes and pops returns the messages in
+// push order, whether or not the sends respect Cap (the ring grows if not).
+func TestFifoIsAQueue(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		f := &Fifo{Cap: rapid.IntRange(0, 4).Draw(t, "cap")}
+		var model []int32
+		next := int32(0)
+		for _, push := range rapid.SliceOf(rapid.Bool()).Draw(t, "ops") {
+			if push || len(model) == 0 {
+				f.push(msg{by: next})
+				model = append(model, next)
+				next++
+			} else {
+				m := f.pop()
+				if m.by != model[0] {
+					t.Fatalf("pop = %d, want %d", m.by, model[0])
+				}
+				model = model[1:]
+			}
+			if f.inFlight() != len(model) {
+				t.Fatalf("in flight = %d, want %d", f.inFlight(), len(model))
+			}
+		}
+	})
+}
