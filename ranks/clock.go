@@ -224,7 +224,12 @@ var emptyVC = &VC{}
 // buffer is touched by its own rank's kernel only (values travel in FIFO
 // messages), so clocks stay one entry long instead of growing to 512 and
 // the Θ(n³) join work disappears.
-func sharedLanes(progs []*Program, laneBase []int32, nl int32) []bool {
+//
+// The same walk marks each buffer in bufs private when at most one lane
+// touches its storage: no two lanes can race on it, so its accesses skip
+// the shadow-memory checks (the static form of a race detector's
+// thread-local filter), recording only who wrote each chunk last.
+func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) []bool {
 	walk := func(f func(k any, lane int32)) {
 		for r, p := range progs {
 			if p == nil {
@@ -275,6 +280,10 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32) []bool {
 			shared[lane] = true
 		}
 	})
+	for _, b := range bufs {
+		o, ok := owner[b.storage()]
+		b.private = !ok || o >= 0
+	}
 	return shared
 }
 
@@ -294,7 +303,12 @@ func (w *World) snapshot(lane int32) *VC {
 	} else {
 		s = v.cloneShared(w.shared)
 	}
-	w.vc[lane].tick(lane)
+	if w.shared[lane] {
+		// A new epoch, so that later accesses are told apart from those
+		// the snapshot covers. An unshared lane's entry never leaves its
+		// own clock, whose checks cover every one of its epochs anyway.
+		w.vc[lane].tick(lane)
+	}
 	w.snap[lane], w.dirty[lane] = s, false
 	return s
 }

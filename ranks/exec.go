@@ -252,6 +252,17 @@ func (w *World) hb(e epoch, cur *VC) bool { return e.lane < 0 || e.clock <= cur.
 // resolves it to its own, World.bufOf).
 func (w *World) read(t *task, b *Buffer, c int) Value {
 	b = w.bufOf(b)
+	if !b.private {
+		w.checkRead(t, b, c)
+	}
+	v := b.Vals[c]
+	w.eng.Mix(uint64(b.id)<<20|uint64(c), v.N)
+	return v
+}
+
+// checkRead checks a read of chunk c of b against its last write and
+// records it in the chunk's shadow.
+func (w *World) checkRead(t *task, b *Buffer, c int) {
 	sh := &b.sh[c]
 	cur := w.vc[t.lane]
 	if !w.hb(sh.w, cur) {
@@ -276,13 +287,18 @@ func (w *World) read(t *task, b *Buffer, c int) Value {
 			sh.more = append(sh.more, e)
 		}
 	}
-	v := b.Vals[c]
-	w.eng.Mix(uint64(b.id)<<20|uint64(c), v.N)
-	return v
 }
 
 func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	b = w.bufOf(b)
+	if b.private {
+		// Nothing to check; the writer is kept for LastWriter. (Its clock
+		// is never compared: only its own lane touches the chunk.)
+		b.sh[c].w = epoch{lane: t.lane, task: t.id}
+		b.Vals[c] = v
+		w.eng.Mix(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+		return
+	}
 	sh := &b.sh[c]
 	cur := w.vc[t.lane]
 	if !w.hb(sh.w, cur) {

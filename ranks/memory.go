@@ -37,8 +37,9 @@ type Buffer struct {
 	Sym    *Symmetric // non-nil for a copy of a symmetric buffer
 	Block  *Block     // non-nil for a tensor from a caching [Allocator]
 
-	id int32
-	sh []shadow
+	id      int32
+	sh      []shadow
+	private bool // one lane at most touches its storage: no race checks (sharedLanes)
 }
 
 // storage identifies the memory b's chunks live in: its caching-allocator

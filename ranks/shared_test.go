@@ -11,7 +11,8 @@ import (
 )
 
 // TestSharedLanes: a lane is shared exactly when another lane touches the
-// same memory (a buffer, or an allocator block that tensors alias).
+// same memory (a buffer, or an allocator block that tensors alias), and a
+// buffer is private exactly when no two lanes touch its memory.
 func TestSharedLanes(t *testing.T) {
 	w := NewWorld(2, Config{}, sim.NewEngine(sim.Timed, nil))
 	x := w.Alloc(0, "x", 64, 1)
@@ -28,14 +29,21 @@ func TestSharedLanes(t *testing.T) {
 		}},
 		{Streams: []string{"a"}, Ops: []HostOp{{Kind: Launch, Stream: 0, Kernel: k("d1", z, z)}}}, // z is rank 1's alone
 	}
-	require.Equal(t, []bool{true, true, true, false}, sharedLanes(progs, []int32{0, 3}, 4))
+	u := w.Alloc(1, "u", 64, 1) // touched by no kernel
+	require.Equal(t, []bool{true, true, true, false}, sharedLanes(progs, []int32{0, 3}, 4, w.bufs))
+	for _, b := range []*Buffer{x, y} {
+		require.False(t, b.private, "%s is touched by two lanes", b.Name)
+	}
+	require.True(t, z.private, "z is touched by one lane")
+	require.True(t, u.private, "u is touched by none")
 }
 
 // TestPropSharedLaneFilterLosesNoRace: random multi-rank programs (local
 // computes on two streams per rank, FIFO messages between ranks, event
 // edges) report the same findings, counts and trace hash with the filter
-// on and with every lane's entry carried everywhere, under random timed
-// schedules. The filter only drops entries no check can read.
+// on (shared-lane clocks, private buffers unchecked) and with every lane's
+// entry carried everywhere and every access checked, under random timed
+// schedules. The filter only drops entries and checks that cannot matter.
 func TestPropSharedLaneFilterLosesNoRace(t *testing.T) {
 	racy, clean := 0, 0
 	rapid.Check(t, func(t *rapid.T) {

@@ -181,7 +181,7 @@ func NewTemplate(w *World) (*Template, error) {
 		f.id = int32(i + 1)
 	}
 	base, nl := laneLayout(w.progs)
-	t.shared = sharedLanes(w.progs, base, nl) // the same for every copy
+	t.shared = sharedLanes(w.progs, base, nl, w.bufs) // the same for every copy, which copies the buffers' marks
 	return t, nil
 }
 

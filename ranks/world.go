@@ -265,8 +265,11 @@ func (w *World) Run() (*Result, error) {
 		for i := range w.shared {
 			w.shared[i] = true
 		}
-	case w.shared == nil: // a template's copy has it already
-		w.shared = sharedLanes(w.progs, w.laneBase, nl)
+		for _, b := range w.bufs {
+			b.private = false
+		}
+	case w.shared == nil: // a template's copy has it already (and its buffers' marks)
+		w.shared = sharedLanes(w.progs, w.laneBase, nl, w.bufs)
 	}
 	// Intern collective instance names in rank-then-program order.
 	for _, p := range w.progs {
