@@ -2,6 +2,7 @@ package collectives
 
 import (
 	"fmt"
+	"unique"
 
 	"github.com/collsim/collsim/ranks"
 )
@@ -96,8 +97,11 @@ type Call struct {
 // Ghost data carries it so that calls that differ at the same sequence
 // number are reported as a mismatch (NCCL usage/collectives.rst: every
 // rank must call with the same count and datatype).
+//
+// Equal signatures share one string (unique.Make), so the check a receive
+// or a wait makes on every message is a pointer comparison.
 func (c Call) Sig() string {
-	return fmt.Sprintf("%s count=%dB", c.Op, c.In.Bytes)
+	return unique.Make(fmt.Sprintf("%s count=%dB", c.Op, c.In.Bytes)).Value()
 }
 
 // Collective returns rank's kernel for call. Every algorithm only moves and

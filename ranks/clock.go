@@ -294,6 +294,9 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) [
 // tell the two apart, and the common case (event records, waits, a run of
 // puts) then allocates nothing.
 func (w *World) snapshot(lane int32) *VC {
+	if !w.anyShared {
+		return emptyVC // no clock entry is of use to anybody
+	}
 	if !w.dirty[lane] && w.snap[lane] != nil {
 		return w.snap[lane]
 	}

@@ -40,12 +40,14 @@ type World struct {
 	calls  []string // interned collective instance names
 	callID map[string]int32
 
-	laneBase []int32 // first lane of each rank
-	vc       []*VC   // per lane
-	snap     []*VC   // per lane: the last snapshot handed out (immutable)
-	dirty    []bool  // per lane: accessed or acquired since snap
-	shared   []bool  // per lane: shares memory with another lane (clock.go)
-	noFilter bool    // tests: every lane counts as shared
+	laneBase  []int32 // first lane of each rank
+	vc        []*VC   // per lane
+	snap      []*VC   // per lane: the last snapshot handed out (immutable)
+	dirty     []bool  // per lane: accessed or acquired since snap
+	shared    []bool  // per lane: shares memory with another lane (clock.go)
+	anyShared bool    // some lane is shared
+	nominal   bool    // the chooser is sim.Nominal: no jitter
+	noFilter  bool    // tests: every lane counts as shared
 	// a template's copy: its pads and FIFOs by id (the shared micro-ops
 	// name the template's; see bufOf, padOf, fifoOf)
 	tPads  []*SignalPad
@@ -271,6 +273,10 @@ func (w *World) Run() (*Result, error) {
 	case w.shared == nil: // a template's copy has it already (and its buffers' marks)
 		w.shared = sharedLanes(w.progs, w.laneBase, nl, w.bufs)
 	}
+	for _, s := range w.shared {
+		w.anyShared = w.anyShared || s
+	}
+	_, w.nominal = w.eng.Chooser().(sim.Nominal)
 	// Intern collective instance names in rank-then-program order.
 	for _, p := range w.progs {
 		for _, op := range p.Ops {
@@ -326,6 +332,9 @@ func (w *World) Run() (*Result, error) {
 }
 
 func (w *World) jitter(d sim.Time) sim.Time {
+	if w.nominal {
+		return d // Nominal picks option 0, ×1000‰, and draws nothing
+	}
 	i := w.eng.Chooser().Choose(sim.DecJitter, len(jitterPerMille))
 	return d * sim.Time(jitterPerMille[i]) / 1000
 }
@@ -594,6 +603,12 @@ func (w *World) complete(t *task) {
 }
 
 func (w *World) wake(ws *[]int32) {
+	if len(*ws) > 0 {
+		w.wakeAll(ws)
+	}
+}
+
+func (w *World) wakeAll(ws *[]int32) {
 	for _, id := range *ws {
 		t := w.tasks[id]
 		if t.state == blocked {

@@ -148,6 +148,12 @@ const smallQueue = 32
 
 // min returns the least pending item and whether it is run's head.
 func (e *Engine) min() (it Item, inRun, ok bool) {
+	if e.q.Len() == 0 {
+		if e.runAt < len(e.run) {
+			return e.run[e.runAt], true, true
+		}
+		return Item{}, false, false
+	}
 	m, ok := e.q.Min()
 	if e.runAt < len(e.run) && (!ok || itemLess(e.run[e.runAt], m)) {
 		return e.run[e.runAt], true, true
@@ -208,6 +214,9 @@ func (e *Engine) Next() (Item, bool) {
 	} else {
 		if e.runAt == len(e.run) {
 			it, _ = e.q.DeleteMin()
+		} else if e.q.Len() == 0 {
+			it = e.run[e.runAt] // the common case: everything pending is in run
+			e.runAt++
 		} else if m, ok := e.q.Min(); ok && itemLess(m, e.run[e.runAt]) {
 			it, _ = e.q.DeleteMin()
 		} else {
