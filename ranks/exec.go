@@ -72,7 +72,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, w.snapshot(t.lane) // release
 		s.sig = t.sig()
 		w.notePut(s)
-		w.eng.Mix(0x50, uint64(pad.Rank), uint64(in.Slot))
+		w.eng.Mix3(0x50, uint64(pad.Rank), uint64(in.Slot))
 		w.wake(&s.waiters)
 	case OpWait:
 		pad := w.padOf(in.Pad)
@@ -89,7 +89,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			w.sigMismatch(t, s.by, s.sig, padResource(pad, in.Slot))
 		}
 		w.noteSignal(t, s, in)
-		w.eng.Mix(0x57, uint64(pad.Rank), uint64(in.Slot), uint64(s.by))
+		w.eng.Mix4(0x57, uint64(pad.Rank), uint64(in.Slot), uint64(s.by))
 		w.wake(&s.waiters)
 	case OpSend:
 		f := w.fifoOf(in.Fifo)
@@ -115,7 +115,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		m.vc = w.snapshot(t.lane) // release
 		f.push(m)
 		w.noteSend(f)
-		w.eng.Mix(0x53, uint64(f.Src), uint64(f.Dst))
+		w.eng.Mix3(0x53, uint64(f.Src), uint64(f.Dst))
 		w.wake(&f.waiters)
 	case OpRecv:
 		f := w.fifoOf(in.Fifo)
@@ -138,7 +138,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
-		w.eng.Mix(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
+		w.eng.Mix4(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)
 	case OpRecvSend:
 		f, o := w.fifoOf(in.Fifo), w.fifoOf(in.Fwd)
@@ -175,12 +175,12 @@ func (w *World) exec(t *task, in *Instr) bool {
 				fwd.vals[i] = v
 			}
 		}
-		w.eng.Mix(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
+		w.eng.Mix4(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)
 		fwd.vc = w.snapshot(t.lane) // release
 		o.push(fwd)
 		w.noteSend(o)
-		w.eng.Mix(0x53, uint64(o.Src), uint64(o.Dst))
+		w.eng.Mix3(0x53, uint64(o.Src), uint64(o.Dst))
 		w.wake(&o.waiters)
 	case OpDelay:
 	}
@@ -256,7 +256,7 @@ func (w *World) read(t *task, b *Buffer, c int) Value {
 		w.checkRead(t, b, c)
 	}
 	v := b.Vals[c]
-	w.eng.Mix(uint64(b.id)<<20|uint64(c), v.N)
+	w.eng.Mix2(uint64(b.id)<<20|uint64(c), v.N)
 	return v
 }
 
@@ -296,7 +296,7 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 		// is never compared: only its own lane touches the chunk.)
 		b.sh[c].w = epoch{lane: t.lane, task: t.id}
 		b.Vals[c] = v
-		w.eng.Mix(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+		w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
 		return
 	}
 	sh := &b.sh[c]
@@ -317,7 +317,7 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	sh.w = w.epoch(t)
 	sh.r0ok, sh.more = false, sh.more[:0]
 	b.Vals[c] = v
-	w.eng.Mix(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+	w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
 }
 
 func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {

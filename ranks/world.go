@@ -509,7 +509,7 @@ func (w *World) stepTaskOnce(t *task) bool {
 	t.blockIn = nil
 	t.blockWho = t.blockWho[:0]
 	t.pc++
-	w.eng.Mix(uint64(t.id), uint64(t.pc))
+	w.eng.Mix2(uint64(t.id), uint64(t.pc))
 	at, key, actor := now+w.jitter(in.Dur), w.key(t), int32(w.N)+t.id
 	if w.eng.Continue(at, key, actor) {
 		return true

@@ -186,7 +186,7 @@ func (e *Engine) Continue(at Time, key uint64, actor int32) bool {
 	e.seq++
 	e.now = at
 	e.steps++
-	e.Mix(uint64(actor), uint64(e.now), key)
+	e.Mix3(uint64(actor), uint64(e.now), key)
 	if e.obs != nil {
 		e.obs(Item{At: at, Key: key, Seq: e.seq, Actor: actor}, false)
 	}
@@ -228,7 +228,7 @@ func (e *Engine) Next() (Item, bool) {
 		e.now = it.At
 	}
 	e.steps++
-	e.Mix(uint64(it.Actor), uint64(e.now), it.Key)
+	e.Mix3(uint64(it.Actor), uint64(e.now), it.Key)
 	if e.obs != nil {
 		e.obs(it, chosen)
 	}
@@ -240,12 +240,22 @@ func (e *Engine) Next() (Item, bool) {
 func (e *Engine) Mix(words ...uint64) {
 	h := e.hash
 	for _, w := range words {
-		// One multiply-rotate round per word (constants from splitmix64):
-		// order-sensitive and platform-independent, and 8× cheaper than
-		// byte-wise FNV on the event loop's hot path.
-		h = bits.RotateLeft64(h^(w*0x9e3779b97f4a7c15), 29) * 0xbf58476d1ce4e5b9
+		h = mix(h, w)
 	}
 	e.hash = h
+}
+
+// Mix2, Mix3 and Mix4 are [Engine.Mix] of two, three and four words,
+// unrolled for the event loop's hot path (the same hash).
+func (e *Engine) Mix2(a, b uint64)       { e.hash = mix(mix(e.hash, a), b) }
+func (e *Engine) Mix3(a, b, c uint64)    { e.hash = mix(mix(mix(e.hash, a), b), c) }
+func (e *Engine) Mix4(a, b, c, d uint64) { e.hash = mix(mix(mix(mix(e.hash, a), b), c), d) }
+
+// mix is one multiply-rotate round per word (constants from splitmix64):
+// order-sensitive and platform-independent, and 8× cheaper than byte-wise
+// FNV on the event loop's hot path.
+func mix(h, w uint64) uint64 {
+	return bits.RotateLeft64(h^(w*0x9e3779b97f4a7c15), 29) * 0xbf58476d1ce4e5b9
 }
 
 // TraceHash is the hash of the canonical event sequence so far, as 16 hex digits.

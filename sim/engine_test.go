@@ -354,3 +354,20 @@ func TestEngineLoopAllocatesNothing(t *testing.T) {
 	require.Zero(t, after.Mallocs-before.Mallocs, "allocations in 10,000 steps")
 	require.Equal(t, n, e.Len())
 }
+
+// The unrolled mixes hash exactly as Mix does.
+func TestPropMixUnrolledEqualsMix(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := rapid.SliceOfN(rapid.Uint64(), 4, 4).Draw(t, "words")
+		a, b := sim.NewEngine(sim.Timed, nil), sim.NewEngine(sim.Timed, nil)
+		a.Mix(w[0], w[1])
+		b.Mix2(w[0], w[1])
+		a.Mix(w[0], w[1], w[2])
+		b.Mix3(w[0], w[1], w[2])
+		a.Mix(w...)
+		b.Mix4(w[0], w[1], w[2], w[3])
+		if a.TraceHash() != b.TraceHash() {
+			t.Fatalf("Mix %s, unrolled %s", a.TraceHash(), b.TraceHash())
+		}
+	})
+}
