@@ -110,9 +110,6 @@ func (a *Allocator) Malloc(name, stream string, bytes int64, chunks int) (*Buffe
 		a.Log = append(a.Log, fmt.Sprintf("malloc %s (%d B) on %s: reuses block #%d (%d B, last held %s)", name, bytes, stream, best.ID, best.Bytes, best.Tensors[len(best.Tensors)-1]))
 	} else {
 		best = &Block{ID: len(a.blocks), Rank: a.rank, Stream: stream, Bytes: size, vals: make([]Value, chunks), sh: make([]shadow, chunks)}
-		for i := range best.sh {
-			best.sh[i].w = noEpoch
-		}
 		a.blocks = append(a.blocks, best)
 		buf.Vals, buf.sh = best.vals, best.sh
 		a.Log = append(a.Log, fmt.Sprintf("malloc %s (%d B) on %s: new block #%d (%d B)", name, bytes, stream, best.ID, size))

@@ -159,7 +159,10 @@ func (w *World) exec(t *task, in *Instr) bool {
 		} else if m.sig != t.sig() {
 			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
 		}
-		fwd := msg{inst: t.inst, by: t.id, sig: t.sig()}
+		// The forwarded message is built in its slot of Fwd's ring: it is
+		// in flight once the step is done (no copy of it passes the stack).
+		fwd := o.slot()
+		*fwd = msg{inst: t.inst, by: t.id, sig: t.sig()}
 		if in.N != 1 {
 			fwd.vals = make([]Value, in.N)
 		}
@@ -178,7 +181,6 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.eng.Mix4(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)
 		fwd.vc = w.snapshot(t.lane) // release
-		o.push(fwd)
 		w.noteSend(o)
 		w.eng.Mix3(0x53, uint64(o.Src), uint64(o.Dst))
 		w.wake(&o.waiters)
@@ -246,7 +248,7 @@ func (w *World) epoch(t *task) epoch {
 	return epoch{lane: t.lane, clock: w.vc[t.lane].get(t.lane), task: t.id}
 }
 
-func (w *World) hb(e epoch, cur *VC) bool { return e.lane < 0 || e.clock <= cur.get(e.lane) }
+func (w *World) hb(e epoch, cur *VC) bool { return e.none() || e.clock <= cur.get(e.lane) }
 
 // read and write take a buffer as a micro-op names it (a template's copy
 // resolves it to its own, World.bufOf).
@@ -270,8 +272,8 @@ func (w *World) checkRead(t *task, b *Buffer, c int) {
 	}
 	e := w.epoch(t)
 	switch {
-	case !sh.r0ok:
-		sh.r0, sh.r0ok = e, true
+	case sh.r0.none():
+		sh.r0 = e
 	case sh.r0.lane == e.lane:
 		sh.r0 = e
 	default:
@@ -294,7 +296,14 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	if b.private {
 		// Nothing to check; the writer is kept for LastWriter. (Its clock
 		// is never compared: only its own lane touches the chunk.)
-		b.sh[c].w = epoch{lane: t.lane, task: t.id}
+		if b.Block != nil {
+			b.sh[c].w = epoch{lane: t.lane, clock: 1, task: t.id} // aliases share the shadows
+		} else {
+			if b.lastW == nil {
+				b.lastW = w.int32s(len(b.Vals))[:len(b.Vals)]
+			}
+			b.lastW[c] = 1 + t.id
+		}
 		b.Vals[c] = v
 		w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
 		return
@@ -304,7 +313,7 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	if !w.hb(sh.w, cur) {
 		w.race(t, sh.w.task, b, c, "write", "write")
 	}
-	if sh.r0ok {
+	if !sh.r0.none() {
 		if !w.hb(sh.r0, cur) {
 			w.race(t, sh.r0.task, b, c, "read", "write")
 		}
@@ -315,7 +324,7 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 		}
 	}
 	sh.w = w.epoch(t)
-	sh.r0ok, sh.more = false, sh.more[:0]
+	sh.r0, sh.more = noEpoch, sh.more[:0]
 	b.Vals[c] = v
 	w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
 }

@@ -246,7 +246,10 @@ func (w *World) Streams(rank int) []string {
 // corrupted output, the kernel that stored the wrong value.
 func (w *World) LastWriter(b *Buffer, c int) (TaskRef, bool) {
 	e := b.sh[c].w
-	if e.lane < 0 || e.task < 0 || int(e.task) >= len(w.tasks) {
+	if b.lastW != nil {
+		e = epoch{clock: 1, task: b.lastW[c] - 1}
+	}
+	if e.none() || e.task < 0 || int(e.task) >= len(w.tasks) {
 		return TaskRef{}, false
 	}
 	return w.ref(e.task), true

@@ -6,22 +6,25 @@ import (
 	"github.com/collsim/collsim/sim"
 )
 
-// epoch is one access: lane at its clock, by task.
+// epoch is one access: lane at its clock, by task. Clocks start at 1, so
+// the zero epoch is no access (and happens before everything): fresh
+// memory's shadows need no initialising.
 type epoch struct {
 	lane  int32
 	clock uint32
 	task  int32
 }
 
-var noEpoch = epoch{lane: -1}
+var noEpoch epoch
+
+func (e epoch) none() bool { return e.clock == 0 }
 
 // shadow is one chunk's race-detection state: the last write and the reads
 // since, at most one per lane. The first read is kept inline (most chunks
 // have one reader between writes), the others in more.
 type shadow struct {
 	w    epoch
-	r0   epoch
-	r0ok bool
+	r0   epoch // noEpoch: no read since the write
 	more []epoch
 }
 
@@ -40,6 +43,10 @@ type Buffer struct {
 	id      int32
 	sh      []shadow
 	private bool // one lane at most touches its storage: no race checks (sharedLanes)
+	// lastW[c] is 1 + the task that last wrote chunk c of a private buffer
+	// that is not an allocator block's (its shadows stay untouched: four
+	// bytes a chunk keep consecutive chunks on one cache line).
+	lastW []int32
 }
 
 // storage identifies the memory b's chunks live in: its caching-allocator
@@ -133,7 +140,10 @@ func (f *Fifo) inFlight() int { return f.n }
 
 // push appends m. The ring has Cap slots (a send spins while they are all
 // taken), so it is allocated once and never grows in a run.
-func (f *Fifo) push(m msg) {
+func (f *Fifo) push(m msg) { *f.slot() = m }
+
+// slot appends a zero message and returns it, for the caller to fill in.
+func (f *Fifo) slot() *msg {
 	if f.n == len(f.q) {
 		q := make([]msg, max(2*len(f.q), f.Cap, 1))
 		for i := range f.n {
@@ -145,8 +155,8 @@ func (f *Fifo) push(m msg) {
 	if i >= len(f.q) {
 		i -= len(f.q)
 	}
-	f.q[i] = m
 	f.n++
+	return &f.q[i]
 }
 
 func (f *Fifo) pop() msg {

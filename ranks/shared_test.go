@@ -195,3 +195,33 @@ func TestSharedLaneFilterKeepsTransitiveOrder(t *testing.T) {
 		})
 	}
 }
+
+// LastWriter names the kernel that last wrote each chunk, whether the
+// buffer is checked (shared), private, or a private allocator block's, and
+// nothing for a chunk no kernel wrote.
+func TestLastWriterByStorage(t *testing.T) {
+	w := NewWorld(1, Config{}, sim.NewEngine(sim.Timed, nil))
+	priv := w.Alloc(0, "priv", 64, 3)
+	shared := w.Alloc(0, "shared", 64, 3)
+	blk, err := w.NewAllocator(0, true).Malloc("blk", "a", 64, 3)
+	require.NoError(t, err)
+	k := func(name string, dst *Buffer, c int) HostOp {
+		return HostOp{Kind: Launch, Stream: 0, Kernel: &KernelSpec{Name: name, Instrs: []Instr{{Op: OpCompute, Dst: dst, DstLo: c, N: 1, Fresh: true}}}}
+	}
+	read := HostOp{Kind: Launch, Stream: 1, Kernel: &KernelSpec{Name: "reader", Instrs: []Instr{{Op: OpCompute, Dst: shared, DstLo: 2, N: 1, Srcs: []Src{{Buf: shared, Coef: 1}}}}}}
+	w.SetProgram(0, &Program{Streams: []string{"a", "b"}, Ops: []HostOp{
+		k("p0", priv, 0), k("p1", priv, 1), k("s0", shared, 0), k("b1", blk, 1), k("p0again", priv, 0), read,
+	}})
+	_, err = w.Run()
+	require.NoError(t, err)
+	require.True(t, priv.private && blk.private && !shared.private)
+	for _, c := range []struct {
+		b     *Buffer
+		chunk int
+		want  string // "" for none
+	}{{priv, 0, "p0again"}, {priv, 1, "p1"}, {priv, 2, ""}, {shared, 0, "s0"}, {shared, 2, "reader"}, {shared, 1, ""}, {blk, 1, "b1"}, {blk, 0, ""}} {
+		ref, ok := w.LastWriter(c.b, c.chunk)
+		require.Equal(t, c.want != "", ok, "%s[%d]", c.b.Name, c.chunk)
+		require.Equal(t, c.want, ref.Name, "%s[%d]", c.b.Name, c.chunk)
+	}
+}

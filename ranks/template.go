@@ -205,15 +205,16 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	for i, b := range t.blocks {
 		blocks[i] = *b
 		blocks[i].vals = append([]Value(nil), b.vals...)
-		blocks[i].sh = freshShadows(make([]shadow, len(b.sh)))
+		blocks[i].sh = make([]shadow, len(b.sh))
 	}
 	bufs := make([]Buffer, len(w.bufs))
 	vals := make([]Value, t.nVals)
-	sh := freshShadows(make([]shadow, t.nVals))
+	sh := make([]shadow, t.nVals)
 	nw.bufs = make([]*Buffer, len(w.bufs))
 	for i, b := range w.bufs {
 		nb := &bufs[i]
 		*nb = *b
+		nb.lastW = nil
 		n := len(b.Vals)
 		if j := t.bufBlock[i]; j >= 0 {
 			blk := &blocks[j]
@@ -295,14 +296,6 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		nw.progs[r] = np
 	}
 	return nw
-}
-
-// freshShadows resets sh to never accessed.
-func freshShadows(sh []shadow) []shadow {
-	for i := range sh {
-		sh[i].w = noEpoch
-	}
-	return sh
 }
 
 // Buffer returns w's buffer with the same id as b, a buffer of the world w

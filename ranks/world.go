@@ -185,10 +185,7 @@ func (w *World) chunkMem(n int) ([]Value, []shadow) {
 	}
 	v, sh := w.valMem[:n:n], w.shMem[:n:n]
 	w.valMem, w.shMem = w.valMem[n:], w.shMem[n:]
-	for i := range sh {
-		sh[i].w = noEpoch
-	}
-	return v, sh
+	return v, sh // zero shadows: never accessed
 }
 
 // AllocSymmetric allocates a symmetric buffer on every rank of group, with a
