@@ -212,7 +212,6 @@ func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 	*ws = append(*ws, t.id)
 	t.blockIn = in
 	t.blockFwd = false
-	t.blockedOn = ""
 	t.blockWho = t.blockWho[:0]
 	if peer >= 0 {
 		t.blockWho = append(t.blockWho, blockRef{rank: peer})
@@ -221,8 +220,8 @@ func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 
 // blockReason describes what t is blocked on.
 func (t *task) blockReason() string {
-	if t.blockedOn != "" || t.blockIn == nil {
-		return t.blockedOn
+	if t.blockIn == nil {
+		return ""
 	}
 	in := t.blockIn
 	switch in.Op {

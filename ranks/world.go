@@ -100,34 +100,37 @@ const (
 )
 
 type task struct {
-	id     int32
+	// What every micro-op step reads comes first, on one cache line.
+	id      int32
+	lane    int32
+	pc      int
+	state   taskState
+	talked  bool     // touched a peer: signal, FIFO or peer memory
+	scratch *Instr   // the current micro-op of a generated kernel (KernelSpec.Gen)
+	gen     InstrGen // that kernel's generator, and its length
+	genLen  int
+	inst    Instance
+	op      *HostOp
+
 	rank   int
 	stream int
-	lane   int32
-	op     *HostOp
 	replay int32
 	node   int32 // index of the lowered node (-1: a replay's join task)
-	inst   Instance
 
 	deps       []int32
 	waiting    int // deps not yet done
 	dependents []int32
 	issued     bool
 
-	state     taskState
-	pc        int
-	blockedOn string
-	blockIn   *Instr     // the micro-op t is blocked on (reason formatted lazily)
-	blockFwd  bool       // an OpRecvSend blocked on its full Fwd, not its empty Fifo
-	scratch   *Instr     // the current micro-op of a generated kernel (KernelSpec.Gen)
-	blockWho  []blockRef // for hang analysis
-	start     sim.Time
-	end       sim.Time
-	done      *VC
-	phases    []Phase
-	talked    bool  // touched a peer: signal, FIFO or peer memory
-	heldBy    int32 // Exclusive: 1 + id of the task holding the resource (0: none)
-	nameID    int32 // 1 + interned (op, stream) name, 0: not yet (exec.go)
+	blockIn  *Instr     // the micro-op t is blocked on (reason formatted lazily)
+	blockFwd bool       // an OpRecvSend blocked on its full Fwd, not its empty Fifo
+	blockWho []blockRef // for hang analysis
+	start    sim.Time
+	end      sim.Time
+	done     *VC
+	phases   []Phase
+	heldBy   int32 // Exclusive: 1 + id of the task holding the resource (0: none)
+	nameID   int32 // 1 + interned (op, stream) name, 0: not yet (exec.go)
 }
 
 type blockRef struct {
@@ -502,9 +505,10 @@ func (w *World) stepTaskOnce(t *task) bool {
 		return false
 	}
 	t.state = running
-	t.blockedOn = ""
-	t.blockIn = nil
-	t.blockWho = t.blockWho[:0]
+	if t.blockIn != nil {
+		t.blockIn = nil
+		t.blockWho = t.blockWho[:0]
+	}
 	t.pc++
 	w.eng.Mix2(uint64(t.id), uint64(t.pc))
 	at, key, actor := now+w.jitter(in.Dur), w.key(t), int32(w.N)+t.id
@@ -558,24 +562,29 @@ func laneLayout(progs []*Program) ([]int32, int32) {
 
 // instr returns t's current micro-op, or nil when it has run them all.
 func (t *task) instr() *Instr {
-	if t.op == nil || t.op.Kind != Launch {
-		return nil
-	}
-	k := t.op.Kernel
-	if k.Gen == nil {
-		if t.pc >= len(k.Instrs) {
+	if t.scratch == nil {
+		if t.op == nil || t.op.Kind != Launch {
 			return nil
 		}
-		return &k.Instrs[t.pc]
+		k := t.op.Kernel
+		if k.Gen == nil {
+			if t.pc >= len(k.Instrs) {
+				return nil
+			}
+			return &k.Instrs[t.pc]
+		}
+		t.gen, t.genLen = k.Gen, k.Gen.Len()
+		if t.pc >= t.genLen {
+			return nil
+		}
+		t.scratch = new(Instr)
 	}
-	if t.pc >= k.Gen.Len() {
+	// A generated kernel under way: its generator is at hand.
+	if t.pc >= t.genLen {
 		t.scratch = nil
 		return nil
 	}
-	if t.scratch == nil {
-		t.scratch = new(Instr)
-	}
-	k.Gen.At(t.pc, t.scratch)
+	t.gen.At(t.pc, t.scratch)
 	return t.scratch
 }
 
