@@ -210,7 +210,10 @@ func scaleN(n uint64, c int64) uint64 {
 // reason is formatted only if a hang report needs it.
 func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 	*ws = append(*ws, t.id)
-	t.blockIn = in
+	t.blockIn, t.blockGen = in, false
+	if in == &w.scratch {
+		t.blockIn, t.blockGen = nil, true // made again when needed
+	}
 	t.blockFwd = false
 	t.blockWho = t.blockWho[:0]
 	if peer >= 0 {
@@ -220,10 +223,14 @@ func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 
 // blockReason describes what t is blocked on.
 func (t *task) blockReason() string {
-	if t.blockIn == nil {
+	in := t.blockIn
+	if t.blockGen {
+		in = new(Instr)
+		t.gen.At(t.pc, in)
+	}
+	if in == nil {
 		return ""
 	}
-	in := t.blockIn
 	switch in.Op {
 	case OpPut:
 		return fmt.Sprintf("put_signal to rank %d pad %q slot %d (still set)", in.Pad.Rank, in.Pad.Name, in.Slot)

@@ -46,6 +46,7 @@ type World struct {
 	dirty     []bool  // per lane: accessed or acquired since snap
 	shared    []bool  // per lane: shares memory with another lane (clock.go)
 	anyShared bool    // some lane is shared
+	scratch   Instr   // the generated micro-op being executed (World.instr)
 	nominal   bool    // the chooser is sim.Nominal: no jitter
 	noFilter  bool    // tests: every lane counts as shared
 	// a template's copy: its pads and FIFOs by id (the shared micro-ops
@@ -101,16 +102,15 @@ const (
 
 type task struct {
 	// What every micro-op step reads comes first, on one cache line.
-	id      int32
-	lane    int32
-	pc      int
-	state   taskState
-	talked  bool     // touched a peer: signal, FIFO or peer memory
-	scratch *Instr   // the current micro-op of a generated kernel (KernelSpec.Gen)
-	gen     InstrGen // that kernel's generator, and its length
-	genLen  int
-	inst    Instance
-	op      *HostOp
+	id     int32
+	lane   int32
+	pc     int
+	state  taskState
+	talked bool     // touched a peer: signal, FIFO or peer memory
+	gen    InstrGen // a generated kernel's generator once it started, and its length
+	genLen int
+	inst   Instance
+	op     *HostOp
 
 	rank   int
 	stream int
@@ -123,6 +123,7 @@ type task struct {
 	issued     bool
 
 	blockIn  *Instr     // the micro-op t is blocked on (reason formatted lazily)
+	blockGen bool       // blocked on its generated micro-op pc (blockIn is nil)
 	blockFwd bool       // an OpRecvSend blocked on its full Fwd, not its empty Fifo
 	blockWho []blockRef // for hang analysis
 	start    sim.Time
@@ -494,7 +495,7 @@ func (w *World) stepTaskOnce(t *task) bool {
 			}
 		}
 	}
-	in := t.instr()
+	in := w.instr(t)
 	if in == nil {
 		w.complete(t)
 		return false
@@ -505,8 +506,8 @@ func (w *World) stepTaskOnce(t *task) bool {
 		return false
 	}
 	t.state = running
-	if t.blockIn != nil {
-		t.blockIn = nil
+	if t.blockIn != nil || t.blockGen {
+		t.blockIn, t.blockGen = nil, false
 		t.blockWho = t.blockWho[:0]
 	}
 	t.pc++
@@ -560,9 +561,12 @@ func laneLayout(progs []*Program) ([]int32, int32) {
 	return base, nl
 }
 
-// instr returns t's current micro-op, or nil when it has run them all.
-func (t *task) instr() *Instr {
-	if t.scratch == nil {
+// instr returns t's current micro-op, or nil when it has run them all. A
+// generated micro-op is made in the world's one scratch instruction, valid
+// until the next call: one micro-op executes at a time, and a blocked task
+// makes its micro-op again when it resumes.
+func (w *World) instr(t *task) *Instr {
+	if t.gen == nil {
 		if t.op == nil || t.op.Kind != Launch {
 			return nil
 		}
@@ -574,18 +578,13 @@ func (t *task) instr() *Instr {
 			return &k.Instrs[t.pc]
 		}
 		t.gen, t.genLen = k.Gen, k.Gen.Len()
-		if t.pc >= t.genLen {
-			return nil
-		}
-		t.scratch = new(Instr)
 	}
 	// A generated kernel under way: its generator is at hand.
 	if t.pc >= t.genLen {
-		t.scratch = nil
 		return nil
 	}
-	t.gen.At(t.pc, t.scratch)
-	return t.scratch
+	t.gen.At(t.pc, &w.scratch)
+	return &w.scratch
 }
 
 func (w *World) complete(t *task) {
