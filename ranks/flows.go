@@ -245,9 +245,12 @@ func (w *World) Streams(rank int) []string {
 // LastWriter returns the task that last wrote chunk c of b, if any: for a
 // corrupted output, the kernel that stored the wrong value.
 func (w *World) LastWriter(b *Buffer, c int) (TaskRef, bool) {
-	e := b.sh[c].w
-	if b.lastW != nil {
+	var e epoch
+	switch {
+	case b.lastW != nil:
 		e = epoch{clock: 1, task: b.lastW[c] - 1}
+	case b.sh != nil:
+		e = b.sh[c].w
 	}
 	if e.none() || e.task < 0 || int(e.task) >= len(w.tasks) {
 		return TaskRef{}, false

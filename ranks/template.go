@@ -209,7 +209,6 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	}
 	bufs := make([]Buffer, len(w.bufs))
 	vals := make([]Value, t.nVals)
-	sh := make([]shadow, t.nVals)
 	nw.bufs = make([]*Buffer, len(w.bufs))
 	for i, b := range w.bufs {
 		nb := &bufs[i]
@@ -220,9 +219,9 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 			blk := &blocks[j]
 			nb.Block, nb.Vals, nb.sh = blk, blk.vals[:n:n], blk.sh[:n:n]
 		} else {
-			nb.Vals, nb.sh = vals[:n:n], sh[:n:n]
+			nb.Vals, nb.sh = vals[:n:n], nil // shadows come at Run
 			copy(nb.Vals, b.Vals)
-			vals, sh = vals[n:], sh[n:]
+			vals = vals[n:]
 		}
 		nw.bufs[i] = nb
 	}

@@ -62,7 +62,6 @@ type World struct {
 	clockWords []uint32
 	// blocks that buffers' chunks are carved from (Alloc)
 	valMem []Value
-	shMem  []shadow
 
 	tasks    []*task
 	i32Slab  []int32 // see int32s
@@ -175,21 +174,39 @@ func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
 		panic(fmt.Sprintf("ranks: buffer %q has %d chunks; at most %d", name, chunks, maxChunks))
 	}
 	b := &Buffer{Name: name, Rank: rank, Bytes: bytes, id: int32(len(w.bufs))}
-	b.Vals, b.sh = w.chunkMem(chunks)
+	b.Vals = w.chunkMem(chunks) // shadows come at Run (allocShadows)
 	w.bufs = append(w.bufs, b)
 	return b
 }
 
-// chunkMem returns n fresh value chunks and their shadows, carved from
-// world-sized blocks (a 512-rank ring allocates 1,024 buffers).
-func (w *World) chunkMem(n int) ([]Value, []shadow) {
+// chunkMem returns n fresh value chunks, carved from world-sized blocks (a
+// 512-rank ring allocates 1,024 buffers).
+func (w *World) chunkMem(n int) []Value {
 	if n > len(w.valMem) {
-		m := max(n, 4096)
-		w.valMem, w.shMem = make([]Value, m), make([]shadow, m)
+		w.valMem = make([]Value, max(n, 4096))
 	}
-	v, sh := w.valMem[:n:n], w.shMem[:n:n]
-	w.valMem, w.shMem = w.valMem[n:], w.shMem[n:]
-	return v, sh // zero shadows: never accessed
+	v := w.valMem[:n:n]
+	w.valMem = w.valMem[n:]
+	return v
+}
+
+// allocShadows gives every checked buffer (not private, not an allocator
+// block's, whose shadows come with the block) its zero shadows, when the
+// run starts and privacy is known: a private buffer's would never be read.
+func (w *World) allocShadows() {
+	n := 0
+	for _, b := range w.bufs {
+		if b.sh == nil && b.Block == nil && !b.private {
+			n += len(b.Vals)
+		}
+	}
+	sh := make([]shadow, n)
+	for _, b := range w.bufs {
+		if b.sh == nil && b.Block == nil && !b.private {
+			k := len(b.Vals)
+			b.sh, sh = sh[:k:k], sh[k:]
+		}
+	}
 }
 
 // AllocSymmetric allocates a symmetric buffer on every rank of group, with a
@@ -274,6 +291,7 @@ func (w *World) Run() (*Result, error) {
 	case w.shared == nil: // a template's copy has it already (and its buffers' marks)
 		w.shared = sharedLanes(w.progs, w.laneBase, nl, w.bufs)
 	}
+	w.allocShadows()
 	for _, s := range w.shared {
 		w.anyShared = w.anyShared || s
 	}
