@@ -52,6 +52,12 @@ nominal schedule (time and peak heap). Ratios come from one run: quote those.`,
 				}
 				fmt.Fprintf(stdout, "%-28s %14.4g %-12s %14s %8s\n", r.Name, r.Value, r.Unit, base, ratio)
 			}
+			for _, r := range rows {
+				if r.Note != "" {
+					fmt.Fprintf(stdout, "\n%s: %s", r.Name, r.Note)
+				}
+			}
+			fmt.Fprintln(stdout)
 			return nil
 		},
 	}
