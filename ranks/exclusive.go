@@ -60,19 +60,14 @@ func (w *World) release(t *task) {
 	}
 }
 
-// sig is the signature ghost data carries for t's collective call.
-func (t *task) sig() string {
-	if t.op == nil || t.op.Kernel == nil {
-		return ""
-	}
-	return t.op.Kernel.Sig
-}
-
 // noteTalk marks t as having communicated when in touches a peer.
 func (w *World) noteTalk(t *task, in *Instr) {
-	if t.talked {
-		return
+	if !t.talked {
+		w.noteTalkSlow(t, in)
 	}
+}
+
+func (w *World) noteTalkSlow(t *task, in *Instr) {
 	switch in.Op {
 	case OpPut, OpWait, OpSend, OpRecv, OpRecvSend:
 		t.talked = true
@@ -143,7 +138,7 @@ func droppedMsg(k *KernelSpec, rs []int) string {
 // at the same sequence number.
 func (w *World) sigMismatch(t *task, by int32, got, res string) {
 	o := w.tasks[by]
-	key := dedupeKey{kind: "sigmismatch", a: w.callKey(t.inst), b: t.sig(), x: got, res: res[:strings.IndexByte(res+" ", ' ')]}
+	key := dedupeKey{kind: "sigmismatch", a: w.callKey(t.inst), b: t.sig, x: got, res: res[:strings.IndexByte(res+" ", ' ')]}
 	if w.dedupe[key] {
 		return
 	}
@@ -152,7 +147,7 @@ func (w *World) sigMismatch(t *task, by int32, got, res string) {
 	w.report(Finding{
 		Kind: KindMismatch,
 		Message: fmt.Sprintf("%s on rank %d stream %s (%s) consumed data of %s from rank %d stream %s (%s) through %s: the calls differ at the same sequence number",
-			w.callName(t.inst), t.rank, w.streamName(t.id), t.sig(), w.callName(o.inst), o.rank, w.streamName(by), got, res),
+			w.callName(t.inst), t.rank, w.streamName(t.id), t.sig, w.callName(o.inst), o.rank, w.streamName(by), got, res),
 		Ranks:    uniqInts(t.rank, o.rank),
 		Ops:      []string{w.taskName(t.id), w.taskName(by)},
 		Streams:  []string{w.streamName(t.id), w.streamName(by)},

@@ -70,7 +70,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			return false
 		}
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, w.snapshot(t.lane) // release
-		s.sig = t.sig()
+		s.sig = t.sig
 		w.notePut(s)
 		w.eng.Mix3(0x50, uint64(pad.Rank), uint64(in.Slot))
 		w.wake(&s.waiters)
@@ -85,7 +85,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.acquireVC(t.lane, s.vc)
 		if s.inst != t.inst {
 			w.mismatchPad(t, s.by, s.inst, pad, in.Slot)
-		} else if s.sig != t.sig() {
+		} else if s.sig != t.sig {
 			w.sigMismatch(t, s.by, s.sig, padResource(pad, in.Slot))
 		}
 		w.noteSignal(t, s, in)
@@ -97,7 +97,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			w.blockOn(t, &f.waiters, in, f.Dst)
 			return false
 		}
-		m := msg{inst: t.inst, by: t.id, sig: t.sig()}
+		m := msg{inst: t.inst, by: t.id, sig: t.sig}
 		if in.N != 1 {
 			m.vals = make([]Value, in.N)
 		}
@@ -128,7 +128,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.acquireVC(t.lane, m.vc)
 		if m.inst != t.inst {
 			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
-		} else if m.sig != t.sig() {
+		} else if m.sig != t.sig {
 			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
 		}
 		for i := 0; i < in.N; i++ {
@@ -152,17 +152,21 @@ func (w *World) exec(t *task, in *Instr) bool {
 			return false
 		}
 		m := f.pop()
+		if f == o {
+			c := *m // forwarding into the same FIFO may reuse m's slot
+			m = &c
+		}
 		w.noteRecv(t, f, m)
 		w.acquireVC(t.lane, m.vc)
 		if m.inst != t.inst {
 			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
-		} else if m.sig != t.sig() {
+		} else if m.sig != t.sig {
 			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
 		}
 		// The forwarded message is built in its slot of Fwd's ring: it is
 		// in flight once the step is done (no copy of it passes the stack).
 		fwd := o.slot()
-		*fwd = msg{inst: t.inst, by: t.id, sig: t.sig()}
+		*fwd = msg{inst: t.inst, by: t.id, sig: t.sig}
 		if in.N != 1 {
 			fwd.vals = make([]Value, in.N)
 		}

@@ -159,15 +159,18 @@ func (w *World) noteSignal(t *task, s *sigSlot, in *Instr) {
 		Label:    fmt.Sprintf("pad %q rank %d slot %d", in.Pad.Name, in.Pad.Rank, in.Slot),
 		From:     FlowEnd{w.ref(s.by), w.tl.putAt[s]},
 		To:       FlowEnd{w.ref(t.id), w.eng.Now()},
-		Mismatch: s.inst != t.inst || s.sig != t.sig(),
+		Mismatch: s.inst != t.inst || s.sig != t.sig,
 	})
 }
 
 // noteSend remembers when the last message of f was sent.
 func (w *World) noteSend(f *Fifo) {
-	if !w.cfg.Timeline {
-		return
+	if w.cfg.Timeline {
+		w.noteSendSlow(f)
 	}
+}
+
+func (w *World) noteSendSlow(f *Fifo) {
 	if w.tl.sendAt == nil {
 		w.tl.sendAt = map[*Fifo][]sim.Time{}
 	}
@@ -175,10 +178,13 @@ func (w *World) noteSend(f *Fifo) {
 }
 
 // noteRecv records the flow from the send of m to t's receive.
-func (w *World) noteRecv(t *task, f *Fifo, m msg) {
-	if !w.cfg.Timeline {
-		return
+func (w *World) noteRecv(t *task, f *Fifo, m *msg) {
+	if w.cfg.Timeline {
+		w.noteRecvSlow(t, f, m)
 	}
+}
+
+func (w *World) noteRecvSlow(t *task, f *Fifo, m *msg) {
 	q := w.tl.sendAt[f]
 	var at sim.Time
 	if len(q) > 0 {
@@ -188,7 +194,7 @@ func (w *World) noteRecv(t *task, f *Fifo, m msg) {
 		Kind: FlowFifo, Label: f.Name,
 		From:     FlowEnd{w.ref(m.by), at},
 		To:       FlowEnd{w.ref(t.id), w.eng.Now()},
-		Mismatch: m.inst != t.inst || m.sig != t.sig(),
+		Mismatch: m.inst != t.inst || m.sig != t.sig,
 	})
 }
 

@@ -159,9 +159,10 @@ func (f *Fifo) slot() *msg {
 	return &f.q[i]
 }
 
-func (f *Fifo) pop() msg {
-	m := f.q[f.head]
-	f.q[f.head] = msg{}
+// pop removes the oldest message and returns its slot, which stays intact
+// until the next slot call on f (the ring keeps at most Cap stale messages).
+func (f *Fifo) pop() *msg {
+	m := &f.q[f.head]
 	f.n--
 	if f.head++; f.head == len(f.q) {
 		f.head = 0

@@ -50,9 +50,12 @@ func (w *World) recordSpan(t *task) {
 
 // notePhase records that t starts micro-op in at time now.
 func (w *World) notePhase(t *task, in *Instr, now sim.Time) {
-	if !w.cfg.Timeline {
-		return
+	if w.cfg.Timeline {
+		w.notePhaseSlow(t, in, now)
 	}
+}
+
+func (w *World) notePhaseSlow(t *task, in *Instr, now sim.Time) {
 	name := in.Phase
 	if name == "" {
 		name = in.Op.String()

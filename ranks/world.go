@@ -109,6 +109,7 @@ type task struct {
 	gen    InstrGen // a generated kernel's generator once it started, and its length
 	genLen int
 	inst   Instance
+	sig    string // the kernel's Sig: ghost data for its collective call
 	op     *HostOp
 
 	rank   int
@@ -431,6 +432,9 @@ func (w *World) stepHost(r int) {
 func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *task {
 	op := &p.Ops[n.op]
 	t := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay}})
+	if op.Kernel != nil {
+		t.sig = op.Kernel.Sig
+	}
 	if op.Kind == Launch && op.Kernel.Coll != "" {
 		t.inst.Call = w.callID[op.Kernel.Coll]
 	}
