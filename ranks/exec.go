@@ -58,7 +58,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 				v = w.add(v, x)
 			}
 			if in.Fresh {
-				v.P = w.newProv(Prov{kind: provLeaf, src: w.srcOf(in.Dst, in.DstLo+i), coef: 1})
+				v.P = w.newProv(Prov{kind: provLeaf, x: int64(w.srcOf(in.Dst, in.DstLo+i))})
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
@@ -198,7 +198,7 @@ func (w *World) scale(v Value, c int64) Value {
 	if v.P == nil {
 		return Value{N: scaleN(v.N, c)}
 	}
-	return Value{N: scaleN(v.N, c), P: w.newProv(Prov{kind: provScale, coef: c, a: v.P})}
+	return Value{N: scaleN(v.N, c), P: w.newProv(Prov{kind: provScale, x: c, a: v.P})}
 }
 
 // scaleN returns c·n modulo Modulus.

@@ -50,11 +50,13 @@ type Value struct {
 // Prov is an immutable provenance expression: a source, a sum of two
 // expressions, or a scaled expression. Building one is O(1) (values are
 // summed on every hop of a ring); [Value.Terms] flattens it for reports.
+//
+// 32 bytes: a ring makes one per hop, so its size is a run's memory. A
+// leaf's coefficient is always 1 (sources enter scaled through provScale).
 type Prov struct {
-	kind provKind
-	src  SourceID
-	coef int64 // leaf coefficient, or scale factor
 	a, b *Prov
+	x    int64 // a leaf's SourceID, or a scale's factor
+	kind provKind
 }
 
 type provKind uint8
@@ -66,7 +68,7 @@ const (
 )
 
 // Fresh returns the provenance of a computed chunk: the source itself.
-func Fresh(src SourceID) *Prov { return &Prov{kind: provLeaf, src: src, coef: 1} }
+func Fresh(src SourceID) *Prov { return &Prov{kind: provLeaf, x: int64(src)} }
 
 // Add returns a+b with both provenances.
 func Add(a, b Value) Value {
@@ -126,7 +128,7 @@ func (v Value) Terms() []Term {
 		m := map[SourceID]int64{}
 		switch p.kind {
 		case provLeaf:
-			m[p.src] += p.coef
+			m[SourceID(p.x)]++
 		case provSum:
 			for k, c := range walk(p.a) {
 				m[k] += c
@@ -136,7 +138,7 @@ func (v Value) Terms() []Term {
 			}
 		case provScale:
 			for k, c := range walk(p.a) {
-				m[k] += c * p.coef
+				m[k] += c * p.x
 			}
 		}
 		memo[p] = m
@@ -172,18 +174,19 @@ func (v Value) fastTerms() ([]Term, bool) {
 		stack = stack[:len(stack)-1]
 		switch f.p.kind {
 		case provLeaf:
-			i := sort.Search(len(out), func(i int) bool { return out[i].Src >= f.p.src })
-			if i < len(out) && out[i].Src == f.p.src {
-				out[i].Coef += f.p.coef * f.k
+			src := SourceID(f.p.x)
+			i := sort.Search(len(out), func(i int) bool { return out[i].Src >= src })
+			if i < len(out) && out[i].Src == src {
+				out[i].Coef += f.k
 				continue
 			}
 			out = append(out, Term{})
 			copy(out[i+1:], out[i:])
-			out[i] = Term{Src: f.p.src, Coef: f.p.coef * f.k}
+			out[i] = Term{Src: src, Coef: f.k}
 		case provSum:
 			stack = append(stack, frame{f.p.b, f.k}, frame{f.p.a, f.k})
 		case provScale:
-			stack = append(stack, frame{f.p.a, f.k * f.p.coef})
+			stack = append(stack, frame{f.p.a, f.k * f.p.x})
 		}
 	}
 	n := 0

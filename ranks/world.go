@@ -231,7 +231,7 @@ func (w *World) NewFifo(name string, src, dst, cap int) *Fifo {
 // Init sets every chunk of b to a fresh source with value f(chunk).
 func (w *World) Init(b *Buffer, f func(chunk int) uint64) {
 	for c := range b.Vals {
-		b.Vals[c] = Value{N: f(c) % Modulus, P: w.newProv(Prov{kind: provLeaf, src: w.srcOf(b, c), coef: 1})}
+		b.Vals[c] = Value{N: f(c) % Modulus, P: w.newProv(Prov{kind: provLeaf, x: int64(w.srcOf(b, c))})}
 	}
 }
 
