@@ -31,6 +31,9 @@ type Options struct {
 	// Shard, when Count > 0, runs only the schedules with index ≡ Index
 	// (mod Count) and keeps their records for [Merge].
 	Shard Shard
+	// GCPercent, when > 0, is the garbage collector's target percentage
+	// while Explore runs ([TuneGC]; simctl uses [DefaultGCPercent]).
+	GCPercent int
 }
 
 // Outcome is one distinct result of the schedules: the output tensors of
@@ -86,6 +89,7 @@ type Summary struct {
 
 // Explore runs strategy s against t within opt and summarises.
 func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) {
+	defer TuneGC(opt.GCPercent)()
 	start := time.Now()
 	sum := &Summary{
 		Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...),

@@ -151,6 +151,7 @@ func tp8Schedules(o Options) (Row, error) {
 	if o.Quick {
 		n = 20
 	}
+	defer explore.TuneGC(explore.DefaultGCPercent)() // as simctl explores
 	t0 := time.Now()
 	for i := range n {
 		if _, err := check.RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(uint64(i), check.RandomPerMille)); err != nil {
@@ -294,7 +295,7 @@ func workers2(o Options) (Row, error) {
 			return 0, nil, err
 		}
 		t0 := time.Now()
-		sum, err := explore.Explore(t, s, t.Config.Seed, explore.Options{Budget: n, Workers: workers})
+		sum, err := explore.Explore(t, s, t.Config.Seed, explore.Options{Budget: n, Workers: workers, GCPercent: explore.DefaultGCPercent})
 		return time.Since(t0).Seconds(), sum, err
 	}
 	one, a, err := run(1)

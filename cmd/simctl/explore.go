@@ -116,7 +116,7 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 			budget = defaultDPORBudget
 		}
 	}
-	opt := explore.Options{Budget: budget, Workers: f.workers, Outcomes: f.outcomes}
+	opt := explore.Options{Budget: budget, Workers: f.workers, Outcomes: f.outcomes, GCPercent: explore.DefaultGCPercent}
 	if f.shard != "" {
 		sh, err := explore.ParseShard(f.shard)
 		if err != nil {
