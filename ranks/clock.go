@@ -80,8 +80,8 @@ func (v *VC) tick(lane int32) {
 
 // join sets v to the pointwise maximum of v and o.
 func (v *VC) join(o *VC) {
-	if o == nil {
-		return
+	if o == nil || o == emptyVC {
+		return // (without touching v: a ring's releases are all empty)
 	}
 	if v.d != nil {
 		if o.d == nil {

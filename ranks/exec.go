@@ -98,19 +98,13 @@ func (w *World) exec(t *task, in *Instr) bool {
 			return false
 		}
 		m := msg{inst: t.inst, by: t.id, sig: t.sig}
-		if in.N != 1 {
-			m.vals = make([]Value, in.N)
-		}
+		m.payload(in.N)
 		for i := range in.N {
 			var v Value
 			for _, s := range in.Srcs {
 				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
 			}
-			if m.vals == nil {
-				m.one = v
-			} else {
-				m.vals[i] = v
-			}
+			m.set(i, v)
 		}
 		m.vc = w.snapshot(t.lane) // release
 		f.push(m)
@@ -167,20 +161,14 @@ func (w *World) exec(t *task, in *Instr) bool {
 		// in flight once the step is done (no copy of it passes the stack).
 		fwd := o.slot()
 		*fwd = msg{inst: t.inst, by: t.id, sig: t.sig}
-		if in.N != 1 {
-			fwd.vals = make([]Value, in.N)
-		}
+		fwd.payload(in.N)
 		for i := 0; i < in.N; i++ {
 			v := m.val(i)
 			for _, s := range in.Srcs {
 				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
-			if fwd.vals == nil {
-				fwd.one = v
-			} else {
-				fwd.vals[i] = v
-			}
+			fwd.set(i, v)
 		}
 		w.eng.Mix4(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)

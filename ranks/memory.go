@@ -32,21 +32,23 @@ type shadow struct {
 // It has a byte size (for cost and strategy choice) and a few value chunks
 // (for values and race tracking).
 type Buffer struct {
-	Name   string
-	Rank   int
-	Bytes  int64
-	Vals   []Value
-	Output bool       // compared against the reference
-	Sym    *Symmetric // non-nil for a copy of a symmetric buffer
-	Block  *Block     // non-nil for a tensor from a caching [Allocator]
-
+	// What every access reads comes first: the first 64 bytes, one cache
+	// line (a Buffer is 128 bytes, whose allocations start lines).
+	Vals    []Value
 	id      int32
-	sh      []shadow
 	private bool // one lane at most touches its storage: no race checks (sharedLanes)
+	Output  bool // compared against the reference
 	// lastW[c] is 1 + the task that last wrote chunk c of a private buffer
 	// that is not an allocator block's (its shadows stay untouched: four
 	// bytes a chunk keep consecutive chunks on one cache line).
 	lastW []int32
+	Block *Block // non-nil for a tensor from a caching [Allocator]
+
+	sh    []shadow
+	Name  string
+	Rank  int
+	Bytes int64
+	Sym   *Symmetric // non-nil for a copy of a symmetric buffer
 }
 
 // storage identifies the memory b's chunks live in: its caching-allocator
@@ -173,8 +175,8 @@ func (f *Fifo) pop() *msg {
 type msg struct {
 	inst Instance
 	by   int32
-	one  Value   // the payload when it is one chunk (vals is nil then)
-	vals []Value // the payload of several chunks
+	one  Value    // the payload when it is one chunk (vals is nil then)
+	vals *[]Value // the payload of several chunks (a pointer: a message is 64 bytes, one cache line)
 	vc   *VC
 	sig  string
 }
@@ -187,10 +189,27 @@ func (m *msg) val(i int) Value {
 		}
 		return Value{}
 	}
-	if i < len(m.vals) {
-		return m.vals[i]
+	if vs := *m.vals; i < len(vs) {
+		return vs[i]
 	}
 	return Value{}
+}
+
+// payload gives m room for n chunks beyond the inline one.
+func (m *msg) payload(n int) {
+	if n != 1 {
+		vs := make([]Value, n)
+		m.vals = &vs
+	}
+}
+
+// set stores chunk i of the payload.
+func (m *msg) set(i int, v Value) {
+	if m.vals == nil {
+		m.one = v
+	} else {
+		(*m.vals)[i] = v
+	}
 }
 
 // Src is one operand of a micro-op: Coef × Buf[Lo : Lo+n].

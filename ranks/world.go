@@ -100,17 +100,22 @@ const (
 )
 
 type task struct {
-	// What every micro-op step reads comes first, on one cache line.
-	id     int32
-	lane   int32
-	pc     int
-	state  taskState
-	talked bool     // touched a peer: signal, FIFO or peer memory
-	gen    InstrGen // a generated kernel's generator once it started, and its length
-	genLen int
-	inst   Instance
-	sig    string // the kernel's Sig: ghost data for its collective call
-	op     *HostOp
+	// What every micro-op step reads comes first: the first 64 bytes, one
+	// cache line (a task is 256 bytes, and slabs of them are line-aligned).
+	id       int32
+	lane     int32
+	genLen   int32
+	state    taskState
+	talked   bool // touched a peer: signal, FIFO or peer memory
+	blockGen bool // blocked on its generated micro-op pc (blockIn is nil)
+	blockFwd bool // an OpRecvSend blocked on its full Fwd, not its empty Fifo
+	pc       int
+	gen      InstrGen // a generated kernel's generator once it started, and its length
+	inst     Instance
+	blockIn  *Instr // the micro-op t is blocked on (reason formatted lazily)
+	op       *HostOp
+
+	sig string // the kernel's Sig: ghost data for its collective call
 
 	rank   int
 	stream int
@@ -122,9 +127,6 @@ type task struct {
 	dependents []int32
 	issued     bool
 
-	blockIn  *Instr     // the micro-op t is blocked on (reason formatted lazily)
-	blockGen bool       // blocked on its generated micro-op pc (blockIn is nil)
-	blockFwd bool       // an OpRecvSend blocked on its full Fwd, not its empty Fifo
 	blockWho []blockRef // for hang analysis
 	start    sim.Time
 	end      sim.Time
@@ -132,6 +134,7 @@ type task struct {
 	phases   []Phase
 	heldBy   int32 // Exclusive: 1 + id of the task holding the resource (0: none)
 	nameID   int32 // 1 + interned (op, stream) name, 0: not yet (exec.go)
+	_        [8]byte
 }
 
 type blockRef struct {
@@ -554,14 +557,14 @@ func (w *World) bufOf(b *Buffer) *Buffer {
 }
 
 func (w *World) padOf(p *SignalPad) *SignalPad {
-	if p.id == 0 || w.tPads == nil {
+	if w.tPads == nil || p.id == 0 {
 		return p
 	}
 	return w.tPads[p.id-1]
 }
 
 func (w *World) fifoOf(f *Fifo) *Fifo {
-	if f.id == 0 || w.tFifos == nil {
+	if w.tFifos == nil || f.id == 0 {
 		return f
 	}
 	return w.tFifos[f.id-1]
@@ -599,10 +602,10 @@ func (w *World) instr(t *task) *Instr {
 			}
 			return &k.Instrs[t.pc]
 		}
-		t.gen, t.genLen = k.Gen, k.Gen.Len()
+		t.gen, t.genLen = k.Gen, int32(k.Gen.Len())
 	}
 	// A generated kernel under way: its generator is at hand.
-	if t.pc >= t.genLen {
+	if t.pc >= int(t.genLen) {
 		return nil
 	}
 	t.gen.At(t.pc, &w.scratch)
