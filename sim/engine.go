@@ -124,10 +124,18 @@ func (e *Engine) Schedule(at Time, key uint64, actor int32) {
 		if len(e.run)-e.runAt < smallQueue {
 			// A short queue is kept whole in run: a sorted insert into a
 			// few items beats the btree's generic node operations.
-			i := len(e.run) - 1 // it < run[last]: find its place from the end
-			for i > e.runAt && itemLess(it, e.run[i-1]) {
-				i--
+			// it < run[last]: its place is the first item after it,
+			// found by binary search in run[runAt:last]
+			lo, hi := e.runAt, len(e.run)-1
+			for lo < hi {
+				m := int(uint(lo+hi) >> 1)
+				if itemLess(it, e.run[m]) {
+					hi = m
+				} else {
+					lo = m + 1
+				}
 			}
+			i := lo
 			if i == e.runAt && e.runAt > 0 {
 				e.runAt-- // before the head: reuse the popped slot
 				e.run[e.runAt] = it
