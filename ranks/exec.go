@@ -121,7 +121,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.noteRecv(t, f, m)
 		w.acquireVC(t.lane, m.vc)
 		if m.inst != t.inst {
-			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
+			w.mismatchAt(t, m.by, m.inst, "NCCL", pendingMsg{fifo: f})
 		} else if m.sig != t.sig {
 			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
 		}
@@ -153,7 +153,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.noteRecv(t, f, m)
 		w.acquireVC(t.lane, m.vc)
 		if m.inst != t.inst {
-			w.mismatch(t, m.by, m.inst, fmt.Sprintf("NCCL connection %s", f.Name))
+			w.mismatchAt(t, m.by, m.inst, "NCCL", pendingMsg{fifo: f})
 		} else if m.sig != t.sig {
 			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
 		}
@@ -284,6 +284,9 @@ func (w *World) checkRead(t *task, b *Buffer, c int) {
 			}
 		}
 		if !replaced {
+			if sh.more == nil {
+				sh.more = w.epochs() // room for three more readers, from a slab
+			}
 			sh.more = append(sh.more, e)
 		}
 	}
@@ -331,21 +334,18 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	// Fast path: this pair of tasks already raced on this buffer with these
 	// access kinds (every chunk of a copy races alike).
 	fast := raceKey{buf: b.id, a: other, b: t.id, kinds: uint16(prev[0])<<8 | uint16(cur[0])}
-	// A small direct-mapped cache in front of the map: most lookups are of
+	// A small direct-mapped cache in front of the set: most lookups are of
 	// pairs seen a few chunks ago (the last one, for the next chunk of the
 	// same racing copy).
-	h := (uint32(fast.buf)*0x9e3779b1 ^ uint32(fast.a)*0x85ebca6b ^ uint32(fast.b)*0xc2b2ae35 ^ uint32(fast.kinds)) >> 26
-	if w.raceCache[h] == fast {
+	h := raceHash(fast)
+	rc := &w.raceCache[h>>26]
+	if *rc == fast {
 		return
 	}
-	w.raceCache[h] = fast
-	if w.raceSeen[fast] {
+	*rc = fast
+	if !w.raceSeen.add(fast, h) {
 		return
 	}
-	if w.raceSeen == nil {
-		w.raceSeen = make(map[raceKey]bool, 256)
-	}
-	w.raceSeen[fast] = true
 	o := w.tasks[other]
 	// One finding per (resource, op pair, access kinds, streams): the same
 	// race on every rank and chunk is one bug. Names are interned, so the
@@ -368,10 +368,6 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	}, pendingMsg{kind: pendingRace, t: t.id, other: other, buf: b, chunk: c, prev: prev, cur: cur})
 }
 
-func (w *World) mismatch(t *task, by int32, got Instance, res string) {
-	w.mismatchAt(t, by, got, res[:strings.IndexByte(res+" ", ' ')], pendingMsg{res: res})
-}
-
 // mismatchPad is mismatch through slot of signal pad p; the resource is
 // named only if the finding is new.
 func (w *World) mismatchPad(t *task, by int32, got Instance, p *SignalPad, slot int) {
@@ -382,11 +378,16 @@ func (w *World) mismatchPad(t *task, by int32, got Instance, p *SignalPad, slot 
 // by, through the resource m names (resKind: the first word of its name).
 func (w *World) mismatchAt(t *task, by int32, got Instance, resKind string, m pendingMsg) {
 	o := w.tasks[by]
-	key := dedupeKey{kind: KindMismatch, res: resKind, a: w.callKey(t.inst), b: w.callKey(got), sa: w.streamName(t.id), sb: w.streamName(by)}
-	if w.dedupe[key] {
+	// One finding per (resource kind, call pair, stream pair), by interned
+	// ids: a mismatched ring reports this on every message.
+	key := mismatchKey{res: resKind == "signal", a: w.callIDOf(t.inst), b: w.callIDOf(got), sa: w.streamNameID(t), sb: w.streamNameID(o)}
+	if w.mismatchSeen[key] {
 		return
 	}
-	w.dedupe[key] = true
+	if w.mismatchSeen == nil {
+		w.mismatchSeen = map[mismatchKey]bool{}
+	}
+	w.mismatchSeen[key] = true
 	w.noteTasks(t.id, by)
 	m.kind, m.t, m.other, m.got = pendingMismatch, t.id, by, got
 	w.reportPending(Finding{
@@ -395,6 +396,29 @@ func (w *World) mismatchAt(t *task, by int32, got Instance, resKind string, m pe
 		Ops:     []string{w.taskName(t.id), w.taskName(by)},
 		Streams: []string{w.streamName(t.id), w.streamName(by)},
 	}, m)
+}
+
+// mismatchKey is a mismatch's dedupe key (mismatchAt).
+type mismatchKey struct {
+	res          bool // through a signal, not a FIFO
+	a, b, sa, sb int32
+}
+
+// callIDOf is inst's interned call, or -1 for a kernel that is no
+// collective call (callKey's "").
+func (w *World) callIDOf(inst Instance) int32 {
+	if inst.Call < 0 || int(inst.Call) >= len(w.calls) {
+		return -1
+	}
+	return inst.Call
+}
+
+// streamNameID interns t's stream name, once per task.
+func (w *World) streamNameID(t *task) int32 {
+	if t.streamID == 0 {
+		t.streamID = 1 + w.nameID(w.streamName(t.id))
+	}
+	return t.streamID
 }
 
 // callKey is the interned call name of inst, or "" for a kernel that is no
@@ -452,9 +476,51 @@ type raceKey struct {
 	kinds     uint16
 }
 
+// raceSet is a set of raceKeys: open addressing with linear probing, the
+// zero key marking an empty slot (a real key's kinds are never zero). A
+// racy schedule adds a few hundred pairs; a map hashed each key through
+// the runtime's generic path at several times the cost.
+type raceSet struct {
+	slots []raceKey
+	n     int
+}
+
+// add inserts k, whose hash is h, and reports whether it was new.
+func (s *raceSet) add(k raceKey, h uint32) bool {
+	if 4*(s.n+1) > 3*len(s.slots) {
+		s.grow()
+	}
+	mask := uint32(len(s.slots) - 1)
+	for i := (h ^ h>>15) & mask; ; i = (i + 1) & mask {
+		switch s.slots[i] {
+		case k:
+			return false
+		case raceKey{}:
+			s.slots[i] = k
+			s.n++
+			return true
+		}
+	}
+}
+
+func (s *raceSet) grow() {
+	old := s.slots
+	s.slots, s.n = make([]raceKey, max(256, 2*len(old))), 0
+	for _, k := range old {
+		if k != (raceKey{}) {
+			s.add(k, raceHash(k))
+		}
+	}
+}
+
+// raceHash is the hash race() computes for a key.
+func raceHash(k raceKey) uint32 {
+	return uint32(k.buf)*0x9e3779b1 ^ uint32(k.a)*0x85ebca6b ^ uint32(k.b)*0xc2b2ae35 ^ uint32(k.kinds)
+}
+
 // dedupeKey identifies a finding up to rank and chunk.
 type dedupeKey struct {
-	kind, res, a, b, x, sa, sb string
+	kind, res, a, b, x string
 }
 
 func uniqInts(a, b int) []int {

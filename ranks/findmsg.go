@@ -37,6 +37,7 @@ type pendingMsg struct {
 	// went through: res, or when empty slot of pad
 	got  Instance
 	res  string
+	fifo *Fifo
 	pad  *SignalPad
 	slot int
 }
@@ -51,6 +52,9 @@ func (m *pendingMsg) format(w *World) (msg, res string) {
 			m.prev, m.cur, res, m.chunk, w.taskName(m.other), o.rank, w.streamName(m.other), w.taskName(m.t), t.rank, w.streamName(m.t))
 	case pendingMismatch:
 		res = m.res
+		if m.fifo != nil {
+			res = "NCCL connection " + m.fifo.Name
+		}
 		if m.pad != nil {
 			res = padResource(m.pad, m.slot)
 		}

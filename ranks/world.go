@@ -63,17 +63,20 @@ type World struct {
 	// blocks that buffers' chunks are carved from (Alloc)
 	valMem []Value
 
-	tasks    []*task
-	i32Slab  []int32 // see int32s
-	taskSlab []task  // where the next tasks are allocated (allocTask)
-	provs    []Prov  // where the next provenance nodes are allocated (value.go)
-	hosts    []host
+	tasks     []*task
+	i32Slab   []int32 // see int32s
+	epochSlab []epoch // see epochs
+	taskSlab  []task  // where the next tasks are allocated (allocTask)
+	provs     []Prov  // where the next provenance nodes are allocated (value.go)
+	hosts     []host
 
 	findings []Finding
 	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
 	counts   map[string]int
 	dedupe   map[dedupeKey]bool
-	raceSeen map[raceKey]bool
+	raceSeen raceSet
+	// mismatches reported, by interned ids (exec.go)
+	mismatchSeen map[mismatchKey]bool
 	// recently looked-up keys, all in raceSeen (zero: empty; no real key is zero)
 	raceCache [64]raceKey
 	// races reported, by interned names (exec.go)
@@ -134,7 +137,8 @@ type task struct {
 	phases   []Phase
 	heldBy   int32 // Exclusive: 1 + id of the task holding the resource (0: none)
 	nameID   int32 // 1 + interned (op, stream) name, 0: not yet (exec.go)
-	_        [8]byte
+	streamID int32 // 1 + interned stream name, 0: not yet (exec.go)
+	_        [4]byte
 }
 
 type blockRef struct {
@@ -447,6 +451,18 @@ func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *
 		w.addDep(t, base[d])
 	}
 	return t
+}
+
+// epochs returns an empty slice with room for three epochs, carved from a
+// slab: a chunk's readers beyond the first (checkRead). Appending past
+// three reallocates, so neighbours are never overwritten.
+func (w *World) epochs() []epoch {
+	if len(w.epochSlab) < 3 {
+		w.epochSlab = make([]epoch, 3*128)
+	}
+	s := w.epochSlab[:0:3]
+	w.epochSlab = w.epochSlab[3:]
+	return s
 }
 
 // int32s returns an empty slice with room for n, carved from a slab (a

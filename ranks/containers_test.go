@@ -31,3 +31,24 @@ func TestFifoIsAQueue(t *testing.T) {
 		}
 	})
 }
+
+// raceSet is a set: any sequence of adds reports "new" exactly when a map
+// would, across its growth.
+func TestRaceSetIsASet(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var s raceSet
+		model := map[raceKey]bool{}
+		for _, k := range rapid.SliceOf(rapid.Custom(func(t *rapid.T) raceKey {
+			return raceKey{buf: rapid.Int32Range(0, 20).Draw(t, "buf"), a: rapid.Int32Range(0, 40).Draw(t, "a"),
+				b: rapid.Int32Range(0, 40).Draw(t, "b"), kinds: uint16(rapid.IntRange(1, 4).Draw(t, "kinds"))}
+		})).Draw(t, "keys") {
+			if got, want := s.add(k, raceHash(k)), !model[k]; got != want {
+				t.Fatalf("add(%v) = %v, want %v", k, got, want)
+			}
+			model[k] = true
+		}
+		if s.n != len(model) {
+			t.Fatalf("n = %d, want %d", s.n, len(model))
+		}
+	})
+}
