@@ -120,11 +120,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		m := f.pop()
 		w.noteRecv(t, f, m)
 		w.acquireVC(t.lane, m.vc)
-		if m.inst != t.inst {
-			w.mismatchAt(t, m.by, m.inst, "NCCL", pendingMsg{fifo: f})
-		} else if m.sig != t.sig {
-			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
-		}
+		w.checkGhost(t, f, m)
 		for i := 0; i < in.N; i++ {
 			v := m.val(i)
 			for _, s := range in.Srcs {
@@ -152,11 +148,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		w.noteRecv(t, f, m)
 		w.acquireVC(t.lane, m.vc)
-		if m.inst != t.inst {
-			w.mismatchAt(t, m.by, m.inst, "NCCL", pendingMsg{fifo: f})
-		} else if m.sig != t.sig {
-			w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
-		}
+		w.checkGhost(t, f, m)
 		// The forwarded message is built in its slot of Fwd's ring: it is
 		// in flight once the step is done (no copy of it passes the stack).
 		fwd := o.slot()
@@ -179,6 +171,22 @@ func (w *World) exec(t *task, in *Instr) bool {
 	case OpDelay:
 	}
 	return true
+}
+
+// checkGhost compares the ghost data of message m, received from f, with
+// t's own: the call instance and the signature.
+func (w *World) checkGhost(t *task, f *Fifo, m *msg) {
+	if m.inst != t.inst || m.sig != t.sig {
+		w.msgMismatch(t, f, m)
+	}
+}
+
+func (w *World) msgMismatch(t *task, f *Fifo, m *msg) {
+	if m.inst != t.inst {
+		w.mismatchAt(t, m.by, m.inst, "NCCL", pendingMsg{fifo: f})
+	} else {
+		w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
+	}
 }
 
 // scale returns c·v, its provenance node from w's slab.
