@@ -42,6 +42,7 @@ type Template struct {
 	padIx         map[*SignalPad]int32 // read-only once made
 	shared        []bool               // sharedLanes, read-only
 	opKernel      [][]int32            // per rank and op: index into kernels, or -1
+	plan          *plan                // lowered once for every copy (nil: each lowers, and reports the error)
 	nVals, nSlots int
 }
 
@@ -182,6 +183,7 @@ func NewTemplate(w *World) (*Template, error) {
 	}
 	base, nl := laneLayout(w.progs)
 	t.shared = sharedLanes(w.progs, base, nl, w.bufs) // the same for every copy, which copies the buffers' marks
+	t.plan, _ = makePlan(w.progs, w.cfg.Mode == Graph)
 	return t, nil
 }
 
@@ -193,7 +195,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	nw := &World{
 		cfg: w.cfg, eng: eng, N: w.N,
 		progs:  make([]*Program, len(w.progs)),
-		callID: map[string]int32{},
+		plan:   t.plan,
 		counts: map[string]int{},
 		dedupe: map[dedupeKey]bool{},
 		shared: t.shared,

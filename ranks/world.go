@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/collsim/collsim/sim"
 )
@@ -31,14 +32,14 @@ var skewSteps = [...]sim.Time{0, 500, 1000, 2000, 4000, 8000, 16000, 32000}
 // deterministic engine. Build it with [NewWorld], allocate memory, set each
 // rank's program, then [World.Run] it once.
 type World struct {
-	cfg    Config
-	eng    *sim.Engine
-	N      int
-	Srcs   Sources
-	progs  []*Program
-	bufs   []*Buffer
-	calls  []string // interned collective instance names
-	callID map[string]int32
+	cfg   Config
+	eng   *sim.Engine
+	N     int
+	Srcs  Sources
+	progs []*Program
+	bufs  []*Buffer
+	calls []string // interned collective instance names
+	plan  *plan    // lowered programs and interned calls (Run), shared by a template's copies
 
 	laneBase  []int32 // first lane of each rank
 	vc        []*VC   // per lane
@@ -165,7 +166,6 @@ func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
 	w := &World{
 		cfg: cfg, eng: eng, N: n,
 		progs:  make([]*Program, n),
-		callID: map[string]int32{},
 		counts: map[string]int{},
 		dedupe: map[dedupeKey]bool{},
 	}
@@ -304,24 +304,17 @@ func (w *World) Run() (*Result, error) {
 		w.anyShared = w.anyShared || s
 	}
 	_, w.nominal = w.eng.Chooser().(sim.Nominal)
-	// Intern collective instance names in rank-then-program order.
-	for _, p := range w.progs {
-		for _, op := range p.Ops {
-			if op.Kind == Launch && op.Kernel.Coll != "" {
-				if _, ok := w.callID[op.Kernel.Coll]; !ok {
-					w.callID[op.Kernel.Coll] = int32(len(w.calls))
-					w.calls = append(w.calls, op.Kernel.Coll)
-				}
-			}
-		}
-	}
-	w.hosts = make([]host, w.N)
-	for r, p := range w.progs {
-		nodes, err := lower(r, p, w.cfg.Mode == Graph)
+	if w.plan == nil { // a template's copy shares the template's
+		pl, err := makePlan(w.progs, w.cfg.Mode == Graph)
 		if err != nil {
 			return nil, err
 		}
-		w.hosts[r] = host{nodes: nodes, prevJoin: -1, syncing: -1}
+		w.plan = pl
+	}
+	w.calls = w.plan.calls
+	w.hosts = make([]host, w.N)
+	for r := range w.progs {
+		w.hosts[r] = host{nodes: w.plan.nodes[r], prevJoin: -1, syncing: -1}
 	}
 	// Host threads start, each with a chosen skew.
 	w.start = -1
@@ -442,9 +435,7 @@ func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *
 	if op.Kernel != nil {
 		t.sig = op.Kernel.Sig
 	}
-	if op.Kind == Launch && op.Kernel.Coll != "" {
-		t.inst.Call = w.callID[op.Kernel.Coll]
-	}
+	t.inst.Call = w.plan.opCall[r][n.op]
 	w.tasks = append(w.tasks, t)
 	t.deps = w.int32s(len(n.deps))
 	for _, d := range n.deps {
@@ -584,6 +575,48 @@ func (w *World) fifoOf(f *Fifo) *Fifo {
 		return f
 	}
 	return w.tFifos[f.id-1]
+}
+
+// plan is what a run derives from the programs alone, before it starts:
+// each rank's lowered DAG and each op's interned collective call. It is
+// read-only, so a template's copies share one (NewTemplate).
+type plan struct {
+	nodes  [][]node  // per rank
+	opCall [][]int32 // per rank and op: the interned call, or -1
+	calls  []string  // interned call names, in rank-then-program order
+}
+
+func makePlan(progs []*Program, capture bool) (*plan, error) {
+	pl := &plan{nodes: make([][]node, len(progs)), opCall: make([][]int32, len(progs))}
+	callID := map[string]int32{}
+	progs = slices.Clone(progs)
+	for r, p := range progs {
+		if p == nil {
+			progs[r] = &Program{Streams: []string{"main"}} // as Run makes it
+			p = progs[r]
+		}
+		pl.opCall[r] = make([]int32, len(p.Ops))
+		for i, op := range p.Ops {
+			pl.opCall[r][i] = -1
+			if op.Kind == Launch && op.Kernel.Coll != "" {
+				id, ok := callID[op.Kernel.Coll]
+				if !ok {
+					id = int32(len(pl.calls))
+					callID[op.Kernel.Coll] = id
+					pl.calls = append(pl.calls, op.Kernel.Coll)
+				}
+				pl.opCall[r][i] = id
+			}
+		}
+	}
+	for r, p := range progs {
+		nodes, err := lower(r, p, capture)
+		if err != nil {
+			return nil, err
+		}
+		pl.nodes[r] = nodes
+	}
+	return pl, nil
 }
 
 // laneLayout numbers the lanes, one per (rank, stream): each rank's first
