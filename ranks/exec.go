@@ -36,6 +36,7 @@ func (w *World) report(f Finding) {
 // exec performs one micro-op for task t. It returns false when the op cannot
 // proceed (a spin on a signal or a FIFO) and t must block.
 func (w *World) exec(t *task, in *Instr) bool {
+	w.epOK = false // a new micro-op: its epoch is made at its first checked access
 	w.noteTalk(t, in)
 	switch in.Op {
 	case OpCompute:
@@ -249,9 +250,15 @@ func (t *task) blockReason() string {
 	return in.Op.String()
 }
 
+// epoch is t's current access epoch. A micro-op's accesses all happen at
+// one epoch (the lane's clock ticks only at a release, after them), so it is
+// made once per micro-op (exec resets epOK).
 func (w *World) epoch(t *task) epoch {
-	w.dirty[t.lane] = true
-	return epoch{lane: t.lane, clock: w.vc[t.lane].get(t.lane), task: t.id}
+	if !w.epOK {
+		w.dirty[t.lane] = true
+		w.ep, w.epOK = epoch{lane: t.lane, clock: w.vc[t.lane].get(t.lane), task: t.id}, true
+	}
+	return w.ep
 }
 
 func (w *World) hb(e epoch, cur *VC) bool { return e.none() || e.clock <= cur.get(e.lane) }

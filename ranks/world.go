@@ -48,8 +48,10 @@ type World struct {
 	shared    []bool  // per lane: shares memory with another lane (clock.go)
 	anyShared bool    // some lane is shared
 	scratch   Instr   // the generated micro-op being executed (World.instr)
-	nominal   bool    // the chooser is sim.Nominal: no jitter
-	noFilter  bool    // tests: every lane counts as shared
+	ep        epoch   // the executing micro-op's epoch, when epOK (World.epoch)
+	epOK      bool
+	nominal   bool // the chooser is sim.Nominal: no jitter
+	noFilter  bool // tests: every lane counts as shared
 	// a template's copy: its pads and FIFOs by id (the shared micro-ops
 	// name the template's; see bufOf, padOf, fifoOf)
 	tPads  []*SignalPad
