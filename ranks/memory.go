@@ -144,7 +144,8 @@ func (f *Fifo) inFlight() int { return f.n }
 // taken), so it is allocated once and never grows in a run.
 func (f *Fifo) push(m msg) { *f.slot() = m }
 
-// slot appends a zero message and returns it, for the caller to fill in.
+// slot appends a message and returns its slot for the caller to fill in
+// whole (it may hold a stale message until then; see pop).
 func (f *Fifo) slot() *msg {
 	if f.n == len(f.q) {
 		q := make([]msg, max(2*len(f.q), f.Cap, 1))
@@ -195,7 +196,7 @@ func (m *msg) val(i int) Value {
 	return Value{}
 }
 
-// payload gives m room for n chunks beyond the inline one.
+// payload gives m room for n chunks: one is inline, more go in vals.
 func (m *msg) payload(n int) {
 	if n != 1 {
 		vs := make([]Value, n)
