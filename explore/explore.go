@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,13 +51,8 @@ type Outcome struct {
 // the strategy, the seed and the budget, never on the number of workers or
 // the machine (wall-clock figures are kept apart in Elapsed).
 type Summary struct {
-	Scenario  string           `json:"scenario"`
-	Variant   string           `json:"variant"`
-	Sets      []string         `json:"sets"`
-	Config    scenarios.Config `json:"config"`
-	Strategy  string           `json:"strategy"`
-	Seed      uint64           `json:"seed"`
-	Schedules int              `json:"schedules"`
+	Exploration
+	Schedules int `json:"schedules"`
 	// Complete is set by exhaustive strategies: every equivalence class of
 	// interleavings was explored.
 	Complete *bool `json:"complete,omitempty"`
@@ -87,13 +83,31 @@ type Summary struct {
 	Records []*Record `json:"-"`
 }
 
+// Exploration is what an exploration explores: the scenario, variant and
+// overrides, the strategy and the seed. A summary and every shard file of
+// it carry one; shards merge only when theirs are equal.
+type Exploration struct {
+	Scenario string           `json:"scenario"`
+	Variant  string           `json:"variant"`
+	Sets     []string         `json:"sets"`
+	Config   scenarios.Config `json:"config"`
+	Strategy string           `json:"strategy"`
+	Seed     uint64           `json:"seed"`
+}
+
+// Equal reports whether e and o explore the same thing.
+func (e Exploration) Equal(o Exploration) bool {
+	return e.Scenario == o.Scenario && e.Variant == o.Variant && slices.Equal(e.Sets, o.Sets) &&
+		e.Config == o.Config && e.Strategy == o.Strategy && e.Seed == o.Seed
+}
+
 // Explore runs strategy s against t within opt and summarises.
 func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) {
 	defer TuneGC(opt.GCPercent)()
 	start := time.Now()
 	sum := &Summary{
-		Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...),
-		Config: t.Config, Strategy: s.Name(), Seed: seed,
+		Exploration: Exploration{Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...),
+			Config: t.Config, Strategy: s.Name(), Seed: seed},
 		Verdict: check.OK, Findings: map[string]int{},
 	}
 	t.Provenance = opt.Outcomes

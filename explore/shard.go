@@ -8,7 +8,6 @@ import (
 
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/scenarios"
 )
 
 // Shard is one of Count disjoint slices of a schedule space: the schedules
@@ -52,23 +51,17 @@ const ShardFileVersion = 1
 // ShardFile is what one shard writes: enough to merge, and to check that
 // every shard explored the same thing.
 type ShardFile struct {
-	Version  int              `json:"version"`
-	Scenario string           `json:"scenario"`
-	Variant  string           `json:"variant"`
-	Sets     []string         `json:"sets"`
-	Config   scenarios.Config `json:"config"`
-	Strategy string           `json:"strategy"`
-	Seed     uint64           `json:"seed"`
-	Budget   int              `json:"budget"`
-	Outcomes bool             `json:"outcomes"`
-	Shard    Shard            `json:"shard"`
-	Records  []*Record        `json:"records"`
+	Version int `json:"version"`
+	Exploration
+	Budget   int       `json:"budget"`
+	Outcomes bool      `json:"outcomes"`
+	Shard    Shard     `json:"shard"`
+	Records  []*Record `json:"records"`
 }
 
 // NewShardFile packages a sharded run's summary.
 func NewShardFile(sum *Summary, budget int, outcomes bool, sh Shard) *ShardFile {
-	return &ShardFile{Version: ShardFileVersion, Scenario: sum.Scenario, Variant: sum.Variant, Sets: sum.Sets, Config: sum.Config,
-		Strategy: sum.Strategy, Seed: sum.Seed, Budget: budget, Outcomes: outcomes, Shard: sh, Records: sum.Records}
+	return &ShardFile{Version: ShardFileVersion, Exploration: sum.Exploration, Budget: budget, Outcomes: outcomes, Shard: sh, Records: sum.Records}
 }
 
 // merger folds records, in schedule order, into a summary. Exploration and
@@ -122,8 +115,7 @@ func Merge(files []*ShardFile) (*Summary, error) {
 		switch {
 		case f.Version != ShardFileVersion:
 			return nil, fmt.Errorf("merge: shard %d/%d has version %d, want %d", f.Shard.Index, f.Shard.Count, f.Version, ShardFileVersion)
-		case f.Scenario != f0.Scenario || f.Variant != f0.Variant || f.Strategy != f0.Strategy || f.Seed != f0.Seed ||
-			f.Budget != f0.Budget || f.Outcomes != f0.Outcomes || !slices.Equal(f.Sets, f0.Sets) || f.Config != f0.Config:
+		case !f.Exploration.Equal(f0.Exploration) || f.Budget != f0.Budget || f.Outcomes != f0.Outcomes:
 			return nil, fmt.Errorf("merge: shard %d/%d explored something else than shard %d/%d (scenario, variant, sets, strategy, seed, budget and --outcomes must match)",
 				f.Shard.Index, f.Shard.Count, f0.Shard.Index, f0.Shard.Count)
 		case f.Shard.Count != n || f.Shard.Index < 0 || f.Shard.Index >= n:
@@ -145,8 +137,7 @@ func Merge(files []*ShardFile) (*Summary, error) {
 		}
 	}
 	slices.SortFunc(recs, func(a, b *Record) int { return a.Index - b.Index })
-	sum := &Summary{Scenario: f0.Scenario, Variant: f0.Variant, Sets: f0.Sets, Config: f0.Config, Strategy: f0.Strategy, Seed: f0.Seed,
-		Verdict: check.OK, Findings: map[string]int{}}
+	sum := &Summary{Exploration: f0.Exploration, Verdict: check.OK, Findings: map[string]int{}}
 	m := &merger{sum: sum, byHash: map[string]*Outcome{}, outcomes: f0.Outcomes}
 	// A record carries a witness when it was the worst of its own shard so
 	// far; a schedule that is the worst of the merged order so far is also
