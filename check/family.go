@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 
@@ -181,18 +183,8 @@ func contributions(m *scenarios.Model, w *ranks.World, vals map[string]uint64, v
 func attribute(m *scenarios.Model, w *ranks.World, vals map[string]uint64, got ranks.Value, mw *ranks.World, mvals map[string]uint64, want ranks.Value, worldSize int) string {
 	g := contributions(m, w, vals, got)
 	e := contributions(m, mw, mvals, want)
-	var ops []string
-	for op := range g {
-		ops = append(ops, op)
-	}
-	for op := range e {
-		if _, ok := g[op]; !ok {
-			ops = append(ops, op)
-		}
-	}
-	sort.Strings(ops)
 	var parts []string
-	for _, op := range ops {
+	for _, op := range keysOfBoth(g, e) {
 		gc, ec := g[op], e[op]
 		switch {
 		case gc == nil:
@@ -314,18 +306,8 @@ func compareGraphEager(got, eager *scenarios.Built) []ranks.Finding {
 func opCountDiff(g, e *ranks.World, r int) string {
 	gc, ec := g.KernelCounts(r), e.KernelCounts(r)
 	steps := g.Replays()
-	var names []string
-	for n := range gc {
-		names = append(names, n)
-	}
-	for n := range ec {
-		if _, ok := gc[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
 	var parts []string
-	for _, n := range names {
+	for _, n := range keysOfBoth(gc, ec) {
 		if gc[n]*steps != ec[n] {
 			parts = append(parts, fmt.Sprintf("op %s is captured %d× in the graph but runs %d× per eager step", n, gc[n], ec[n]/max(steps, 1)))
 		}
@@ -334,4 +316,16 @@ func opCountDiff(g, e *ranks.World, r int) string {
 		return "every op is captured as often as it runs eagerly: the difference is in the values the graph froze at capture"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// keysOfBoth is the sorted union of a's and b's keys.
+func keysOfBoth[V any](a, b map[string]V) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
