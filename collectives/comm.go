@@ -182,10 +182,12 @@ func (c *Comm) ring(i int, in, out *ranks.Buffer) ranks.InstrGen {
 		}
 	}
 	g := &ringGen{n: n, i: i, chunks: c.chunks, in: in, out: out, segLo: c.segLo,
-		per:      c.chunks / n * bool2int(c.chunks%n == 0),
 		peerNext: c.Group[next], peerPrev: c.Group[prev],
 		copyDur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM),
 		stepDur: hw.StepLat + ranks.Bytes(in.Bytes/int64(n), hw.NVLink)}
+	if c.chunks%n == 0 {
+		g.per = c.chunks / n
+	}
 	if n > 1 {
 		g.sendF = c.fifo(c.Group[i], c.Group[next])
 		g.recvF = c.fifo(c.Group[prev], c.Group[i])
@@ -239,13 +241,6 @@ func (g *ringGen) seg(s int) (lo, cnt int) {
 		return s * g.per, g.per // no table lookup: at 512 ranks its lines fall out of cache
 	}
 	return g.segLo[s], g.segLo[s+1] - g.segLo[s]
-}
-
-func bool2int(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // At is micro-op pc: 0 copies in; 1 sends segment i; 2 … n receive segment
