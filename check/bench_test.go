@@ -27,9 +27,11 @@ func BenchmarkTP8Schedule(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				if _, err := check.RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(uint64(i), check.RandomPerMille)); err != nil {
+				o, err := check.RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(uint64(i), check.RandomPerMille))
+				if err != nil {
 					b.Fatal(err)
 				}
+				o.Release()
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "schedules/s")
 		})

@@ -97,6 +97,19 @@ func (o *Outcome) Explain() {
 	o.explain = nil
 }
 
+// Release ends o's life: o's world and anything that points into it (its
+// buffers, values, unformatted messages) are not used again, and the
+// world's memory serves the next schedule of the same reference's config
+// (see [ranks.World.Release]). What o holds by value stays: the verdict,
+// the findings (with the messages Explain filled in), hashes and counts.
+func (o *Outcome) Release() {
+	o.explain = nil
+	if o.Built != nil {
+		o.Built.World.Release()
+		o.Built = nil
+	}
+}
+
 // RunSchedule builds cfg with chooser ch, runs it and judges it against ref.
 // Corruption messages get the provenance of their values only when
 // [Outcome.Explain] is called.

@@ -127,6 +127,7 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 			sum.Records = append(sum.Records, r)
 		}
 		m.add(r)
+		sc.Release() // its memory serves the next schedule
 	}
 	budget := max(opt.Budget, 1)
 	var indices []int

@@ -101,6 +101,18 @@ type Schedule struct {
 	Steps     uint64
 
 	explain func()
+	release func()
+}
+
+// Release hands s's world back for the next schedule (see
+// [check.Outcome.Release]); s keeps its verdict, findings (with the messages
+// Explain filled in), hashes, outputs and choices. Explore releases every
+// schedule once it is merged.
+func (s *Schedule) Release() {
+	if r := s.release; r != nil {
+		s.explain, s.release = nil, nil
+		r()
+	}
 }
 
 // Explain completes the messages of s's findings (the provenance of
@@ -154,7 +166,7 @@ func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Schedule{Verdict: o.Verdict, Findings: o.Findings, TraceHash: o.TraceHash, Choices: rec.Choices, Steps: o.Steps, explain: o.Explain}
+	s := &Schedule{Verdict: o.Verdict, Findings: o.Findings, TraceHash: o.TraceHash, Choices: rec.Choices, Steps: o.Steps, explain: o.Explain, release: o.Release}
 	s.Outputs, s.OutHash = outputs(b.World, t.Provenance)
 	return s, nil
 }

@@ -327,15 +327,20 @@ func (w *World) acquireVC(lane int32, o *VC) {
 // lives as long as the world, so carving it from a block saves the two
 // allocations of a clone.
 func (w *World) denseClone(v *VC) *VC {
-	n := len(v.d)
+	c := w.denseVC(len(v.d))
+	copy(c.d, v.d)
+	return c
+}
+
+// denseVC returns a zero dense clock of n lanes from the world's slabs.
+func (w *World) denseVC(n int) *VC {
 	if len(w.clockWords) < n {
-		w.clockWords = make([]uint32, 64*n)
+		w.clockWords = w.mem.words.get(64 * n)
 	}
 	d := w.clockWords[:n:n]
 	w.clockWords = w.clockWords[n:]
-	copy(d, v.d)
 	if len(w.clocks) == 0 {
-		w.clocks = make([]VC, 64)
+		w.clocks = w.mem.clocks.get(64)
 	}
 	c := &w.clocks[0]
 	w.clocks = w.clocks[1:]

@@ -299,10 +299,7 @@ func (w *World) checkRead(t *task, b *Buffer, c int) {
 			}
 		}
 		if !replaced {
-			if sh.more == nil {
-				sh.more = w.epochs() // room for three more readers, from a slab
-			}
-			sh.more = append(sh.more, e)
+			sh.more = w.moreReader(sh.more, e)
 		}
 	}
 }
@@ -498,6 +495,7 @@ type raceKey struct {
 type raceSet struct {
 	slots []raceKey
 	n     int
+	mem   *slabs[raceKey] // where grown tables come from (nil: the heap)
 }
 
 // add inserts k, whose hash is h, and reports whether it was new.
@@ -520,7 +518,13 @@ func (s *raceSet) add(k raceKey, h uint32) bool {
 
 func (s *raceSet) grow() {
 	old := s.slots
-	s.slots, s.n = make([]raceKey, max(256, 2*len(old))), 0
+	n := max(256, 2*len(old))
+	if s.mem != nil {
+		s.slots = s.mem.get(n)
+	} else {
+		s.slots = make([]raceKey, n)
+	}
+	s.n = 0
 	for _, k := range old {
 		if k != (raceKey{}) {
 			s.add(k, raceHash(k))

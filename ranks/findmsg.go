@@ -103,6 +103,9 @@ func (w *World) DeferMessages() { w.deferMsgs = true }
 // FormatMessages fills in the deferred messages of fs, the findings Run
 // returned (or a copy of them, in the same order).
 func (w *World) FormatMessages(fs []Finding) {
+	if w.released {
+		panic("ranks: World.FormatMessages called after Release")
+	}
 	for i := range w.pending {
 		m := &w.pending[i]
 		if m.idx < len(fs) {

@@ -22,11 +22,13 @@ import (
 // lists, groups, value provenance (immutable), allocator logs, and the
 // kernels' micro-ops, which name the template's buffers, pads and FIFOs;
 // the instance resolves those to its own by id as it runs (World.bufOf,
-// padOf, fifoOf), and generated kernels are rebound. A world kept by an earlier schedule (an outcome to
-// explain later) is therefore never touched by a later one.
+// padOf, fifoOf), and generated kernels are rebound. A world kept by an
+// earlier schedule (an outcome to explain later) is therefore never touched
+// by a later one, until its owner releases it ([World.Release]): then its
+// slabs serve the next copy.
 //
-// A template is read-only once made; Instantiate may be called from several
-// goroutines at once.
+// A template is read-only once made, but for its pool of released memory;
+// Instantiate and Release may be called from several goroutines at once.
 type Template struct {
 	w *World
 
@@ -44,6 +46,7 @@ type Template struct {
 	opKernel      [][]int32            // per rank and op: index into kernels, or -1
 	plan          *plan                // lowered once for every copy (nil: each lowers, and reports the error)
 	nVals, nSlots int
+	arenas        arenas // released copies' memory, for the next copies (arena.go)
 }
 
 // ErrNotTemplate is returned by [NewTemplate] for a world it cannot copy
@@ -199,6 +202,8 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		counts: map[string]int{},
 		dedupe: map[dedupeKey]bool{},
 		shared: t.shared,
+		mem:    t.arenas.get(),
+		tmpl:   t,
 	}
 	nw.Srcs.bufs = &nw.bufs
 
@@ -209,8 +214,8 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		blocks[i].vals = append([]Value(nil), b.vals...)
 		blocks[i].sh = make([]shadow, len(b.sh))
 	}
-	bufs := make([]Buffer, len(w.bufs))
-	vals := make([]Value, t.nVals)
+	bufs := nw.mem.bufs.get(len(w.bufs))
+	vals := nw.mem.vals.get(t.nVals)
 	nw.bufs = make([]*Buffer, len(w.bufs))
 	for i, b := range w.bufs {
 		nb := &bufs[i]
@@ -228,7 +233,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		nw.bufs[i] = nb
 	}
 	pads := make([]SignalPad, len(t.pads))
-	slots := make([]sigSlot, t.nSlots)
+	slots := nw.mem.slots.get(t.nSlots)
 	for i, p := range t.pads {
 		n := len(p.Slots)
 		pads[i] = SignalPad{Name: p.Name, Rank: p.Rank, Slots: slots[:n:n]}
@@ -260,7 +265,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	// Programs: the kernels share the template's micro-ops, which are never
 	// written; a run resolves the buffers, pads and FIFOs they name to its
 	// own (World.bufOf, padOf, fifoOf). Generated kernels are rebound.
-	ks := make([]KernelSpec, len(t.kernels))
+	ks := nw.mem.kernels.get(len(t.kernels))
 	nw.tPads = make([]*SignalPad, len(pads))
 	for i := range pads {
 		nw.tPads[i] = &pads[i]
@@ -288,7 +293,8 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		if p == nil {
 			continue
 		}
-		np := &Program{Streams: p.Streams, Events: p.Events, Ops: append([]HostOp(nil), p.Ops...)}
+		np := &Program{Streams: p.Streams, Events: p.Events, Ops: nw.mem.ops.get(len(p.Ops))}
+		copy(np.Ops, p.Ops)
 		for j, ki := range t.opKernel[r] {
 			if ki >= 0 {
 				np.Ops[j].Kernel = &ks[ki]

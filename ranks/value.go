@@ -83,15 +83,15 @@ func Add(a, b Value) Value {
 
 // provSlab is how many provenance nodes a world allocates at once: a run
 // makes one per reduced or copied chunk, and one allocation per node was a
-// large part of its allocations. Nodes are immutable and never reused, so a
-// value kept after its run (an outcome explained later) stays valid; a slab
-// lives as long as any of its nodes.
+// large part of its allocations. Nodes are immutable while their world
+// lives, so a value kept after its run (an outcome explained later) stays
+// valid until the world is released (arena.go).
 const provSlab = 256
 
 // newProv returns a new provenance node p from w's slab.
 func (w *World) newProv(p Prov) *Prov {
 	if len(w.provs) == 0 {
-		w.provs = make([]Prov, provSlab)
+		w.provs = w.mem.provs.get(provSlab)
 	}
 	n := &w.provs[0]
 	*n = p

@@ -65,6 +65,10 @@ type World struct {
 	clockWords []uint32
 	// blocks that buffers' chunks are carved from (Alloc)
 	valMem []Value
+	// where every slab comes from (arena.go); nil once released
+	mem      *arena
+	tmpl     *Template // a template's copy: where Release returns mem
+	released bool
 
 	tasks     []*task
 	i32Slab   []int32 // see int32s
@@ -168,6 +172,7 @@ func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
 	w := &World{
 		cfg: cfg, eng: eng, N: n,
 		progs:  make([]*Program, n),
+		mem:    new(arena),
 		counts: map[string]int{},
 		dedupe: map[dedupeKey]bool{},
 	}
@@ -193,7 +198,7 @@ func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
 // 512-rank ring allocates 1,024 buffers).
 func (w *World) chunkMem(n int) []Value {
 	if n > len(w.valMem) {
-		w.valMem = make([]Value, max(n, 4096))
+		w.valMem = w.mem.vals.get(max(n, 4096))
 	}
 	v := w.valMem[:n:n]
 	w.valMem = w.valMem[n:]
@@ -210,7 +215,7 @@ func (w *World) allocShadows() {
 			n += len(b.Vals)
 		}
 	}
-	sh := make([]shadow, n)
+	sh := w.mem.shadows.get(n)
 	for _, b := range w.bufs {
 		if b.sh == nil && b.Block == nil && !b.private {
 			k := len(b.Vals)
@@ -271,6 +276,10 @@ func (w *World) Run() (*Result, error) {
 	if w.ran {
 		panic("ranks: World.Run called twice")
 	}
+	if w.released {
+		panic("ranks: World.Run called after Release")
+	}
+	w.raceSeen.mem = &w.mem.races
 	w.ran = true
 	for r, p := range w.progs {
 		if p == nil {
@@ -284,7 +293,8 @@ func (w *World) Run() (*Result, error) {
 	w.dirty = make([]bool, nl)
 	for i := range w.vc {
 		if nl <= denseLanes && !w.sparse {
-			w.vc[i] = newDenseVC(int32(i), nl)
+			w.vc[i] = w.denseVC(int(nl))
+			w.vc[i].d[i] = 1
 		} else {
 			w.vc[i] = newVC(int32(i))
 		}
@@ -446,16 +456,27 @@ func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *
 	return t
 }
 
-// epochs returns an empty slice with room for three epochs, carved from a
-// slab: a chunk's readers beyond the first (checkRead). Appending past
-// three reallocates, so neighbours are never overwritten.
-func (w *World) epochs() []epoch {
-	if len(w.epochSlab) < 3 {
-		w.epochSlab = make([]epoch, 3*128)
+// epochs returns an empty slice with room for n epochs, carved from a
+// slab: a chunk's readers beyond the first (checkRead). A full list is
+// moved to a new one twice its size (moreReader), so neighbours are never
+// overwritten.
+func (w *World) epochs(n int) []epoch {
+	if len(w.epochSlab) < n {
+		w.epochSlab = w.mem.epochs.get(max(n, 3*128))
 	}
-	s := w.epochSlab[:0:3]
-	w.epochSlab = w.epochSlab[3:]
+	s := w.epochSlab[:0:n]
+	w.epochSlab = w.epochSlab[n:]
 	return s
+}
+
+// moreReader appends e to a chunk's extra readers, with room for three at
+// first.
+func (w *World) moreReader(more []epoch, e epoch) []epoch {
+	if len(more) == cap(more) {
+		m := w.epochs(max(3, 2*cap(more)))
+		more = append(m, more...)
+	}
+	return append(more, e)
 }
 
 // int32s returns an empty slice with room for n, carved from a slab (a
@@ -463,7 +484,7 @@ func (w *World) epochs() []epoch {
 // Appending past n reallocates, so neighbours are never overwritten.
 func (w *World) int32s(n int) []int32 {
 	if n > len(w.i32Slab) {
-		w.i32Slab = make([]int32, max(n, 1024))
+		w.i32Slab = w.mem.i32.get(max(n, 1024))
 	}
 	s := w.i32Slab[:0:n]
 	w.i32Slab = w.i32Slab[n:]
@@ -474,7 +495,7 @@ func (w *World) int32s(n int) []int32 {
 // makes hundreds; one allocation each was a large part of its allocations).
 func (w *World) allocTask(t task) *task {
 	if len(w.taskSlab) == 0 {
-		w.taskSlab = make([]task, 64)
+		w.taskSlab = w.mem.tasks.get(64)
 	}
 	p := &w.taskSlab[0]
 	*p = t
