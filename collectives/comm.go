@@ -165,12 +165,15 @@ func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []
 	return prog
 }
 
-// ring is NCCL's ring all-reduce: copy in, then the primitives of NCCL's
-// runRing (all_reduce.h): send one segment to the next rank, n-1 fused
-// receive-reduce-send steps (the last also keeps the fully reduced segment,
-// recvReduceCopySend), n-2 fused receive-copy-send steps, and a final
-// receive, each through a bounded FIFO connection. Its 2n micro-ops differ
-// only in segment offsets, so they are generated on demand.
+// ring is NCCL's ring all-reduce, the primitives of runRing (all_reduce.h)
+// on the input and output buffers (there is no copy-in: the reduce-scatter
+// reads the input where it is, and only complete segments reach the
+// output): send one input segment to the next rank, n-1 fused
+// receive-reduce-send steps (the last also stores the fully reduced
+// segment, recvReduceCopySend), n-2 fused receive-copy-send steps, and a
+// final receive, each through a bounded FIFO connection. Its 2n-1 micro-ops
+// differ only in segment offsets, so they are generated on demand. The
+// first carries the kernel's start latency.
 func (c *Comm) ring(i int, in, out *ranks.Buffer) ranks.InstrGen {
 	n := len(c.Group)
 	hw := c.HW
@@ -183,8 +186,9 @@ func (c *Comm) ring(i int, in, out *ranks.Buffer) ranks.InstrGen {
 	}
 	g := &ringGen{n: n, i: i, chunks: c.chunks, in: in, out: out, segLo: c.segLo,
 		peerNext: c.Group[next], peerPrev: c.Group[prev],
-		copyDur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM),
-		stepDur: hw.StepLat + ranks.Bytes(in.Bytes/int64(n), hw.NVLink)}
+		copyDur:  hw.KStart + ranks.Bytes(in.Bytes, hw.HBM),
+		startDur: hw.KStart,
+		stepDur:  hw.StepLat + ranks.Bytes(in.Bytes/int64(n), hw.NVLink)}
 	if c.chunks%n == 0 {
 		g.per = c.chunks / n
 	}
@@ -201,9 +205,10 @@ type ringGen struct {
 	in, out            *ranks.Buffer
 	sendF, recvF       *ranks.Fifo
 	peerNext, peerPrev int
-	copyDur, stepDur   sim.Time
-	segLo              []int // shared by the communicator's ranks
-	per                int   // chunks per segment when they divide evenly, else 0
+	copyDur, stepDur   sim.Time // a one-rank copy; a ring step
+	startDur           sim.Time // the kernel's start latency
+	segLo              []int    // shared by the communicator's ranks
+	per                int      // chunks per segment when they divide evenly, else 0
 }
 
 func (g *ringGen) Refs() ranks.Refs {
@@ -227,7 +232,7 @@ func (g *ringGen) Len() int {
 	if g.n == 1 {
 		return 1
 	}
-	return 2 * g.n
+	return 2*g.n - 1
 }
 
 // seg is ring segment s's chunk range, for -n <= s < 2n.
@@ -243,28 +248,35 @@ func (g *ringGen) seg(s int) (lo, cnt int) {
 	return g.segLo[s], g.segLo[s+1] - g.segLo[s]
 }
 
-// At is micro-op pc: 0 copies in; 1 sends segment i; 2 … n receive segment
-// i-1-j (j = pc-2), add it to this rank's and forward the sum; n+1 … 2n-2
-// receive the reduced segment i-k (k = pc-n-1), store it and forward it;
-// 2n-1 receives the last reduced segment.
+// At is micro-op pc, NCCL's runRing for rank i of n: 0 sends input segment
+// i (send); 1 … n-2 receive segment i-pc, add the input's and forward the
+// sum, keeping nothing (recvReduceSend); n-1 does the same for segment i+1
+// and stores the fully reduced segment in the output (recvReduceCopySend);
+// n … 2n-3 receive the reduced segment i-(pc-n), store it and forward it
+// (recvCopySend); 2n-2 receives the last one (recv). With one rank the
+// all-reduce is a copy.
 func (g *ringGen) At(pc int, in *ranks.Instr) {
 	srcs := in.Srcs[:0]
 	n := g.n
 	switch {
+	case n == 1:
+		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "copy", Dst: g.out, N: g.chunks, Srcs: append(srcs, ranks.Src{Buf: g.in, Coef: 1}), Dur: g.copyDur}
 	case pc == 0:
-		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "copy-in", Dst: g.out, N: g.chunks, Srcs: append(srcs, ranks.Src{Buf: g.in, Coef: 1}), Dur: g.copyDur}
-	case pc == 1:
 		lo, cnt := g.seg(g.i)
-		*in = ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: g.sendF, N: cnt, Srcs: append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}), Peer: g.peerNext}
-	case pc <= n:
-		lo, cnt := g.seg(g.i - 1 - (pc - 2))
-		*in = ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: g.recvF, Fwd: g.sendF, Dst: g.out, DstLo: lo, N: cnt,
-			Srcs: append(srcs, ranks.Src{Buf: g.out, Lo: lo, Coef: 1}), Dur: g.stepDur, Peer: g.peerPrev}
+		*in = ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: g.sendF, N: cnt, Srcs: append(srcs, ranks.Src{Buf: g.in, Lo: lo, Coef: 1}),
+			Dur: g.startDur, Peer: g.peerNext}
+	case pc < n:
+		lo, cnt := g.seg(g.i - pc)
+		*in = ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: g.recvF, Fwd: g.sendF, DstLo: lo, N: cnt,
+			Srcs: append(srcs, ranks.Src{Buf: g.in, Lo: lo, Coef: 1}), Dur: g.stepDur, Peer: g.peerPrev}
+		if pc == n-1 {
+			in.Dst = g.out // recvReduceCopySend: the segment is complete
+		}
 	default:
-		lo, cnt := g.seg(g.i - (pc - n - 1))
+		lo, cnt := g.seg(g.i - (pc - n))
 		*in = ranks.Instr{Op: ranks.OpRecvSend, Phase: "all-gather", Fifo: g.recvF, Fwd: g.sendF, Dst: g.out, DstLo: lo, N: cnt,
 			Dur: g.stepDur, Peer: g.peerPrev, Srcs: srcs}
-		if pc == 2*n-1 {
+		if pc == 2*n-2 {
 			in.Op, in.Fwd = ranks.OpRecv, nil
 		}
 		// (an all-gather receive keeps the empty Srcs: its array serves

@@ -24,22 +24,27 @@ func ringList(c *Comm, i int, in, out *ranks.Buffer) []ranks.Instr {
 		return lo, (s+1)*C/n - lo
 	}
 	step := hw.StepLat + ranks.Bytes(in.Bytes/int64(n), hw.NVLink)
-	prog := []ranks.Instr{{Op: ranks.OpCompute, Phase: "copy-in", Dst: out, N: C, Srcs: []ranks.Src{{Buf: in, Coef: 1}},
-		Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)}}
 	if n == 1 {
-		return prog
+		return []ranks.Instr{{Op: ranks.OpCompute, Phase: "copy", Dst: out, N: C, Srcs: []ranks.Src{{Buf: in, Coef: 1}},
+			Dur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM)}}
 	}
 	sendF, recvF := c.fifo(c.Group[i], c.Group[next]), c.fifo(c.Group[prev], c.Group[i])
-	// send: this rank's own segment starts round the ring
+	// send: this rank's own input segment starts round the ring
 	lo, cnt := seg(i)
-	prog = append(prog, ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: cnt, Srcs: []ranks.Src{{Buf: out, Lo: lo, Coef: 1}}, Peer: c.Group[next]})
-	// recvReduceSend ×(n-2), then recvReduceCopySend: receive segment
-	// i-1-k, add this rank's part, keep the sum and pass it on
-	for k := 0; k < n-1; k++ {
+	prog := []ranks.Instr{{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: sendF, N: cnt, Srcs: []ranks.Src{{Buf: in, Lo: lo, Coef: 1}},
+		Dur: hw.KStart, Peer: c.Group[next]}}
+	// recvReduceSend ×(n-2): receive segment i-1-k, add this rank's input,
+	// pass the sum on and keep nothing
+	for k := 0; k < n-2; k++ {
 		lo, cnt := seg(i - 1 - k)
-		prog = append(prog, ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: recvF, Fwd: sendF, Dst: out, DstLo: lo, N: cnt,
-			Srcs: []ranks.Src{{Buf: out, Lo: lo, Coef: 1}}, Dur: step, Peer: c.Group[prev]})
+		prog = append(prog, ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: recvF, Fwd: sendF, DstLo: lo, N: cnt,
+			Srcs: []ranks.Src{{Buf: in, Lo: lo, Coef: 1}}, Dur: step, Peer: c.Group[prev]})
 	}
+	// recvReduceCopySend: the same for segment i+1, which is now complete
+	// and is stored in the output
+	lo, cnt = seg(i + 1)
+	prog = append(prog, ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: recvF, Fwd: sendF, Dst: out, DstLo: lo, N: cnt,
+		Srcs: []ranks.Src{{Buf: in, Lo: lo, Coef: 1}}, Dur: step, Peer: c.Group[prev]})
 	// recvCopySend ×(n-2), then recv: the reduced segments go round
 	for k := 0; k < n-1; k++ {
 		lo, cnt := seg(i - k)

@@ -160,7 +160,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 			for _, s := range in.Srcs {
 				v = w.add(v, w.read(t, s.Buf, s.Lo+i))
 			}
-			w.write(t, in.Dst, in.DstLo+i, v)
+			if in.Dst != nil {
+				w.write(t, in.Dst, in.DstLo+i, v)
+			}
 			fwd.set(i, v)
 		}
 		w.eng.Mix4(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))

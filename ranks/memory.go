@@ -238,10 +238,12 @@ const (
 	OpRecv
 	// OpDelay only takes time.
 	OpDelay
-	// OpRecvSend is NCCL's fused ring step (recvReduceSend, recvCopySend):
-	// pop a message from Fifo; Dst[DstLo+i] = msg[i] + Σ Srcs[i]; push the
-	// N results into Fwd. It spins while Fifo is empty or Fwd is full. The
-	// forwarded values come from registers: Dst is written, not read back.
+	// OpRecvSend is NCCL's fused ring step (recvReduceSend,
+	// recvReduceCopySend, recvCopySend): pop a message from Fifo; compute
+	// msg[i] + Σ Srcs[i]; store it in Dst[DstLo+i] unless Dst is nil
+	// (recvReduceSend keeps nothing); push the N results into Fwd. It spins
+	// while Fifo is empty or Fwd is full. The forwarded values come from
+	// registers: Dst is written, not read back.
 	OpRecvSend
 )
 
