@@ -152,7 +152,7 @@ type contrib struct {
 // contributions sums, per producing op, the terms of v.
 func contributions(m *scenarios.Model, w *ranks.World, vals map[string]uint64, v ranks.Value) map[string]*contrib {
 	out := map[string]*contrib{}
-	for _, t := range v.Terms() {
+	for _, t := range w.Srcs.Terms(v) {
 		name := w.Srcs.Name(t.Src)
 		r, tensor, ok := splitSource(name)
 		if !ok {

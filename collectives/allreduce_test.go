@@ -12,8 +12,8 @@ import (
 )
 
 // runAllReduces runs calls all-reduces back to back on one stream per rank and
-// returns the outputs and the result.
-func runAllReduces(t *testing.T, n, chunks, calls int, s collectives.Strategy, ch sim.Chooser) ([][]*ranks.Buffer, *ranks.Result) {
+// returns the outputs, the result and the world's sources (for provenance).
+func runAllReduces(t *testing.T, n, chunks, calls int, s collectives.Strategy, ch sim.Chooser) ([][]*ranks.Buffer, *ranks.Result, *ranks.Sources) {
 	t.Helper()
 	hw := ranks.Profiles["b200"]
 	w := ranks.NewWorld(n, ranks.Config{Mode: ranks.Eager, LaunchCost: hw.Launch, EventCost: hw.EventOp}, sim.NewEngine(sim.Timed, ch))
@@ -39,7 +39,7 @@ func runAllReduces(t *testing.T, n, chunks, calls int, s collectives.Strategy, c
 	}
 	res, err := w.Run()
 	require.NoError(t, err)
-	return outs, res
+	return outs, res, &w.Srcs
 }
 
 func TestAllReduceEqualsIdealSum(t *testing.T) {
@@ -47,7 +47,7 @@ func TestAllReduceEqualsIdealSum(t *testing.T) {
 		for n := 2; n <= 16; n++ {
 			for _, chunks := range []int{1, 3, 4, 8} {
 				t.Run(fmt.Sprintf("%s/n=%d/chunks=%d", s, n, chunks), func(t *testing.T) {
-					outs, res := runAllReduces(t, n, chunks, 3, s, nil)
+					outs, res, srcs := runAllReduces(t, n, chunks, 3, s, nil)
 					require.Empty(t, res.Findings)
 					for r := range n {
 						for k, out := range outs[r] {
@@ -57,7 +57,7 @@ func TestAllReduceEqualsIdealSum(t *testing.T) {
 									want += uint64((q+1)*(c+1) + 1000*k)
 								}
 								require.Equal(t, want, out.Vals[c].N, "rank %d call %d chunk %d", r, k, c)
-								require.Len(t, out.Vals[c].Terms(), n, "one term per rank")
+								require.Len(t, srcs.Terms(out.Vals[c]), n, "one term per rank")
 							}
 						}
 					}

@@ -60,7 +60,7 @@ func TestPropAllReduceIdealWhenOrdered(t *testing.T) {
 						want += uint64(7*(q+1)*(c+1) + 1000*k)
 					}
 					require.Equal(rt, want, out.Vals[c].N, "rank %d call %d chunk %d", r, k, c)
-					require.Len(rt, out.Vals[c].Terms(), n, "one provenance term per rank")
+					require.Len(rt, w.Srcs.Terms(out.Vals[c]), n, "one provenance term per rank")
 				}
 			}
 		}

@@ -59,7 +59,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 				v = w.add(v, x)
 			}
 			if in.Fresh {
-				v.P = w.newProv(Prov{kind: provLeaf, x: int64(w.srcOf(in.Dst, in.DstLo+i))})
+				v.P = w.leaf(w.srcOf(in.Dst, in.DstLo+i))
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
@@ -194,10 +194,10 @@ func (w *World) msgMismatch(t *task, f *Fifo, m *msg) {
 
 // scale returns c·v, its provenance node from w's slab.
 func (w *World) scale(v Value, c int64) Value {
-	if v.P == nil {
+	if v.P == 0 {
 		return Value{N: scaleN(v.N, c)}
 	}
-	return Value{N: scaleN(v.N, c), P: w.newProv(Prov{kind: provScale, x: c, a: v.P})}
+	return Value{N: scaleN(v.N, c), P: w.newProv(Prov{a: v.P, x: c})}
 }
 
 // scaleN returns c·n modulo Modulus.

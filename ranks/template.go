@@ -205,7 +205,10 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		mem:    t.arenas.get(),
 		tmpl:   t,
 	}
-	nw.Srcs.bufs = &nw.bufs
+	// The template's provenance nodes (its initial values') are shared,
+	// read-only: the copy's own nodes go in chunks of its own after them.
+	nw.provTab.chunks = w.provTab.chunks[:len(w.provTab.chunks):len(w.provTab.chunks)]
+	nw.Srcs.bufs, nw.Srcs.provs = &nw.bufs, &nw.provTab
 
 	// Memory: buffers, then what they point to.
 	blocks := make([]Block, len(t.blocks))

@@ -41,107 +41,113 @@ type Term struct {
 }
 
 // Value is an exact value chunk with its provenance: which computed sources
-// data movement (copies, reductions, sends) assembled it from.
+// data movement (copies, reductions, sends) assembled it from. The
+// provenance is a node of its world's table ([Sources.Terms] and
+// [Sources.Format] read it), so a value holds no pointer: a 512-rank ring's
+// megabytes of values and provenance are nothing the garbage collector has
+// to scan, and storing one needs no write barrier.
 type Value struct {
 	N uint64
-	P *Prov // nil for uninitialised memory
+	P ProvRef // 0 for uninitialised memory
 }
 
-// Prov is an immutable provenance expression: a source, a sum of two
-// expressions, or a scaled expression. Building one is O(1) (values are
-// summed on every hop of a ring); [Value.Terms] flattens it for reports.
+// ProvRef names a node of a world's provenance table; 0 is none.
+type ProvRef uint32
+
+// Prov is an immutable provenance node: a source (a leaf: no operands, x is
+// its SourceID), a sum of two nodes (a and b), or a scaled node (a alone,
+// x is the factor). A leaf's coefficient is always 1 (sources enter scaled
+// through a scale node). Building one is O(1) (values are summed on every
+// hop of a ring); [Sources.Terms] flattens it for reports.
 //
-// 32 bytes: a ring makes one per hop, so its size is a run's memory. A
-// leaf's coefficient is always 1 (sources enter scaled through provScale).
+// 16 bytes and no pointers: a ring makes one per hop, so its size is a
+// run's memory.
 type Prov struct {
-	a, b *Prov
-	x    int64 // a leaf's SourceID, or a scale's factor
-	kind provKind
+	a, b ProvRef
+	x    int64
 }
 
-type provKind uint8
+// provShift sizes the table's chunks: 1<<provShift nodes (64 KB) each. A
+// world allocates its nodes a chunk at a time (one allocation per node was
+// a large part of a run's allocations).
+const provShift = 12
 
-const (
-	provLeaf provKind = iota
-	provSum
-	provScale
-)
-
-// Fresh returns the provenance of a computed chunk: the source itself.
-func Fresh(src SourceID) *Prov { return &Prov{kind: provLeaf, x: int64(src)} }
-
-// Add returns a+b with both provenances.
-func Add(a, b Value) Value {
-	switch {
-	case a.P == nil:
-		return Value{N: addMod(a.N, b.N), P: b.P}
-	case b.P == nil:
-		return Value{N: addMod(a.N, b.N), P: a.P}
-	}
-	return Value{N: addMod(a.N, b.N), P: &Prov{kind: provSum, a: a.P, b: b.P}}
+// provTable is a world's provenance nodes: ref r is node r-1, in chunk
+// (r-1)>>provShift. A template's copy shares the template's chunks (its
+// initial values' provenance, never written again) and appends its own.
+type provTable struct {
+	chunks [][]Prov
 }
 
-// provSlab is how many provenance nodes a world allocates at once: a run
-// makes one per reduced or copied chunk, and one allocation per node was a
-// large part of its allocations. Nodes are immutable while their world
-// lives, so a value kept after its run (an outcome explained later) stays
-// valid until the world is released (arena.go).
-const provSlab = 256
+func (t *provTable) node(r ProvRef) *Prov {
+	i := uint32(r) - 1
+	return &t.chunks[i>>provShift][i&(1<<provShift-1)]
+}
 
-// newProv returns a new provenance node p from w's slab.
-func (w *World) newProv(p Prov) *Prov {
+// newProv adds node p to w's table and returns its ref. Nodes are
+// immutable while their world lives, so a value kept after its run (an
+// outcome explained later) stays valid until the world is released
+// (arena.go).
+func (w *World) newProv(p Prov) ProvRef {
 	if len(w.provs) == 0 {
-		w.provs = w.mem.provs.get(provSlab)
+		c := w.mem.provs.get(1 << provShift)
+		w.provTab.chunks = append(w.provTab.chunks, c)
+		w.provs, w.provNext = c, ProvRef(len(w.provTab.chunks)-1)<<provShift+1
 	}
-	n := &w.provs[0]
-	*n = p
+	w.provs[0] = p
 	w.provs = w.provs[1:]
-	return n
+	r := w.provNext
+	w.provNext++
+	return r
 }
 
-// add is [Add] with the sum's node from w's slab.
+// leaf returns a new source node for src.
+func (w *World) leaf(src SourceID) ProvRef { return w.newProv(Prov{x: int64(src)}) }
+
+// add returns a+b with both provenances.
 func (w *World) add(a, b Value) Value {
 	switch {
-	case a.P == nil:
+	case a.P == 0:
 		return Value{N: addMod(a.N, b.N), P: b.P}
-	case b.P == nil:
+	case b.P == 0:
 		return Value{N: addMod(a.N, b.N), P: a.P}
 	}
-	return Value{N: addMod(a.N, b.N), P: w.newProv(Prov{kind: provSum, a: a.P, b: b.P})}
+	return Value{N: addMod(a.N, b.N), P: w.newProv(Prov{a: a.P, b: b.P})}
 }
 
 // Terms flattens v's provenance into terms sorted by source, with equal
 // sources combined and zero coefficients dropped.
-func (v Value) Terms() []Term {
-	if v.P == nil {
+func (s *Sources) Terms(v Value) []Term {
+	if v.P == 0 {
 		return nil
 	}
-	if out, ok := v.fastTerms(); ok {
+	t := s.provs
+	if out, ok := t.fastTerms(v.P); ok {
 		return out
 	}
-	memo := map[*Prov]map[SourceID]int64{}
-	var walk func(p *Prov) map[SourceID]int64
-	walk = func(p *Prov) map[SourceID]int64 {
-		if m, ok := memo[p]; ok {
+	memo := map[ProvRef]map[SourceID]int64{}
+	var walk func(r ProvRef) map[SourceID]int64
+	walk = func(r ProvRef) map[SourceID]int64 {
+		if m, ok := memo[r]; ok {
 			return m
 		}
 		m := map[SourceID]int64{}
-		switch p.kind {
-		case provLeaf:
+		switch p := t.node(r); {
+		case p.a == 0:
 			m[SourceID(p.x)]++
-		case provSum:
+		case p.b != 0:
 			for k, c := range walk(p.a) {
 				m[k] += c
 			}
 			for k, c := range walk(p.b) {
 				m[k] += c
 			}
-		case provScale:
+		default:
 			for k, c := range walk(p.a) {
 				m[k] += c * p.x
 			}
 		}
-		memo[p] = m
+		memo[r] = m
 		return m
 	}
 	m := walk(v.P)
@@ -159,12 +165,12 @@ func (v Value) Terms() []Term {
 // a few thousand nodes accumulating into a short sorted slice. Shared
 // sub-expressions are walked once per use, so a large DAG falls back to the
 // memoised walk.
-func (v Value) fastTerms() ([]Term, bool) {
+func (t *provTable) fastTerms(root ProvRef) ([]Term, bool) {
 	type frame struct {
-		p *Prov
+		r ProvRef
 		k int64
 	}
-	stack := []frame{{v.P, 1}}
+	stack := []frame{{root, 1}}
 	var out []Term
 	for steps := 0; len(stack) > 0; steps++ {
 		if steps > 4096 {
@@ -172,9 +178,9 @@ func (v Value) fastTerms() ([]Term, bool) {
 		}
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		switch f.p.kind {
-		case provLeaf:
-			src := SourceID(f.p.x)
+		switch p := t.node(f.r); {
+		case p.a == 0:
+			src := SourceID(p.x)
 			i := sort.Search(len(out), func(i int) bool { return out[i].Src >= src })
 			if i < len(out) && out[i].Src == src {
 				out[i].Coef += f.k
@@ -183,10 +189,10 @@ func (v Value) fastTerms() ([]Term, bool) {
 			out = append(out, Term{})
 			copy(out[i+1:], out[i:])
 			out[i] = Term{Src: src, Coef: f.k}
-		case provSum:
-			stack = append(stack, frame{f.p.b, f.k}, frame{f.p.a, f.k})
-		case provScale:
-			stack = append(stack, frame{f.p.a, f.k * f.p.x})
+		case p.b != 0:
+			stack = append(stack, frame{p.b, f.k}, frame{p.a, f.k})
+		default:
+			stack = append(stack, frame{p.a, f.k * p.x})
 		}
 	}
 	n := 0
@@ -199,25 +205,12 @@ func (v Value) fastTerms() ([]Term, bool) {
 	return out[:n], true
 }
 
-// SameProv reports whether two values were assembled from the same terms.
-func SameProv(a, b Value) bool {
-	ta, tb := a.Terms(), b.Terms()
-	if len(ta) != len(tb) {
-		return false
-	}
-	for i := range ta {
-		if ta[i] != tb[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // Sources names the world's value sources for provenance. A source is one
 // chunk of one buffer: its id packs (buffer, chunk), and its name
 // ("r3:L0.sh_y[1]") is made only when a report asks.
 type Sources struct {
-	bufs *[]*Buffer
+	bufs  *[]*Buffer
+	provs *provTable
 }
 
 // maxChunks bounds the chunks of one buffer (so a SourceID can pack them).
@@ -237,7 +230,7 @@ func (s *Sources) Name(id SourceID) string {
 
 // Format renders v's provenance ("r0:L0.sh_y[1] + r1:L0.sh_y[1]").
 func (s *Sources) Format(v Value) string {
-	terms := v.Terms()
+	terms := s.Terms(v)
 	if len(terms) == 0 {
 		return "(uninitialised)"
 	}

@@ -75,6 +75,8 @@ type World struct {
 	epochSlab []epoch // see epochs
 	taskSlab  []task  // where the next tasks are allocated (allocTask)
 	provs     []Prov  // where the next provenance nodes are allocated (value.go)
+	provNext  ProvRef // the ref of provs[0]
+	provTab   provTable
 	hosts     []host
 
 	findings []Finding
@@ -176,7 +178,7 @@ func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
 		counts: map[string]int{},
 		dedupe: map[dedupeKey]bool{},
 	}
-	w.Srcs.bufs = &w.bufs
+	w.Srcs.bufs, w.Srcs.provs = &w.bufs, &w.provTab
 	return w
 }
 
@@ -245,7 +247,7 @@ func (w *World) NewFifo(name string, src, dst, cap int) *Fifo {
 // Init sets every chunk of b to a fresh source with value f(chunk).
 func (w *World) Init(b *Buffer, f func(chunk int) uint64) {
 	for c := range b.Vals {
-		b.Vals[c] = Value{N: f(c) % Modulus, P: w.newProv(Prov{kind: provLeaf, x: int64(w.srcOf(b, c))})}
+		b.Vals[c] = Value{N: f(c) % Modulus, P: w.leaf(w.srcOf(b, c))}
 	}
 }
 

@@ -434,7 +434,7 @@ func valueDiffs(got, want *scenarios.Built, find func(ranks.TaskRef) int) []Valu
 func termDiff(ww *ranks.World, want ranks.Value, gw *ranks.World, got ranks.Value) (missing, extra []string) {
 	terms := func(w *ranks.World, v ranks.Value) map[string]int64 {
 		m := map[string]int64{}
-		for _, t := range v.Terms() {
+		for _, t := range w.Srcs.Terms(v) {
 			m[w.Srcs.Name(t.Src)] += t.Coef
 		}
 		return m
