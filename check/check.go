@@ -154,7 +154,7 @@ func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 		fs, details := compare(b, ref.built)
 		o.Findings = append(o.Findings, fs...)
 		for i, d := range details {
-			o.explain = append(o.explain, func() { o.Findings[base+i].Message = d() })
+			o.explain = append(o.explain, func() { o.Findings[base+i].Message, o.Findings[base+i].Resource = d() })
 		}
 	}
 	if !res.Hung && ref != nil {
@@ -169,12 +169,13 @@ func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 }
 
 // compare reports, per rank, the first tensor chunk (in program order) whose
-// value differs from the reference, with expected and observed values. The
-// second result gives, for each finding, its full message with the
-// provenance of both values (see [Outcome.Explain]).
-func compare(got, want *scenarios.Built) ([]ranks.Finding, []func() string) {
+// value differs from the reference. Like the world's race and mismatch
+// findings, its findings carry their kind, rank and tensor at once; the
+// second result makes, for each, its message (expected and observed values
+// with the provenance of both) and resource, when [Outcome.Explain] asks.
+func compare(got, want *scenarios.Built) ([]ranks.Finding, []func() (message, resource string)) {
 	var out []ranks.Finding
-	var details []func() string
+	var details []func() (message, resource string)
 	for r := range got.Compare {
 		if r >= len(want.Compare) {
 			break
@@ -199,18 +200,16 @@ func compare(got, want *scenarios.Built) ([]ranks.Finding, []func() string) {
 			continue
 		}
 		r, name := r, first.Name
-		head := fmt.Sprintf("rank %d tensor %s[%d]: expected %d", r, name, fc, wv.N)
-		tail := fmt.Sprintf(" (%d chunks differ from the reference on rank %d)", bad, r)
 		out = append(out, ranks.Finding{
-			Kind:     ranks.KindCorruption,
-			Message:  fmt.Sprintf("%s; observed %d%s", head, gv.N, tail),
-			Ranks:    []int{r},
-			Ops:      []string{name},
-			Resource: fmt.Sprintf("rank %d tensor %q", r, name),
+			Kind:  ranks.KindCorruption,
+			Ranks: []int{r},
+			Ops:   []string{name},
 		})
 		gw, ww := got.World, want.World
-		details = append(details, func() string {
-			return fmt.Sprintf("%s = %s; observed %d = %s%s", head, ww.Srcs.Format(wv), gv.N, gw.Srcs.Format(gv), tail)
+		details = append(details, func() (message, resource string) {
+			return fmt.Sprintf("rank %d tensor %s[%d]: expected %d = %s; observed %d = %s (%d chunks differ from the reference on rank %d)",
+					r, name, fc, wv.N, ww.Srcs.Format(wv), gv.N, gw.Srcs.Format(gv), bad, r),
+				fmt.Sprintf("rank %d tensor %q", r, name)
 		})
 	}
 	return out, details
