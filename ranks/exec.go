@@ -212,7 +212,7 @@ func scaleN(n uint64, c int64) uint64 {
 // blockOn parks t on a waiter list while micro-op in cannot proceed; the
 // reason is formatted only if a hang report needs it.
 func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
-	*ws = append(*ws, t.id)
+	*ws = w.appendI32(*ws, t.id)
 	t.blockIn, t.blockGen = in, false
 	if in == &w.scratch {
 		t.blockIn, t.blockGen = nil, true // made again when needed

@@ -506,15 +506,22 @@ func (w *World) allocTask(t task) *task {
 }
 
 func (w *World) addDep(t *task, dep int32) {
-	t.deps = append(t.deps, dep)
+	t.deps = w.appendI32(t.deps, dep)
 	d := w.tasks[dep]
 	if d.state != done {
 		t.waiting++
-		if d.dependents == nil {
-			d.dependents = w.int32s(2)
-		}
-		d.dependents = append(d.dependents, t.id)
+		d.dependents = w.appendI32(d.dependents, t.id)
 	}
+}
+
+// appendI32 appends x to s; a full s moves to the int32 slab, with room
+// for twice as many (at least two), instead of to the heap. The lists it
+// grows (dependencies, dependents, waiters) are a world's and live as long.
+func (w *World) appendI32(s []int32, x int32) []int32 {
+	if len(s) == cap(s) {
+		s = append(w.int32s(max(2, 2*cap(s))), s...)
+	}
+	return append(s, x)
 }
 
 func (w *World) issue(t *task) {
