@@ -227,6 +227,13 @@ func exploreParallel(t *Target, s Independent, indices []int, workers int, expir
 				sc, err := t.Run(s.Mode(), ch)
 				if err == nil {
 					sc.Index, sc.Seed = i, sd
+					if sc.Verdict == check.OK {
+						// It can never be the witness (only a verdict worse
+						// than ok is explained), so its world is done with:
+						// this worker's next schedule runs in its memory,
+						// still in this core's cache.
+						sc.Release()
+					}
 				}
 				slots[k%window] <- result{sc, err}
 			}
