@@ -295,7 +295,7 @@ func samplePeak(stop chan struct{}, out chan uint64) {
 // row is the pair with the median ratio: on a shared machine a neighbour's
 // burst then skews one pair, not one side of the ratio.
 func workers2(o Options) (Row, error) {
-	n, pairs := 800, 5 // about 0.4 s with one worker: long enough to drown start-up
+	n, pairs := 2000, 5 // about 0.8 s with one worker: long enough to drown start-up and a neighbour's sub-second bursts
 	if o.Quick {
 		n, pairs = 16, 1
 	}
