@@ -196,6 +196,7 @@ func (c *Comm) ring(i int, in, out *ranks.Buffer) ranks.InstrGen {
 		g.sendF = c.fifo(c.Group[i], c.Group[next])
 		g.recvF = c.fifo(c.Group[prev], c.Group[i])
 	}
+	g.shape()
 	return g
 }
 
@@ -207,8 +208,13 @@ type ringGen struct {
 	peerNext, peerPrev int
 	copyDur, stepDur   sim.Time // a one-rank copy; a ring step
 	startDur           sim.Time // the kernel's start latency
-	segLo              []int    // shared by the communicator's ranks
-	per                int      // chunks per segment when they divide evenly, else 0
+	// The shapes of the two steps that make up nearly all of the ring
+	// (recvReduceSend and recvCopySend): At hands them out with only the
+	// segment changed (see ranks.InstrGen.At).
+	reduce, gather ranks.Instr
+	reduceSrc      [1]ranks.Src
+	segLo          []int // shared by the communicator's ranks
+	per            int   // chunks per segment when they divide evenly, else 0
 }
 
 func (g *ringGen) Refs() ranks.Refs {
@@ -225,7 +231,18 @@ func (g *ringGen) Rebind(m ranks.Rebinding) ranks.InstrGen {
 	if g.n > 1 {
 		c.sendF, c.recvF = m.Fifo(g.sendF), m.Fifo(g.recvF)
 	}
+	c.shape()
 	return &c
+}
+
+// shape sets the recvReduceSend and recvCopySend shapes from g's buffers
+// and connections.
+func (g *ringGen) shape() {
+	g.reduceSrc = [1]ranks.Src{{Buf: g.in, Coef: 1}}
+	g.reduce = ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: g.recvF, Fwd: g.sendF,
+		Srcs: g.reduceSrc[:], Dur: g.stepDur, Peer: g.peerPrev}
+	g.gather = ranks.Instr{Op: ranks.OpRecvSend, Phase: "all-gather", Fifo: g.recvF, Fwd: g.sendF, Dst: g.out,
+		Dur: g.stepDur, Peer: g.peerPrev}
 }
 
 func (g *ringGen) Len() int {
@@ -255,9 +272,21 @@ func (g *ringGen) seg(s int) (lo, cnt int) {
 // n … 2n-3 receive the reduced segment i-(pc-n), store it and forward it
 // (recvCopySend); 2n-2 receives the last one (recv). With one rank the
 // all-reduce is a copy.
-func (g *ringGen) At(pc int, in *ranks.Instr) {
-	srcs := in.Srcs[:0]
+func (g *ringGen) At(pc int, in *ranks.Instr) *ranks.Instr {
 	n := g.n
+	switch {
+	case n > 2 && pc > 0 && pc < n-1:
+		lo, cnt := g.seg(g.i - pc)
+		r := &g.reduce
+		r.DstLo, r.N, g.reduceSrc[0].Lo = lo, cnt, lo
+		return r
+	case n > 2 && pc >= n && pc < 2*n-2:
+		lo, cnt := g.seg(g.i - (pc - n))
+		r := &g.gather
+		r.DstLo, r.N = lo, cnt
+		return r
+	}
+	srcs := in.Srcs[:0]
 	switch {
 	case n == 1:
 		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "copy", Dst: g.out, N: g.chunks, Srcs: append(srcs, ranks.Src{Buf: g.in, Coef: 1}), Dur: g.copyDur}
@@ -282,4 +311,5 @@ func (g *ringGen) At(pc int, in *ranks.Instr) {
 		// (an all-gather receive keeps the empty Srcs: its array serves
 		// the next micro-op without an allocation)
 	}
+	return in
 }

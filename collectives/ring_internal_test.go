@@ -59,7 +59,8 @@ func ringList(c *Comm, i int, in, out *ranks.Buffer) []ranks.Instr {
 
 // The generated ring equals the written-out one for every rank of rings of
 // 1 to 9 ranks with more, as many and fewer chunks than ranks, whether the
-// scratch instruction is fresh or reused (its Srcs slice is recycled).
+// scratch instruction is fresh or reused (its Srcs slice is recycled), and
+// the list Expand copies out stays as it was while the generator goes on.
 func TestRingGenMatchesList(t *testing.T) {
 	for n := 1; n <= 9; n++ {
 		for _, chunks := range []int{1, n, 3 * n} {
@@ -93,6 +94,12 @@ func TestRingGenMatchesList(t *testing.T) {
 						got[i] = norm(got[i])
 					}
 					require.Equal(t, want, got)
+					// The generator hands out its own shapes: what Expand
+					// returned is a copy, unchanged by later micro-ops.
+					for pc := range want {
+						k.At(pc, &reused)
+					}
+					require.Equal(t, want, got, "Expand's list after the generator moved on")
 				}
 			})
 		}

@@ -214,8 +214,8 @@ func scaleN(n uint64, c int64) uint64 {
 func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 	*ws = w.appendI32(*ws, t.id)
 	t.blockIn, t.blockGen = in, false
-	if in == &w.scratch {
-		t.blockIn, t.blockGen = nil, true // made again when needed
+	if t.gen != nil {
+		t.blockIn, t.blockGen = nil, true // generated: made again when needed
 	}
 	t.blockFwd = false
 	t.blockWho = t.blockWho[:0]
@@ -228,8 +228,7 @@ func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 func (t *task) blockReason() string {
 	in := t.blockIn
 	if t.blockGen {
-		in = new(Instr)
-		t.gen.At(t.pc, in)
+		in = t.gen.At(t.pc, new(Instr))
 	}
 	if in == nil {
 		return ""

@@ -113,6 +113,9 @@ func (w *World) NextStep(a int32) Step {
 		scratch = new(Instr) // a Step may outlive the task's own scratch
 	}
 	in := t.op.Kernel.At(t.pc, scratch)
+	if scratch != nil {
+		in = own(in, scratch)
+	}
 	st.Kind, st.Instr = StepInstr, in
 	switch in.Op {
 	case OpPut:

@@ -77,9 +77,14 @@ type KernelSpec struct {
 type InstrGen interface {
 	// Len is the number of instructions.
 	Len() int
-	// At sets *in to instruction pc (0 <= pc < Len). It may reuse the
-	// slices already in *in, so the caller owns in and must not share it.
-	At(pc int, in *Instr)
+	// At returns instruction pc (0 <= pc < Len): either scratch, set to it
+	// (At may reuse the slices already in *scratch, so the caller owns
+	// scratch and must not share it), or one of the generator's own, which
+	// the caller must not modify and which is valid until the generator's
+	// next At. A generator that keeps its few instruction shapes and
+	// changes only their offsets saves a world writing every field of
+	// every micro-op into its scratch.
+	At(pc int, scratch *Instr) *Instr
 	// Refs lists every buffer, FIFO and signal pad the instructions use.
 	Refs() Refs
 	// Rebind returns a copy of the generator whose instructions use the
@@ -114,10 +119,19 @@ func (k *KernelSpec) Len() int {
 // in by the generator.
 func (k *KernelSpec) At(pc int, scratch *Instr) *Instr {
 	if k.Gen != nil {
-		k.Gen.At(pc, scratch)
-		return scratch
+		return k.Gen.At(pc, scratch)
 	}
 	return &k.Instrs[pc]
+}
+
+// own returns an instruction the caller may keep: in, or a copy of it
+// with its own sources when it is a generator's (see [InstrGen.At]).
+func own(in, scratch *Instr) *Instr {
+	if in != scratch {
+		*scratch = *in
+		scratch.Srcs = append([]Src(nil), in.Srcs...)
+	}
+	return scratch
 }
 
 // Expand returns k's instructions as a list (generated ones are copied out).
@@ -127,7 +141,7 @@ func (k *KernelSpec) Expand() []Instr {
 	}
 	out := make([]Instr, k.Gen.Len())
 	for i := range out {
-		k.Gen.At(i, &out[i])
+		own(k.Gen.At(i, &out[i]), &out[i])
 	}
 	return out
 }

@@ -17,8 +17,9 @@ type sendGen struct {
 }
 
 func (g *sendGen) Len() int { return g.n }
-func (g *sendGen) At(pc int, in *Instr) {
+func (g *sendGen) At(pc int, in *Instr) *Instr {
 	*in = Instr{Op: OpSend, Fifo: g.f, N: 1, Srcs: append(in.Srcs[:0], Src{Buf: g.x, Coef: 1}), Peer: g.f.Dst}
+	return in
 }
 func (g *sendGen) Refs() Refs {
 	return Refs{Buffers: []*Buffer{g.x}, Fifos: []*Fifo{g.f}, Pads: []*SignalPad{g.p}}

@@ -689,8 +689,7 @@ func (w *World) instr(t *task) *Instr {
 	if t.pc >= int(t.genLen) {
 		return nil
 	}
-	t.gen.At(t.pc, &w.scratch)
-	return &w.scratch
+	return t.gen.At(t.pc, &w.scratch)
 }
 
 func (w *World) complete(t *task) {
