@@ -154,21 +154,6 @@ func (e *Engine) Schedule(at Time, key uint64, actor int32) {
 // not extend it goes to the btree.
 const smallQueue = 32
 
-// min returns the least pending item and whether it is run's head.
-func (e *Engine) min() (it Item, inRun, ok bool) {
-	if e.q.Len() == 0 {
-		if e.runAt < len(e.run) {
-			return e.run[e.runAt], true, true
-		}
-		return Item{}, false, false
-	}
-	m, ok := e.q.Min()
-	if e.runAt < len(e.run) && (!ok || itemLess(e.run[e.runAt], m)) {
-		return e.run[e.runAt], true, true
-	}
-	return m, false, ok
-}
-
 // Continue is [Engine.Schedule] followed by [Engine.Next] without the queue
 // round trip, for the case where the item would be the very next one out.
 // When (at, key) orders before every pending item (Timed mode only: in
@@ -188,8 +173,17 @@ func (e *Engine) Continue(at Time, key uint64, actor int32) bool {
 	if at < e.now {
 		at = e.now
 	}
-	if m, _, ok := e.min(); ok && (m.At < at || m.At == at && m.Key <= key) {
-		return false
+	// Something pending first? run's head, then the btree's least (read in
+	// place: this runs for nearly every micro-op, and usually says no).
+	if e.runAt < len(e.run) {
+		if h := &e.run[e.runAt]; h.At < at || h.At == at && h.Key <= key {
+			return false
+		}
+	}
+	if e.q.Len() > 0 {
+		if m, _ := e.q.Min(); m.At < at || m.At == at && m.Key <= key {
+			return false
+		}
 	}
 	e.seq++
 	e.now = at
