@@ -178,8 +178,9 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 // merges them in schedule order as they come in: workers never wait for a
 // batch's slowest schedule, and the merge overlaps their runs. At most
 // window schedules are in flight or waiting to be merged. The deadline is
-// checked before each schedule is handed out; whatever was handed out is
-// run and merged, in order.
+// checked before each schedule is handed out (up to one per worker waits
+// in the channel, ready for the next free worker); whatever was handed out
+// is run and merged, in order.
 func exploreParallel(t *Target, s Independent, indices []int, workers int, expired func() bool, merge func(*Schedule)) error {
 	type result struct {
 		sc  *Schedule
@@ -190,7 +191,7 @@ func exploreParallel(t *Target, s Independent, indices []int, workers int, expir
 	for i := range slots {
 		slots[i] = make(chan result, 1)
 	}
-	next := make(chan int)
+	next := make(chan int, workers)     // a worker that finishes finds its next schedule waiting, without a switch to the feeder
 	free := make(chan struct{}, window) // tokens: a slot may be handed out
 	for range window {
 		free <- struct{}{}
