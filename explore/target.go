@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/ranks"
@@ -32,6 +33,12 @@ type Target struct {
 	// is kept.
 	Provenance bool
 	ref        *check.Reference
+	// released schedules' choice records, for the next schedules to
+	// record into (a record is ~1,300 choices for a tp8 layer)
+	choices struct {
+		sync.Mutex
+		free [][]sim.Choice
+	}
 }
 
 // NewTarget resolves scenario name and variant (empty: the first variant) with
@@ -106,10 +113,11 @@ type Schedule struct {
 	release func()
 }
 
-// Release hands s's world back for the next schedule (see
-// [check.Outcome.Release]); s keeps its verdict, findings (with the messages
-// Explain filled in), hashes, outputs and choices. Explore releases every
-// schedule once it is merged.
+// Release hands s's world (see [check.Outcome.Release]) and its choice
+// record back for the next schedule: s keeps its verdict, findings (with
+// the messages Explain filled in), hashes and outputs; Choices becomes
+// nil. Explore releases every schedule once it is merged (a witness copies
+// the choices it needs first).
 func (s *Schedule) Release() {
 	if r := s.release; r != nil {
 		s.explain, s.release = nil, nil
@@ -155,7 +163,7 @@ var kindOrder = []string{check.Hang, check.Dropped, check.Corruption, check.Mism
 
 // Run builds the target with chooser ch in mode, runs it and judges it.
 func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
-	rec := &sim.Recorder{Inner: ch}
+	rec := &sim.Recorder{Inner: ch, Choices: t.takeChoices()}
 	eng := sim.NewEngine(mode, rec)
 	b, err := t.ref.Build(t.Scenario, t.Config, eng) // a copy of the config's template
 	if err != nil {
@@ -168,9 +176,39 @@ func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Schedule{Verdict: o.Verdict, Findings: o.Findings, TraceHash: o.TraceHash, Choices: rec.Choices, Steps: o.Steps, explain: o.Explain, release: o.Release}
+	s := &Schedule{Verdict: o.Verdict, Findings: o.Findings, TraceHash: o.TraceHash, Choices: rec.Choices, Steps: o.Steps, explain: o.Explain}
+	s.release = func() {
+		o.Release()
+		t.putChoices(s.Choices)
+		s.Choices = nil
+	}
 	s.Outputs, s.OutHash = outputs(b.World, t.Provenance)
 	return s, nil
+}
+
+// takeChoices returns an empty choice record, with the room of a released
+// schedule's when there is one.
+func (t *Target) takeChoices() []sim.Choice {
+	c := &t.choices
+	c.Lock()
+	defer c.Unlock()
+	if k := len(c.free); k > 0 {
+		r := c.free[k-1]
+		c.free[k-1] = nil
+		c.free = c.free[:k-1]
+		return r[:0]
+	}
+	return nil
+}
+
+func (t *Target) putChoices(r []sim.Choice) {
+	if cap(r) == 0 {
+		return
+	}
+	c := &t.choices
+	c.Lock()
+	c.free = append(c.free, r)
+	c.Unlock()
 }
 
 // outputs hashes every rank's output tensors (Buffer.Output, in allocation
