@@ -181,3 +181,41 @@ func TestSplitWords(t *testing.T) {
 	_, err = splitWords(`run 'x`)
 	require.Error(t, err)
 }
+
+// The variant tables the README and the tour show are what simctl run
+// prints (without its trace column): a change to the model that moves a
+// verdict or a step time must update them.
+func TestDocsVariantTables(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		args []string
+	}{
+		{"../../README.md", []string{"run", "tp8-shared-expert"}},
+		{"../../docs/tour-tp8-shared-expert.md", []string{"run", "tp8-shared-expert", "--set", "budget=40"}},
+	} {
+		doc, err := os.ReadFile(tc.file)
+		require.NoError(t, err)
+		code, out, _ := simctl(t, tc.args...)
+		require.Equal(t, 0, code, "every variant meets its expectation")
+		var table []string
+		in := false
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "variant ") {
+				in = true
+			}
+			if in && line == "" {
+				break
+			}
+			if in {
+				// drop the trace column: the docs leave it out
+				if i := strings.LastIndex(line, "  "); i > 0 {
+					line = strings.TrimRight(line[:i], " ")
+				}
+				table = append(table, line)
+			}
+		}
+		require.NotEmpty(t, table)
+		want := strings.Join(table, "\n") + "\n"
+		require.True(t, strings.Contains(string(doc), want), "%s does not show what simctl %s prints now:\n%s", tc.file, strings.Join(tc.args, " "), want)
+	}
+}
