@@ -65,6 +65,7 @@ type arena struct {
 	vals    slabs[Value]
 	bufs    slabs[Buffer]
 	races   slabs[raceKey]
+	dedupes slabs[raceDedupeKey]
 	slots   slabs[sigSlot]
 	kernels slabs[KernelSpec]
 	ops     slabs[HostOp]
@@ -81,6 +82,7 @@ func (a *arena) recycle() {
 	a.vals.recycle()
 	a.bufs.recycle()
 	a.races.recycle()
+	a.dedupes.recycle()
 	a.slots.recycle()
 	a.kernels.recycle()
 	a.ops.recycle()

@@ -32,17 +32,29 @@ func TestFifoIsAQueue(t *testing.T) {
 	})
 }
 
-// raceSet is a set: any sequence of adds reports "new" exactly when a map
-// would, across its growth.
-func TestRaceSetIsASet(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		var s raceSet
-		model := map[raceKey]bool{}
-		for _, k := range rapid.SliceOf(rapid.Custom(func(t *rapid.T) raceKey {
+// keySet is a set: any sequence of adds reports "new" exactly when a map
+// would, across its growth, for both of its key types.
+func TestKeySetIsASet(t *testing.T) {
+	t.Run("race pairs", func(t *testing.T) {
+		checkKeySet(t, func(t *rapid.T) raceKey {
 			return raceKey{buf: rapid.Int32Range(0, 20).Draw(t, "buf"), a: rapid.Int32Range(0, 40).Draw(t, "a"),
 				b: rapid.Int32Range(0, 40).Draw(t, "b"), kinds: uint16(rapid.IntRange(1, 4).Draw(t, "kinds"))}
-		})).Draw(t, "keys") {
-			if got, want := s.add(k, raceHash(k)), !model[k]; got != want {
+		})
+	})
+	t.Run("race dedupe keys", func(t *testing.T) {
+		checkKeySet(t, func(t *rapid.T) raceDedupeKey {
+			return raceDedupeKey{res: rapid.Int32Range(1, 20).Draw(t, "res"), a: rapid.Int32Range(1, 40).Draw(t, "a"),
+				b: rapid.Int32Range(1, 40).Draw(t, "b"), kinds: uint16(rapid.IntRange(1, 4).Draw(t, "kinds")), same: rapid.Bool().Draw(t, "same")}
+		})
+	})
+}
+
+func checkKeySet[K setKey](t *testing.T, draw func(*rapid.T) K) {
+	rapid.Check(t, func(t *rapid.T) {
+		var s keySet[K]
+		model := map[K]bool{}
+		for _, k := range rapid.SliceOf(rapid.Custom(draw)).Draw(t, "keys") {
+			if got, want := s.add(k, k.hash()), !model[k]; got != want {
 				t.Fatalf("add(%v) = %v, want %v", k, got, want)
 			}
 			model[k] = true

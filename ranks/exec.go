@@ -350,7 +350,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	// A small direct-mapped cache in front of the set: most lookups are of
 	// pairs seen a few chunks ago (the last one, for the next chunk of the
 	// same racing copy).
-	h := raceHash(fast)
+	h := fast.hash()
 	rc := &w.raceCache[h>>26]
 	if *rc == fast {
 		return
@@ -364,13 +364,9 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	// race on every rank and chunk is one bug. Names are interned, so the
 	// key is a few integers.
 	key := raceDedupeKey{res: w.bufNameID(b), a: w.taskNameID(o), b: w.taskNameID(t), kinds: fast.kinds, same: o.rank == t.rank}
-	if w.raceDedupe[key] {
+	if !w.raceDedupe.add(key, key.hash()) {
 		return
 	}
-	if w.raceDedupe == nil {
-		w.raceDedupe = map[raceDedupeKey]bool{}
-	}
-	w.raceDedupe[key] = true
 	a, bn := w.taskName(other), w.taskName(t.id)
 	w.noteTasks(other, t.id)
 	w.reportPending(Finding{
@@ -464,10 +460,17 @@ func (w *World) nameID(s string) int32 {
 	return id
 }
 
-// taskNameID interns t's op and stream names, once per task.
+// taskNameID is t's (op, stream) name as an id, once per task: a kernel
+// launch's comes from the plan, interned once for all of a template's
+// copies; any other task's is interned in w, after the plan's ids.
 func (w *World) taskNameID(t *task) int32 {
 	if t.nameID == 0 {
-		t.nameID = 1 + w.nameID(w.taskName(t.id)+"\x00"+w.streamName(t.id))
+		if t.op != nil && t.node >= 0 && t.op.Kind == Launch {
+			t.nameID = w.plan.opName[t.rank][t.node]
+		}
+		if t.nameID == 0 {
+			t.nameID = 1 + w.plan.names + w.nameID(w.taskName(t.id)+"\x00"+w.streamName(t.id))
+		}
 	}
 	return t.nameID
 }
@@ -489,27 +492,36 @@ type raceKey struct {
 	kinds     uint16
 }
 
-// raceSet is a set of raceKeys: open addressing with linear probing, the
-// zero key marking an empty slot (a real key's kinds are never zero). A
-// racy schedule adds a few hundred pairs; a map hashed each key through
-// the runtime's generic path at several times the cost.
-type raceSet struct {
-	slots []raceKey
+// keySet is a set of small comparable keys: open addressing with linear
+// probing, the zero key marking an empty slot (no real key is zero). A
+// racy schedule adds a few hundred race pairs and dedupe keys; a map
+// hashed each key through the runtime's generic path at several times the
+// cost.
+type keySet[K setKey] struct {
+	slots []K
 	n     int
-	mem   *slabs[raceKey] // where grown tables come from (nil: the heap)
+	mem   *slabs[K] // where grown tables come from (nil: the heap)
 }
 
-// add inserts k, whose hash is h, and reports whether it was new.
-func (s *raceSet) add(k raceKey, h uint32) bool {
+// setKey is a key of a keySet: never zero when real, with its own hash.
+type setKey interface {
+	comparable
+	hash() uint32
+}
+
+// add inserts k, whose hash is h (k.hash()), and reports whether it was
+// new.
+func (s *keySet[K]) add(k K, h uint32) bool {
 	if 4*(s.n+1) > 3*len(s.slots) {
 		s.grow()
 	}
+	var zero K
 	mask := uint32(len(s.slots) - 1)
 	for i := (h ^ h>>15) & mask; ; i = (i + 1) & mask {
 		switch s.slots[i] {
 		case k:
 			return false
-		case raceKey{}:
+		case zero:
 			s.slots[i] = k
 			s.n++
 			return true
@@ -517,25 +529,34 @@ func (s *raceSet) add(k raceKey, h uint32) bool {
 	}
 }
 
-func (s *raceSet) grow() {
+func (s *keySet[K]) grow() {
 	old := s.slots
 	n := max(256, 2*len(old))
 	if s.mem != nil {
 		s.slots = s.mem.get(n)
 	} else {
-		s.slots = make([]raceKey, n)
+		s.slots = make([]K, n)
 	}
 	s.n = 0
+	var zero K
 	for _, k := range old {
-		if k != (raceKey{}) {
-			s.add(k, raceHash(k))
+		if k != zero {
+			s.add(k, k.hash())
 		}
 	}
 }
 
-// raceHash is the hash race() computes for a key.
-func raceHash(k raceKey) uint32 {
+// hash is the hash race() computes for a pair.
+func (k raceKey) hash() uint32 {
 	return uint32(k.buf)*0x9e3779b1 ^ uint32(k.a)*0x85ebca6b ^ uint32(k.b)*0xc2b2ae35 ^ uint32(k.kinds)
+}
+
+func (k raceDedupeKey) hash() uint32 {
+	h := uint32(k.res)*0x9e3779b1 ^ uint32(k.a)*0x85ebca6b ^ uint32(k.b)*0xc2b2ae35 ^ uint32(k.kinds)*0x27d4eb2f
+	if k.same {
+		h ^= 0x165667b1
+	}
+	return h
 }
 
 // dedupeKey identifies a finding up to rank and chunk.

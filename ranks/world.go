@@ -83,13 +83,13 @@ type World struct {
 	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
 	counts   map[string]int
 	dedupe   map[dedupeKey]bool
-	raceSeen raceSet
+	raceSeen keySet[raceKey]
 	// mismatches reported, by interned ids (exec.go)
 	mismatchSeen map[mismatchKey]bool
 	// recently looked-up keys, all in raceSeen (zero: empty; no real key is zero)
 	raceCache [64]raceKey
 	// races reported, by interned names (exec.go)
-	raceDedupe map[raceDedupeKey]bool
+	raceDedupe keySet[raceDedupeKey]
 	names      map[string]int32
 	bufName    []int32 // per buffer id: 1 + its name's id, 0: not yet
 
@@ -281,7 +281,7 @@ func (w *World) Run() (*Result, error) {
 	if w.released {
 		panic("ranks: World.Run called after Release")
 	}
-	w.raceSeen.mem = &w.mem.races
+	w.raceSeen.mem, w.raceDedupe.mem = &w.mem.races, &w.mem.dedupes
 	w.ran = true
 	for r, p := range w.progs {
 		if p == nil {
@@ -616,11 +616,15 @@ type plan struct {
 	nodes  [][]node  // per rank
 	opCall [][]int32 // per rank and op: the interned call, or -1
 	calls  []string  // interned call names, in rank-then-program order
+	// per rank and op: a kernel launch's (kernel, stream) name as an id in
+	// 1..names (0: not a launch), for race dedupe keys (World.taskNameID)
+	opName [][]int32
+	names  int32
 }
 
 func makePlan(progs []*Program, capture bool) (*plan, error) {
-	pl := &plan{nodes: make([][]node, len(progs)), opCall: make([][]int32, len(progs))}
-	callID := map[string]int32{}
+	pl := &plan{nodes: make([][]node, len(progs)), opCall: make([][]int32, len(progs)), opName: make([][]int32, len(progs))}
+	callID, nameID := map[string]int32{}, map[string]int32{}
 	progs = slices.Clone(progs)
 	for r, p := range progs {
 		if p == nil {
@@ -628,8 +632,18 @@ func makePlan(progs []*Program, capture bool) (*plan, error) {
 			p = progs[r]
 		}
 		pl.opCall[r] = make([]int32, len(p.Ops))
+		pl.opName[r] = make([]int32, len(p.Ops))
 		for i, op := range p.Ops {
 			pl.opCall[r][i] = -1
+			if op.Kind == Launch && op.Stream >= 0 && op.Stream < len(p.Streams) {
+				key := op.Kernel.Name + "\x00" + p.Streams[op.Stream]
+				id, ok := nameID[key]
+				if !ok {
+					id = int32(len(nameID)) + 1
+					nameID[key] = id
+				}
+				pl.opName[r][i] = id
+			}
 			if op.Kind == Launch && op.Kernel.Coll != "" {
 				id, ok := callID[op.Kernel.Coll]
 				if !ok {
@@ -648,6 +662,7 @@ func makePlan(progs []*Program, capture bool) (*plan, error) {
 		}
 		pl.nodes[r] = nodes
 	}
+	pl.names = int32(len(nameID))
 	return pl, nil
 }
 
