@@ -55,24 +55,26 @@ func (s *slabs[T]) recycle() {
 // file). Its fields are the slab kinds of world.go, value.go, clock.go and
 // memory.go.
 type arena struct {
-	tasks   slabs[task]
-	provs   slabs[Prov]
-	clocks  slabs[VC]
-	words   slabs[uint32]
-	epochs  slabs[epoch]
-	i32     slabs[int32]
-	shadows slabs[shadow]
-	vals    slabs[Value]
-	bufs    slabs[Buffer]
-	races   slabs[raceKey]
-	dedupes slabs[raceDedupeKey]
-	slots   slabs[sigSlot]
-	kernels slabs[KernelSpec]
-	ops     slabs[HostOp]
+	tasks    slabs[task]
+	taskPtrs slabs[*task]
+	provs    slabs[Prov]
+	clocks   slabs[VC]
+	words    slabs[uint32]
+	epochs   slabs[epoch]
+	i32      slabs[int32]
+	shadows  slabs[shadow]
+	vals     slabs[Value]
+	bufs     slabs[Buffer]
+	races    slabs[raceKey]
+	dedupes  slabs[raceDedupeKey]
+	slots    slabs[sigSlot]
+	kernels  slabs[KernelSpec]
+	ops      slabs[HostOp]
 }
 
 func (a *arena) recycle() {
 	a.tasks.recycle()
+	a.taskPtrs.recycle()
 	a.provs.recycle()
 	a.clocks.recycle()
 	a.words.recycle()

@@ -327,9 +327,15 @@ func (w *World) Run() (*Result, error) {
 	}
 	w.calls = w.plan.calls
 	w.hosts = make([]host, w.N)
+	tasks := 0 // how many the run will make: every node, once per replay, and a join per replay
 	for r := range w.progs {
 		w.hosts[r] = host{nodes: w.plan.nodes[r], prevJoin: -1, syncing: -1}
+		tasks += len(w.plan.nodes[r])
 	}
+	if w.cfg.Mode == Graph {
+		tasks = (tasks + w.N) * w.cfg.Replays
+	}
+	w.tasks = w.mem.taskPtrs.get(tasks)[:0]
 	// Host threads start, each with a chosen skew.
 	w.start = -1
 	for r := range w.hosts {
@@ -387,7 +393,7 @@ func (w *World) stepHost(r int) {
 		}
 		n := h.nodes[h.next]
 		if h.next == 0 {
-			h.base = make([]int32, len(h.nodes))
+			h.base = w.int32s(len(h.nodes))[:len(h.nodes)]
 		}
 		t := w.newTask(r, n, p, 0, h.base)
 		h.base[h.next] = t.id
@@ -413,19 +419,19 @@ func (w *World) stepHost(r int) {
 	}
 	replay := int32(h.next)
 	h.next++
-	base := make([]int32, len(h.nodes))
+	// The replay's tasks take the next ids in node order.
 	first := int32(len(w.tasks))
-	for i, n := range h.nodes {
+	base := w.int32s(len(h.nodes))[:len(h.nodes)]
+	for i := range base {
 		base[i] = first + int32(i)
-		_ = n
 	}
-	ts := make([]*task, len(h.nodes))
-	for i, n := range h.nodes {
-		ts[i] = w.newTask(r, n, p, replay, base)
+	for _, n := range h.nodes {
+		t := w.newTask(r, n, p, replay, base)
 		if len(n.deps) == 0 && h.prevJoin >= 0 {
-			w.addDep(ts[i], h.prevJoin)
+			w.addDep(t, h.prevJoin)
 		}
 	}
+	ts := w.tasks[first:]
 	// A join task completes when the whole replay has.
 	join := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}})
 	w.tasks = append(w.tasks, join)
