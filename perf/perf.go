@@ -291,11 +291,11 @@ func samplePeak(stop chan struct{}, out chan uint64) {
 // 1 layer) with one worker and with two; the ratio is the speed-up. The two
 // summaries must be identical.
 //
-// One and two workers alternate in five pairs (1, 2, 1, 2, …), and the
+// One and two workers alternate in seven pairs (1, 2, 1, 2, …), and the
 // row is the pair with the median ratio: on a shared machine a neighbour's
 // burst then skews one pair, not one side of the ratio.
 func workers2(o Options) (Row, error) {
-	n, pairs := 2000, 5 // about 0.8 s with one worker: long enough to drown start-up and a neighbour's sub-second bursts
+	n, pairs := 2000, 7 // about 0.7 s with one worker: long enough to drown start-up and a neighbour's sub-second bursts
 	if o.Quick {
 		n, pairs = 16, 1
 	}
