@@ -15,7 +15,7 @@ import "sync"
 //
 // Recycled memory never reaches a result: a slab is cleared before it is
 // handed out again, so a world sees exactly the zero memory a fresh
-// allocation would give it (TestPropRecycledWorldEqualsFresh).
+// allocation would give it (check.TestPropRecycledRunEqualsFreshRun).
 
 // slabs hands out slabs of T, reusing released ones when they are big
 // enough.
@@ -52,8 +52,8 @@ func (s *slabs[T]) recycle() {
 }
 
 // arena is the memory one world's slabs come from (see the top of this
-// file). Its fields are the slab kinds of world.go, value.go, clock.go and
-// memory.go.
+// file): one field per kind of slab a world carves (world.go, value.go,
+// clock.go, exec.go, template.go).
 type arena struct {
 	tasks    slabs[task]
 	taskPtrs slabs[*task]
