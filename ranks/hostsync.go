@@ -12,14 +12,12 @@ import "fmt"
 // kernel blocked on a peer to that peer's pending sync: a cycle through the
 // hosts is reported as such.
 
-// lowerSync adds the node of Sync op i and returns its id.
-func lowerSync(rank int, p *Program, i int, capture bool, tail []int32, lastSync int32, nodes *[]node) (int32, error) {
+// lowerSync adds the node of Sync op i and returns its id. (A sync under
+// capture never gets here: CheckCapture refuses it.)
+func lowerSync(rank int, p *Program, i int, tail []int32, lastSync int32, nodes *[]node) (int32, error) {
 	op := p.Ops[i]
 	if op.Stream < -1 || op.Stream >= len(p.Streams) {
 		return 0, fmt.Errorf("rank %d op %d: sync of stream %d out of range", rank, i, op.Stream)
-	}
-	if capture {
-		return 0, &CaptureError{rank, fmt.Sprintf("%s during capture (cudaErrorStreamCaptureUnsupported)", syncCall(p, op.Stream))}
 	}
 	n := node{op: i, stream: max(op.Stream, 0)}
 	if lastSync >= 0 {

@@ -200,17 +200,18 @@ func (e *CaptureError) Error() string { return fmt.Sprintf("rank %d: capture: %s
 
 // lower turns the host program into a DAG of nodes, applying CUDA's issue-time
 // rules: stream order, event binding to the most recent record, order keys.
-// With capture it also enforces the capture rules (a stream must join the
-// capture by waiting on a captured event before use; every forked stream must
-// rejoin the origin stream).
+// With capture it first applies the capture rules ([CheckCapture]).
 func lower(rank int, p *Program, capture bool) ([]node, error) {
+	if capture {
+		if v := CheckCapture(p); v != nil {
+			return nil, captureError(rank, p, v)
+		}
+	}
 	nodes := make([]node, 0, len(p.Ops))
 	tail := make([]int32, len(p.Streams)) // last node per stream
 	for i := range tail {
 		tail[i] = -1
 	}
-	joined := make([]bool, len(p.Streams))
-	joined[0] = true
 	lastRecord := make([]int32, len(p.Events))
 	for i := range lastRecord {
 		lastRecord[i] = -1
@@ -219,7 +220,7 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 	lastSync := int32(-1) // ops issued after a host sync are ordered after it
 	for i, op := range p.Ops {
 		if op.Kind == Sync {
-			id, err := lowerSync(rank, p, i, capture, tail, lastSync, &nodes)
+			id, err := lowerSync(rank, p, i, tail, lastSync, &nodes)
 			if err != nil {
 				return nil, err
 			}
@@ -229,6 +230,9 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 		if op.Stream < 0 || op.Stream >= len(p.Streams) {
 			return nil, fmt.Errorf("rank %d op %d: stream %d out of range", rank, i, op.Stream)
 		}
+		if (op.Kind == Record || op.Kind == Wait) && (op.Event < 0 || op.Event >= len(p.Events)) {
+			return nil, fmt.Errorf("rank %d op %d: event %d out of range", rank, i, op.Event)
+		}
 		n := node{op: i, stream: op.Stream}
 		if lastSync >= 0 {
 			n.deps = append(n.deps, lastSync)
@@ -237,22 +241,11 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 			n.deps = append(n.deps, t)
 		}
 		switch op.Kind {
-		case Record:
-			if capture && !joined[op.Stream] {
-				return nil, &CaptureError{rank, fmt.Sprintf("record of event %q on stream %q, which is not part of the capture", p.Events[op.Event], p.Streams[op.Stream])}
-			}
 		case Wait:
-			r := lastRecord[op.Event]
-			if r >= 0 {
+			if r := lastRecord[op.Event]; r >= 0 {
 				n.deps = append(n.deps, r)
-				if capture {
-					joined[op.Stream] = true
-				}
 			}
 		case Launch:
-			if capture && !joined[op.Stream] {
-				return nil, &CaptureError{rank, fmt.Sprintf("kernel %q launched on stream %q, which never joined the capture (wait on an event recorded in the capture first)", op.Kernel.Name, p.Streams[op.Stream])}
-			}
 			if k := op.Kernel.OrderKey; k != "" {
 				if t, ok := orderTail[k]; ok {
 					n.deps = append(n.deps, t)
@@ -265,34 +258,6 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 		tail[op.Stream] = id
 		if op.Kind == Record {
 			lastRecord[op.Event] = id
-		}
-	}
-	if capture {
-		// Every node must be an ancestor of (or be) the origin stream's tail:
-		// otherwise cudaStreamEndCapture fails with cudaErrorStreamCaptureUnjoined.
-		seen := make([]bool, len(nodes))
-		var stack []int32
-		if tail[0] >= 0 {
-			stack = append(stack, tail[0])
-		}
-		for len(stack) > 0 {
-			x := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if seen[x] {
-				continue
-			}
-			seen[x] = true
-			stack = append(stack, nodes[x].deps...)
-		}
-		for i, s := range seen {
-			if !s {
-				op := p.Ops[nodes[i].op]
-				what := op.Kind.String()
-				if op.Kernel != nil {
-					what = fmt.Sprintf("kernel %q", op.Kernel.Name)
-				}
-				return nil, &CaptureError{rank, fmt.Sprintf("unjoined work: %s on stream %q is not joined back into the origin stream %q (cudaErrorStreamCaptureUnjoined)", what, p.Streams[nodes[i].stream], p.Streams[0])}
-			}
 		}
 	}
 	return nodes, nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/collsim/collsim/ranks"
 )
 
 // Validate checks everything that ties the parts of a spec together before
@@ -350,9 +352,10 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 }
 
 // checkCapture applies CUDA's stream-capture rules to a program, as graph
-// mode will when it captures it: a stream takes part only after it waits on
-// an event recorded in the capture, and every op must be joined back into
-// the origin (first) stream by the end (cudaErrorStreamCaptureUnjoined).
+// mode will when it captures it (ranks.CheckCapture decides; this says it
+// at the op's line): a stream takes part only after it waits on an event
+// recorded in the capture, and every op must be joined back into the
+// origin (first) stream by the end (cudaErrorStreamCaptureUnjoined).
 func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]int, report func(Pos, string)) {
 	if len(p.Streams) == 0 || len(p.Ops) == 0 {
 		return
@@ -361,90 +364,69 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 	if err != nil {
 		return
 	}
-	stream := func(name string) int {
-		for i, x := range p.Streams {
+	index := func(names []string, name string) int {
+		for i, x := range names {
 			if x == name {
 				return i
 			}
 		}
+		return -1
+	}
+	stream := func(name string) int {
 		if name == "" {
 			return 0
 		}
-		return -1
+		return index(p.Streams, name)
 	}
-	joined := make([]bool, len(p.Streams))
-	joined[0] = true
-	tail := make([]int, len(p.Streams))
-	for i := range tail {
-		tail[i] = -1
-	}
-	lastRecord := map[string]int{}
-	orderTail := map[string]int{}
-	deps := make([][]int, len(p.Ops))
-	for i, op := range p.Ops {
-		st := stream(op.Stream)
-		if st < 0 || op.Kind == "" {
-			return // reported elsewhere
-		}
-		if t := tail[st]; t >= 0 {
-			deps[i] = append(deps[i], t)
-		}
+	// The program as the capture sees it: kinds, streams, events, and the
+	// NCCL all-reduces' communicator order. An op the rest of validation
+	// reports (an unknown stream or event) ends the check there.
+	prog := &ranks.Program{Streams: p.Streams, Events: p.Events}
+	for _, op := range p.Ops {
+		h := ranks.HostOp{Stream: stream(op.Stream), Event: -1}
 		switch op.Kind {
 		case OpSync:
-			report(op.pos.at("name"), fmt.Sprintf("in graph mode, sync %q: a host synchronize cannot be captured into a CUDA graph (cudaErrorStreamCaptureUnsupported); use eager mode", op.Name))
-			return
-		case OpRecord:
-			if !joined[st] {
-				report(op.pos.at("stream"), fmt.Sprintf("in graph mode, record of %q on stream %q, which is not part of the capture yet: a stream joins the capture by first waiting on an event recorded on a captured stream", op.Name, p.Streams[st]))
-				return
+			// What it synchronizes does not matter: no sync can be captured.
+			h.Kind = ranks.Sync
+			if h.Stream >= 0 {
+				h.Stream = -1
 			}
-		case OpWait:
-			if r, ok := lastRecord[op.Name]; ok {
-				deps[i] = append(deps[i], r)
-				joined[st] = true
+		case OpRecord, OpWait:
+			h.Kind, h.Event = ranks.Record, index(p.Events, op.Name)
+			if op.Kind == OpWait {
+				h.Kind = ranks.Wait
 			}
 		case OpKernel, OpAllReduce:
-			if !joined[st] {
-				report(op.pos.at("stream"), fmt.Sprintf("in graph mode, %s %q runs on stream %q, which never joined the capture: wait on an event recorded on %q first", op.Kind, op.Name, p.Streams[st], p.Streams[0]))
-				return
-			}
+			h.Kind, h.Kernel = ranks.Launch, &ranks.KernelSpec{Name: op.Name}
 			if op.Kind == OpAllReduce {
 				group := commRanks[op.Comm]
 				t := s.tensor(op.Out)
 				strat := collectivesStrategy(cfg.Strategy, op.Strategy)
 				if t != nil && len(group) > 0 && resolveStrategy(strat, hw.Arch, len(group), t.Bytes) == "nccl" {
-					if prev, ok := orderTail[op.Comm]; ok {
-						deps[i] = append(deps[i], prev)
-					}
-					orderTail[op.Comm] = i
+					h.Kernel.OrderKey = op.Comm
 				}
 			}
 		}
-		tail[st] = i
-		if op.Kind == OpRecord {
-			lastRecord[op.Name] = i
+		if h.Stream < 0 && h.Kind != ranks.Sync || op.Kind == "" {
+			h.Stream = -2 // reported elsewhere: the check ends here
 		}
+		prog.Ops = append(prog.Ops, h)
 	}
-	seen := make([]bool, len(p.Ops))
-	var stack []int
-	if tail[0] >= 0 {
-		stack = append(stack, tail[0])
+	v := ranks.CheckCapture(prog)
+	if v == nil {
+		return
 	}
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[x] {
-			continue
-		}
-		seen[x] = true
-		stack = append(stack, deps[x]...)
-	}
-	for i := len(seen) - 1; i >= 0; i-- {
-		if !seen[i] {
-			op := p.Ops[i]
-			report(op.pos.at("name"), fmt.Sprintf("in graph mode, %s %q on stream %q is never joined back into the origin stream %q: record an event after it and wait on it from %q (CUDA would fail the capture with cudaErrorStreamCaptureUnjoined)",
-				op.Kind, op.Name, p.Streams[stream(op.Stream)], p.Streams[0], p.Streams[0]))
-			return
-		}
+	op := p.Ops[v.Op]
+	st := p.Streams[max(stream(op.Stream), 0)]
+	switch v.Rule {
+	case ranks.CaptureSync:
+		report(op.pos.at("name"), fmt.Sprintf("in graph mode, sync %q: a host synchronize cannot be captured into a CUDA graph (cudaErrorStreamCaptureUnsupported); use eager mode", op.Name))
+	case ranks.CaptureRecordOutside:
+		report(op.pos.at("stream"), fmt.Sprintf("in graph mode, record of %q on stream %q, which is not part of the capture yet: a stream joins the capture by first waiting on an event recorded on a captured stream", op.Name, st))
+	case ranks.CaptureLaunchOutside:
+		report(op.pos.at("stream"), fmt.Sprintf("in graph mode, %s %q runs on stream %q, which never joined the capture: wait on an event recorded on %q first", op.Kind, op.Name, st, p.Streams[0]))
+	case ranks.CaptureUnjoined:
+		report(op.pos.at("name"), fmt.Sprintf("in graph mode, %s %q on stream %q is never joined back into the origin stream %q: record an event after it and wait on it from %q (CUDA would fail the capture with cudaErrorStreamCaptureUnjoined)",
+			op.Kind, op.Name, st, p.Streams[0], p.Streams[0]))
 	}
 }
