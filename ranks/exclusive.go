@@ -136,13 +136,17 @@ func droppedMsg(k *KernelSpec, rs []int) string {
 // sigMismatch reports a call that consumed data of a call with the same
 // instance name but a different signature (op or count): the calls differ
 // at the same sequence number.
-func (w *World) sigMismatch(t *task, by int32, got, res string) {
+func (w *World) sigMismatch(t *task, by int32, got, resKind string, resource func() string) {
 	o := w.tasks[by]
-	key := dedupeKey{kind: "sigmismatch", a: w.callKey(t.inst), b: t.sig, x: got, res: res[:strings.IndexByte(res+" ", ' ')]}
+	// Deduplicated by the kind of resource ("signal", "NCCL"), the call and
+	// both signatures; the resource is named only for a new finding (a
+	// mismatched ring meets this on every message).
+	key := dedupeKey{kind: "sigmismatch", a: w.callKey(t.inst), b: t.sig, x: got, res: resKind}
 	if w.dedupe[key] {
 		return
 	}
 	w.dedupe[key] = true
+	res := resource()
 	w.noteTasks(t.id, by)
 	w.report(Finding{
 		Kind: KindMismatch,

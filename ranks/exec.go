@@ -87,7 +87,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		if s.inst != t.inst {
 			w.mismatchPad(t, s.by, s.inst, pad, in.Slot)
 		} else if s.sig != t.sig {
-			w.sigMismatch(t, s.by, s.sig, padResource(pad, in.Slot))
+			w.sigMismatch(t, s.by, s.sig, "signal", func() string { return padResource(pad, in.Slot) })
 		}
 		w.noteSignal(t, s, in)
 		w.eng.Mix4(0x57, uint64(pad.Rank), uint64(in.Slot), uint64(s.by))
@@ -188,7 +188,7 @@ func (w *World) msgMismatch(t *task, f *Fifo, m *msg) {
 	if m.inst != t.inst {
 		w.mismatchAt(t, m.by, m.inst, "NCCL", pendingMsg{fifo: f})
 	} else {
-		w.sigMismatch(t, m.by, m.sig, fmt.Sprintf("NCCL connection %s", f.Name))
+		w.sigMismatch(t, m.by, m.sig, "NCCL", func() string { return fmt.Sprintf("NCCL connection %s", f.Name) })
 	}
 }
 
