@@ -109,6 +109,9 @@ func Merge(files []*ShardFile) (*Summary, error) {
 	}
 	f0 := files[0]
 	n := f0.Shard.Count
+	if n < 1 {
+		return nil, fmt.Errorf("merge: shard %d/%d: a split has at least one shard", f0.Shard.Index, n)
+	}
 	seen := make([]bool, n)
 	var recs []*Record
 	for _, f := range files {
@@ -125,6 +128,9 @@ func Merge(files []*ShardFile) (*Summary, error) {
 		}
 		seen[f.Shard.Index] = true
 		for _, r := range f.Records {
+			if r == nil {
+				return nil, fmt.Errorf("merge: shard %d/%d holds an empty record (null)", f.Shard.Index, n)
+			}
 			if r.Index%n != f.Shard.Index || r.Index < 0 || r.Index >= f.Budget {
 				return nil, fmt.Errorf("merge: shard %d/%d holds schedule %d, which is not its own", f.Shard.Index, n, r.Index)
 			}
