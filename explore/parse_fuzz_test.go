@@ -1,8 +1,8 @@
 package explore
 
 import (
-	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/collsim/collsim/sim"
@@ -71,12 +71,32 @@ func FuzzMerge(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		var files []*ShardFile
 		for _, data := range [][]byte{a, b} {
-			var sf ShardFile
-			if json.Unmarshal(data, &sf) != nil {
+			sf, err := ParseShardFile(data)
+			if err != nil {
 				return
 			}
-			files = append(files, &sf)
+			files = append(files, sf)
 		}
 		_, _ = Merge(files)
 	})
+}
+
+// A malformed witness or shard file is reported at its line and column.
+func TestJSONErrorsSayWhere(t *testing.T) {
+	for _, tc := range []struct {
+		data, want string
+	}{
+		{"{\n \"version\": 1,\n oops\n}\n", "line 3, column 2: invalid character 'o'"},
+		{"{\"version\": 1,", "line 1, column 14: unexpected end of JSON input"},
+		{"{\n \"version\": \"one\"\n}", "line 2, column 17: json: cannot unmarshal string"},
+	} {
+		_, err := ParseShardFile([]byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseShardFile(%q) = %v, want …%s…", tc.data, err, tc.want)
+		}
+		_, err = ParseWitness([]byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want[:len("line 1, column 1")]) {
+			t.Errorf("ParseWitness(%q) = %v, want it to say where", tc.data, err)
+		}
+	}
 }

@@ -92,7 +92,7 @@ func ParseWitness(data []byte) (*Witness, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return nil, fmt.Errorf("%w: witness: %w", ErrBadInput, err)
+		return nil, fmt.Errorf("%w: witness: %w", ErrBadInput, jsonAt(data, err))
 	}
 	if w.Version != WitnessVersion {
 		return nil, fmt.Errorf("%w: witness version %d: want %d", ErrBadInput, w.Version, WitnessVersion)

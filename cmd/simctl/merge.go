@@ -38,11 +38,11 @@ overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
 				if err != nil {
 					return usagef("%w", err)
 				}
-				var f explore.ShardFile
-				if err := json.Unmarshal(data, &f); err != nil {
-					return usagef("%s: not a shard file: %v", a, err)
+				f, err := explore.ParseShardFile(data)
+				if err != nil {
+					return usagef("%s: %v", a, err)
 				}
-				files = append(files, &f)
+				files = append(files, f)
 			}
 			sum, err := explore.Merge(files)
 			if err != nil {
