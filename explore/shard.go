@@ -57,6 +57,17 @@ type ShardFile struct {
 	Outcomes bool      `json:"outcomes"`
 	Shard    Shard     `json:"shard"`
 	Records  []*Record `json:"records"`
+	// Source is where the file was read from (a path), for Merge's
+	// messages; not part of the file.
+	Source string `json:"-"`
+}
+
+// name is how Merge's messages call f: its path and shard, or its shard.
+func (f *ShardFile) name() string {
+	if f.Source != "" {
+		return fmt.Sprintf("%s (shard %d/%d)", f.Source, f.Shard.Index, f.Shard.Count)
+	}
+	return fmt.Sprintf("shard %d/%d", f.Shard.Index, f.Shard.Count)
 }
 
 // NewShardFile packages a sharded run's summary.
@@ -110,35 +121,35 @@ func Merge(files []*ShardFile) (*Summary, error) {
 	f0 := files[0]
 	n := f0.Shard.Count
 	if n < 1 {
-		return nil, fmt.Errorf("merge: shard %d/%d: a split has at least one shard", f0.Shard.Index, n)
+		return nil, fmt.Errorf("merge: %s: a split has at least one shard", f0.name())
 	}
-	seen := make([]bool, n)
+	seen := make([]*ShardFile, n) // the file of each shard index
 	var recs []*Record
 	for _, f := range files {
 		switch {
 		case f.Version != ShardFileVersion:
-			return nil, fmt.Errorf("merge: shard %d/%d has version %d, want %d", f.Shard.Index, f.Shard.Count, f.Version, ShardFileVersion)
+			return nil, fmt.Errorf("merge: %s has version %d, want %d", f.name(), f.Version, ShardFileVersion)
 		case !f.Exploration.Equal(f0.Exploration) || f.Budget != f0.Budget || f.Outcomes != f0.Outcomes:
-			return nil, fmt.Errorf("merge: shard %d/%d explored something else than shard %d/%d (scenario, variant, sets, strategy, seed, budget and --outcomes must match)",
-				f.Shard.Index, f.Shard.Count, f0.Shard.Index, f0.Shard.Count)
+			return nil, fmt.Errorf("merge: %s explored something else than %s (scenario, variant, sets, strategy, seed, budget and --outcomes must match)",
+				f.name(), f0.name())
 		case f.Shard.Count != n || f.Shard.Index < 0 || f.Shard.Index >= n:
-			return nil, fmt.Errorf("merge: shard %d/%d does not belong to a %d-way split", f.Shard.Index, f.Shard.Count, n)
-		case seen[f.Shard.Index]:
-			return nil, fmt.Errorf("merge: shard %d/%d given twice", f.Shard.Index, n)
+			return nil, fmt.Errorf("merge: %s does not belong to a %d-way split", f.name(), n)
+		case seen[f.Shard.Index] != nil:
+			return nil, fmt.Errorf("merge: %s is given twice: %s is the same shard", f.name(), seen[f.Shard.Index].name())
 		}
-		seen[f.Shard.Index] = true
+		seen[f.Shard.Index] = f
 		for _, r := range f.Records {
 			if r == nil {
-				return nil, fmt.Errorf("merge: shard %d/%d holds an empty record (null)", f.Shard.Index, n)
+				return nil, fmt.Errorf("merge: %s holds an empty record (null)", f.name())
 			}
 			if r.Index%n != f.Shard.Index || r.Index < 0 || r.Index >= f.Budget {
-				return nil, fmt.Errorf("merge: shard %d/%d holds schedule %d, which is not its own", f.Shard.Index, n, r.Index)
+				return nil, fmt.Errorf("merge: %s holds schedule %d, which is not its own", f.name(), r.Index)
 			}
 		}
 		recs = append(recs, f.Records...)
 	}
-	for i, ok := range seen {
-		if !ok {
+	for i, f := range seen {
+		if f == nil {
 			return nil, fmt.Errorf("merge: shard %d/%d is missing", i, n)
 		}
 	}

@@ -42,6 +42,7 @@ overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
 				if err != nil {
 					return usagef("%s: %v", a, err)
 				}
+				f.Source = a
 				files = append(files, f)
 			}
 			sum, err := explore.Merge(files)
