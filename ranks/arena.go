@@ -127,11 +127,10 @@ func (as *arenas) put(a *arena) {
 // schedule's verdict, findings and hashes runs without allocating; a
 // caller that keeps the world simply never calls it.
 func (w *World) Release() {
-	if w.released {
-		return
+	if w.mem == nil {
+		return // released already
 	}
-	w.released = true
-	if w.tmpl != nil && w.mem != nil {
+	if w.tmpl != nil {
 		w.tmpl.arenas.put(w.mem)
 	}
 	w.mem = nil

@@ -29,13 +29,6 @@ type clockEntry struct {
 // newVC returns the initial clock of lane: {lane: 1}.
 func newVC(lane int32) *VC { return &VC{e: []clockEntry{{lane, 1}}} }
 
-// newDenseVC returns the initial dense clock of lane in a world of nl lanes.
-func newDenseVC(lane, nl int32) *VC {
-	v := &VC{d: make([]uint32, nl)}
-	v.d[lane] = 1
-	return v
-}
-
 // get returns the clock of lane (0 if unknown).
 func (v *VC) get(lane int32) uint32 {
 	if v.d != nil {

@@ -61,3 +61,11 @@ func TestSparseVCMatchesDense(t *testing.T) {
 		}
 	})
 }
+
+// newDenseVC returns the initial dense clock of lane in a world of nl
+// lanes (a world carves its own from slabs: World.denseVC).
+func newDenseVC(lane, nl int32) *VC {
+	v := &VC{d: make([]uint32, nl)}
+	v.d[lane] = 1
+	return v
+}

@@ -103,7 +103,7 @@ func (w *World) DeferMessages() { w.deferMsgs = true }
 // FormatMessages fills in the deferred messages of fs, the findings Run
 // returned (or a copy of them, in the same order).
 func (w *World) FormatMessages(fs []Finding) {
-	if w.released {
+	if w.mem == nil {
 		panic("ranks: World.FormatMessages called after Release")
 	}
 	for i := range w.pending {

@@ -66,9 +66,8 @@ type World struct {
 	// blocks that buffers' chunks are carved from (Alloc)
 	valMem []Value
 	// where every slab comes from (arena.go); nil once released
-	mem      *arena
-	tmpl     *Template // a template's copy: where Release returns mem
-	released bool
+	mem  *arena
+	tmpl *Template // a template's copy: where Release returns mem
 
 	tasks     []*task
 	i32Slab   []int32 // see int32s
@@ -278,7 +277,7 @@ func (w *World) Run() (*Result, error) {
 	if w.ran {
 		panic("ranks: World.Run called twice")
 	}
-	if w.released {
+	if w.mem == nil {
 		panic("ranks: World.Run called after Release")
 	}
 	w.raceSeen.mem, w.raceDedupe.mem = &w.mem.races, &w.mem.dedupes
