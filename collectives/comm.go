@@ -275,41 +275,43 @@ func (g *ringGen) seg(s int) (lo, cnt int) {
 func (g *ringGen) At(pc int, in *ranks.Instr) *ranks.Instr {
 	n := g.n
 	switch {
-	case n > 2 && pc > 0 && pc < n-1:
+	case n == 1:
+		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "copy", Dst: g.out, N: g.chunks, Srcs: append(in.Srcs[:0], ranks.Src{Buf: g.in, Coef: 1}), Dur: g.copyDur}
+		return in
+	case pc == 0:
+		lo, cnt := g.seg(g.i)
+		*in = ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: g.sendF, N: cnt, Srcs: append(in.Srcs[:0], ranks.Src{Buf: g.in, Lo: lo, Coef: 1}),
+			Dur: g.startDur, Peer: g.peerNext}
+		return in
+	case pc < n:
 		lo, cnt := g.seg(g.i - pc)
 		r := &g.reduce
 		r.DstLo, r.N, g.reduceSrc[0].Lo = lo, cnt, lo
-		return r
-	case n > 2 && pc >= n && pc < 2*n-2:
+		if pc < n-1 {
+			return r
+		}
+		// recvReduceCopySend: the same step, storing the complete segment.
+		copyShape(in, r).Dst = g.out
+		return in
+	default:
 		lo, cnt := g.seg(g.i - (pc - n))
 		r := &g.gather
 		r.DstLo, r.N = lo, cnt
-		return r
-	}
-	srcs := in.Srcs[:0]
-	switch {
-	case n == 1:
-		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "copy", Dst: g.out, N: g.chunks, Srcs: append(srcs, ranks.Src{Buf: g.in, Coef: 1}), Dur: g.copyDur}
-	case pc == 0:
-		lo, cnt := g.seg(g.i)
-		*in = ranks.Instr{Op: ranks.OpSend, Phase: "reduce-scatter", Fifo: g.sendF, N: cnt, Srcs: append(srcs, ranks.Src{Buf: g.in, Lo: lo, Coef: 1}),
-			Dur: g.startDur, Peer: g.peerNext}
-	case pc < n:
-		lo, cnt := g.seg(g.i - pc)
-		*in = ranks.Instr{Op: ranks.OpRecvSend, Phase: "reduce-scatter", Fifo: g.recvF, Fwd: g.sendF, DstLo: lo, N: cnt,
-			Srcs: append(srcs, ranks.Src{Buf: g.in, Lo: lo, Coef: 1}), Dur: g.stepDur, Peer: g.peerPrev}
-		if pc == n-1 {
-			in.Dst = g.out // recvReduceCopySend: the segment is complete
+		if pc < 2*n-2 {
+			return r
 		}
-	default:
-		lo, cnt := g.seg(g.i - (pc - n))
-		*in = ranks.Instr{Op: ranks.OpRecvSend, Phase: "all-gather", Fifo: g.recvF, Fwd: g.sendF, Dst: g.out, DstLo: lo, N: cnt,
-			Dur: g.stepDur, Peer: g.peerPrev, Srcs: srcs}
-		if pc == 2*n-2 {
-			in.Op, in.Fwd = ranks.OpRecv, nil
-		}
-		// (an all-gather receive keeps the empty Srcs: its array serves
-		// the next micro-op without an allocation)
+		// recv: the last reduced segment, forwarded no further.
+		copyShape(in, r)
+		in.Op, in.Fwd = ranks.OpRecv, nil
+		return in
 	}
+}
+
+// copyShape sets *in to shape r, keeping in's own Srcs array (r's belongs
+// to the generator), and returns in.
+func copyShape(in, r *ranks.Instr) *ranks.Instr {
+	srcs := append(in.Srcs[:0], r.Srcs...)
+	*in = *r
+	in.Srcs = srcs
 	return in
 }
