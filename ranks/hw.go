@@ -12,7 +12,8 @@ import (
 // dense BF16 312 TFLOP/s; NVLink 3, 600 GB/s bidirectional); NVIDIA H100
 // and H200 product briefs (SXM: 132 SMs; HBM3 3.35 TB/s, 80 GB; HBM3e
 // 4.8 TB/s, 141 GB; dense BF16 989 TFLOP/s; NVLink 4, 900 GB/s
-// bidirectional); NVIDIA B200 / DGX B200 datasheet (148 SMs; HBM3e 8 TB/s,
+// bidirectional); NVIDIA B200 / DGX B200 datasheet (148 SMs: 74 enabled on
+// each of two dies, per Chips and Cheese's B200 article; HBM3e 8 TB/s,
 // 180 GB; dense BF16 2.25 PFLOP/s; NVLink 5, 1.8 TB/s bidirectional).
 // NVLink below is per direction (half the bidirectional figure).
 //

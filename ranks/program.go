@@ -71,6 +71,16 @@ type KernelSpec struct {
 	// CUDA does not guarantee that kernels of different streams are
 	// co-resident, so the model takes the worst case.
 	Exclusive string
+	// Blocks is the number of thread blocks the kernel's grid needs resident
+	// at once (NCCL: one per channel; a symmetric one-shot or two-shot
+	// kernel: its grid; a user kernel: the file's blocks: key). 0 means it
+	// fits anywhere: the kernel never waits for SMs (see residency.go).
+	Blocks int
+	// Spins is set for a kernel that waits on its peers while holding its
+	// SMs (a collective polling a flag or FIFO): it keeps its blocks
+	// resident until it completes, so a kernel queued behind it for SMs
+	// waits for its peers too.
+	Spins bool
 }
 
 // InstrGen generates a kernel's instructions.
