@@ -203,7 +203,8 @@ var emptyVC = &VC{}
 
 // sharedLanes marks the lanes whose clock entries another lane can ever
 // need: those that access memory (a buffer, or a caching-allocator block
-// that several tensors alias) that some other lane also accesses.
+// that several tensors alias, or one side of a signal pad or a FIFO) that
+// some other lane also accesses.
 //
 // A clock entry for lane L is only ever read by a race check between an
 // access of L and a later access of the same chunk by a lane M. When M is L
@@ -243,9 +244,32 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) [
 						last = k
 					}
 				}
+				// Signal-pad slots and FIFOs are checked too (exec.go,
+				// checkSlot): puts into a pad against puts, waits against
+				// waits, sends into a FIFO against sends, receives against
+				// receives. Each side is a location of its own.
+				side := func(k any) {
+					if k != last {
+						f(k, lane)
+						last = k
+					}
+				}
 				if g := op.Kernel.Gen; g != nil {
-					for _, b := range g.Refs().Buffers {
+					refs := g.Refs()
+					for _, b := range refs.Buffers {
 						visit(b)
+					}
+					for _, p := range refs.Pads { // which side is not said: both
+						side(padSide{p, true})
+						side(padSide{p, false})
+					}
+					for _, q := range refs.Fifos {
+						if q.Src == r {
+							side(fifoSide{q, true})
+						}
+						if q.Dst == r {
+							side(fifoSide{q, false})
+						}
 					}
 					continue
 				}
@@ -255,6 +279,17 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) [
 						visit(s.Buf)
 					}
 					visit(in.Dst)
+					switch in.Op {
+					case OpPut, OpWait:
+						side(padSide{in.Pad, in.Op == OpPut})
+					case OpSend:
+						side(fifoSide{in.Fifo, true})
+					case OpRecv:
+						side(fifoSide{in.Fifo, false})
+					case OpRecvSend:
+						side(fifoSide{in.Fifo, false})
+						side(fifoSide{in.Fwd, true})
+					}
 				}
 			}
 		}
@@ -278,6 +313,18 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) [
 		b.private = !ok || o >= 0
 	}
 	return shared
+}
+
+// padSide and fifoSide are the locations sharedLanes counts for a signal
+// pad (its puts or its waits) and a FIFO (its sends or its receives).
+type padSide struct {
+	p   *SignalPad
+	put bool
+}
+
+type fifoSide struct {
+	f    *Fifo
+	send bool
 }
 
 // snapshot returns an immutable copy of lane's clock to hand to others (a

@@ -3,6 +3,8 @@ package ranks
 import (
 	"fmt"
 	"strings"
+
+	"github.com/collsim/collsim/mutant"
 )
 
 // Finding kinds, in increasing severity.
@@ -70,6 +72,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			w.blockOn(t, &s.waiters, in, pad.Rank)
 			return false
 		}
+		w.checkSlot(t, &s.put, pendingMsg{pad: pad, slot: in.Slot}, "put")
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, w.snapshot(t.lane) // release
 		s.sig = t.sig
 		w.notePut(s)
@@ -84,7 +87,10 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		s.val = 0
 		w.acquireVC(t.lane, s.vc)
-		if s.inst != t.inst {
+		w.checkSlot(t, &s.wait, pendingMsg{pad: pad, slot: in.Slot}, "wait")
+		if mutant.On(mutant.MismatchCheckOff) {
+			// no ghost check
+		} else if s.inst != t.inst {
 			w.mismatchPad(t, s.by, s.inst, pad, in.Slot)
 		} else if s.sig != t.sig {
 			w.sigMismatch(t, s.by, s.sig, "signal", func() string { return padResource(pad, in.Slot) })
@@ -98,6 +104,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			w.blockOn(t, &f.waiters, in, f.Dst)
 			return false
 		}
+		w.checkFifo(t, f, true)
 		m := msg{inst: t.inst, by: t.id, sig: t.sig}
 		m.payload(in.N)
 		for i := range in.N {
@@ -120,7 +127,10 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		m := f.pop()
 		w.noteRecv(t, f, m)
-		w.acquireVC(t.lane, m.vc)
+		if !mutant.On(mutant.RecvWithoutAcquire) {
+			w.acquireVC(t.lane, m.vc)
+		}
+		w.checkFifo(t, f, false)
 		w.checkGhost(t, f, m)
 		for i := 0; i < in.N; i++ {
 			v := m.val(i)
@@ -148,7 +158,11 @@ func (w *World) exec(t *task, in *Instr) bool {
 			m = &c
 		}
 		w.noteRecv(t, f, m)
-		w.acquireVC(t.lane, m.vc)
+		if !mutant.On(mutant.RecvWithoutAcquire) {
+			w.acquireVC(t.lane, m.vc)
+		}
+		w.checkFifo(t, f, false)
+		w.checkFifo(t, o, true)
 		w.checkGhost(t, f, m)
 		// The forwarded message is built in its slot of Fwd's ring: it is
 		// in flight once the step is done (no copy of it passes the stack).
@@ -176,9 +190,79 @@ func (w *World) exec(t *task, in *Instr) bool {
 	return true
 }
 
+// Signal-pad slots and FIFOs are shared locations too, and are checked
+// against happens-before like a buffer's chunks (DESIGN.md: every access,
+// "tensor chunk, workspace, signal"). Their protocol is made of atomics: a
+// put is a compare-and-swap that spins while the slot is set, a wait one
+// that spins while it is clear, a send spins on a full FIFO and a receive
+// on an empty one; a put and the wait that consumes it are a
+// release/acquire pair, not a race. What the protocol cannot make safe is
+// *who* uses a slot: when two puts into one slot (or two waits on it, two
+// sends into one FIFO, two receives from it) are not ordered by
+// happens-before, which wait consumes which put depends on timing, and a
+// collective may take another's signal or data. That is the race reported
+// here, at nominal timing, whether or not this schedule paired them wrongly
+// (the mismatch finding says when it did). A properly synchronised barrier
+// is no race: every rank's puts into a slot come from one lane in stream
+// order, or from kernels that an event, a dependency or an acquired signal
+// orders (ranks/pads_test.go has both cases). The put-to-wait and
+// send-to-receive directions are not checked: the spin orders them, and a
+// ring has no channel back from receiver to sender that could.
+
+// checkSlot checks t's access (kind "put" or "wait") of a signal-pad slot
+// against the slot's previous access of that kind, last, and makes t's the
+// last one.
+func (w *World) checkSlot(t *task, last *epoch, m pendingMsg, kind string) {
+	if mutant.On(mutant.RaceDetectorOff) {
+		return
+	}
+	if !w.hb(*last, w.vc[t.lane]) {
+		w.syncRace(t, last.task, m, kind)
+	}
+	*last = w.epoch(t)
+}
+
+// checkFifo checks t's send into f (send) or receive from f against the
+// previous one of its kind, naming the slot of f's ring it uses.
+func (w *World) checkFifo(t *task, f *Fifo, send bool) {
+	last, n, kind := &f.recv, &f.nRecvd, "receive"
+	if send {
+		last, n, kind = &f.send, &f.nSent, "send"
+	}
+	w.checkSlot(t, last, pendingMsg{fifo: f, slot: *n % max(f.Cap, 1)}, kind)
+	*n++
+}
+
+// syncRace reports that t's access of a pad slot or FIFO (m names it) and
+// task other's earlier access of the same kind are not ordered.
+func (w *World) syncRace(t *task, other int32, m pendingMsg, kind string) {
+	o := w.tasks[other]
+	res := "\x00fifo\x00"
+	if m.pad != nil {
+		res = fmt.Sprintf("\x00pad\x00%s\x00%d", m.pad.Name, m.slot)
+	} else {
+		res += m.fifo.Name
+	}
+	key := raceDedupeKey{res: 1 + w.nameID(res), a: w.taskNameID(o), b: w.taskNameID(t), kinds: uint16(kind[0])<<8 | uint16(kind[0]), same: o.rank == t.rank}
+	if !w.raceDedupe.add(key, key.hash()) {
+		return
+	}
+	w.noteTasks(other, t.id)
+	m.kind, m.t, m.other, m.prev, m.cur = pendingRace, t.id, other, kind, kind
+	w.reportPending(Finding{
+		Kind:    KindRace,
+		Ranks:   uniqInts(o.rank, t.rank),
+		Ops:     []string{w.taskName(other), w.taskName(t.id)},
+		Streams: []string{w.streamName(other), w.streamName(t.id)},
+	}, m)
+}
+
 // checkGhost compares the ghost data of message m, received from f, with
 // t's own: the call instance and the signature.
 func (w *World) checkGhost(t *task, f *Fifo, m *msg) {
+	if mutant.On(mutant.MismatchCheckOff) {
+		return
+	}
 	if m.inst != t.inst || m.sig != t.sig {
 		w.msgMismatch(t, f, m)
 	}
@@ -344,6 +428,9 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 }
 
 func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
+	if mutant.On(mutant.RaceDetectorOff) {
+		return
+	}
 	// Fast path: this pair of tasks already raced on this buffer with these
 	// access kinds (every chunk of a copy races alike).
 	fast := raceKey{buf: b.id, a: other, b: t.id, kinds: uint16(prev[0])<<8 | uint16(cur[0])}

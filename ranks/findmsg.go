@@ -29,7 +29,8 @@ type pendingMsg struct {
 	// the reporting task and the other task (race: the earlier access;
 	// mismatch: the producer of the consumed data)
 	t, other int32
-	// race: the buffer and chunk, and the access kinds
+	// race: the buffer and chunk (or the pad and slot, or the FIFO and
+	// slot), and the access kinds
 	buf       *Buffer
 	chunk     int
 	prev, cur string
@@ -47,9 +48,20 @@ func (m *pendingMsg) format(w *World) (msg, res string) {
 	t, o := w.tasks[m.t], w.tasks[m.other]
 	switch m.kind {
 	case pendingRace:
-		res = m.buf.Describe()
-		msg = fmt.Sprintf("unordered %s/%s on %s chunk %d: %s on rank %d stream %s and %s on rank %d stream %s are not ordered by happens-before",
-			m.prev, m.cur, res, m.chunk, w.taskName(m.other), o.rank, w.streamName(m.other), w.taskName(m.t), t.rank, w.streamName(m.t))
+		where := ""
+		switch {
+		case m.pad != nil:
+			res = padResource(m.pad, m.slot)
+			where = res
+		case m.fifo != nil:
+			res = "NCCL connection " + m.fifo.Name
+			where = fmt.Sprintf("%s slot %d", res, m.slot)
+		default:
+			res = m.buf.Describe()
+			where = fmt.Sprintf("%s chunk %d", res, m.chunk)
+		}
+		msg = fmt.Sprintf("unordered %s/%s on %s: %s on rank %d stream %s and %s on rank %d stream %s are not ordered by happens-before",
+			m.prev, m.cur, where, w.taskName(m.other), o.rank, w.streamName(m.other), w.taskName(m.t), t.rank, w.streamName(m.t))
 	case pendingMismatch:
 		res = m.res
 		if m.fifo != nil {

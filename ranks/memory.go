@@ -116,6 +116,9 @@ type sigSlot struct {
 	vc      *VC   // release clock of the put
 	sig     string
 	waiters []int32
+	// Race-detection state (exec.go, checkPut/checkWait): the last put and
+	// the last wait that succeeded on the slot.
+	put, wait epoch
 }
 
 // Instance identifies one dynamic collective call: which call (interned name)
@@ -134,6 +137,10 @@ type Fifo struct {
 	q        []msg // a ring: q[head], q[head+1], … (mod len) are in flight, oldest first
 	head, n  int
 	waiters  []int32
+	// Race-detection state (exec.go, checkFifo): the last send and the last
+	// receive, and how many of each so far (which slot the next one uses).
+	send, recv    epoch
+	nSent, nRecvd int
 
 	id int32 // 1 + index among a template's FIFOs (0: none; see World.fifoOf)
 }

@@ -1,0 +1,62 @@
+// Package mutant names deliberate breakages of the simulator's core
+// mechanisms, so that a test can show each one is guarded: with a mutant
+// applied, at least one semantic test (not a golden file or a pinned hash)
+// must fail. See harness_test.go for the list of mutants and the tests
+// that kill each.
+//
+// A mutant is applied only in a build with the tag mutants and the
+// environment variable COLLSIM_MUTANT set to its name:
+//
+//	COLLSIM_MUTANT=race-detector-off go test -tags mutants ./ranks/
+//
+// In an ordinary build [On] is a constant false that the compiler inlines
+// away: the switches cost nothing and no mutant can be applied by accident.
+package mutant
+
+// Name names one mutant.
+type Name string
+
+// The mutants. Each constant's comment says what it breaks; the code it
+// breaks asks [On] for it.
+const (
+	// RaceDetectorOff: no happens-before check on any access (buffers,
+	// signal-pad slots, FIFOs).
+	RaceDetectorOff Name = "race-detector-off"
+	// MismatchCheckOff: a wait or receive never compares its ghost data
+	// (collective instance and signature) with the producer's.
+	MismatchCheckOff Name = "mismatch-check-off"
+	// PadNotShared: every all-reduce call gets its own signal pad, even
+	// when the workspace is shared (the pad is what the bug shares).
+	PadNotShared Name = "pad-not-shared"
+	// PadAlwaysShared: pad_scope=per-group behaves like per-allocation
+	// (process groups on one allocation share its pad).
+	PadAlwaysShared Name = "pad-always-shared"
+	// EventWaitFirstRecord: a stream wait binds to the first record of its
+	// event, not the most recent one issued before it.
+	EventWaitFirstRecord Name = "event-wait-first-record"
+	// WorkspaceCapRemoved: a symmetric all-reduce is accepted whatever its
+	// message size (the workspace's size cap is gone).
+	WorkspaceCapRemoved Name = "workspace-cap-removed"
+	// RankSkewOff: random schedules never skew a rank's host start.
+	RankSkewOff Name = "rank-skew-off"
+	// ReplayDroppedFromSignal: a signal's ghost identity forgets which graph
+	// replay produced it.
+	ReplayDroppedFromSignal Name = "replay-dropped-from-signal"
+	// RecvWithoutAcquire: an NCCL receive takes the message's data but not
+	// its sender's happens-before clock.
+	RecvWithoutAcquire Name = "recv-without-acquire"
+	// BarrierNoExit: symmetric-memory one-shot all-reduces skip their exit
+	// barrier.
+	BarrierNoExit Name = "barrier-no-exit"
+	// ReplaysNotChecked: only the final state of a graph's memory is
+	// compared with the reference, not each replay's.
+	ReplaysNotChecked Name = "replays-not-checked"
+)
+
+// All lists every mutant, in the order the harness applies them.
+var All = []Name{
+	RaceDetectorOff, MismatchCheckOff, PadNotShared, PadAlwaysShared,
+	EventWaitFirstRecord, WorkspaceCapRemoved, RankSkewOff,
+	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
+	ReplaysNotChecked,
+}
