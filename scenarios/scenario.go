@@ -116,7 +116,7 @@ func (s *Scenario) Variant(name string) (Variant, bool) {
 // placeGraph places g on streams as cfg says and picks how it runs: graph
 // or eager mode, stream helpers on (decode) or off (prefill's piecewise
 // path). The reference places every op on one stream, eager. BuildMoE,
-// BuildProbe and scenario files with an op graph share it.
+// and scenario files with an op graph share it.
 func placeGraph(cfg Config, opt BuildOptions, g *streamsched.Graph) (*streamsched.Schedule, ranks.Mode, bool, error) {
 	place, err := cfg.placement()
 	if err != nil {

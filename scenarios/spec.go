@@ -56,7 +56,10 @@ type GraphOpSpec struct {
 	M, K, N int64
 	Experts int64
 	Comm    string
-	pos     posMap
+	// Weight is the integer weight of a linear op (gemm, moe) on every
+	// rank; 0 keeps streamsched.DefaultWeight (per op and rank).
+	Weight int64
+	pos    posMap
 }
 
 // RankSet selects ranks: every rank of the world, or a list.

@@ -106,7 +106,19 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 		}
 		return uint64(chunk + 1)
 	}
-	lo, err := streamsched.Lower(w, g, sched, comms, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks, Init: initv})
+	weights := map[string]int64{}
+	for _, op := range s.Graph.Ops {
+		if op.Weight != 0 {
+			weights[op.Name] = op.Weight
+		}
+	}
+	weight := func(op string, rank int) int64 {
+		if w, ok := weights[op]; ok {
+			return w
+		}
+		return streamsched.DefaultWeight(op, rank)
+	}
+	lo, err := streamsched.Lower(w, g, sched, comms, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks, Init: initv, Weight: weight})
 	if err != nil {
 		return nil, err
 	}

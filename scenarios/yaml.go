@@ -773,7 +773,7 @@ func (d *decoder) graph(n ast.Node) *GraphSpec {
 
 func (d *decoder) graphOp(n ast.Node) GraphOpSpec {
 	op := GraphOpSpec{pos: posMap{}}
-	o := d.mapping(n, "graph op", "name", "kind", "inputs", "output", "m", "k", "n", "experts", "comm")
+	o := d.mapping(n, "graph op", "name", "kind", "inputs", "output", "m", "k", "n", "experts", "comm", "weight")
 	o.record(op.pos)
 	o.require("name", "kind", "inputs", "output")
 	op.Name = o.name("name")
@@ -789,6 +789,10 @@ func (d *decoder) graphOp(n ast.Node) GraphOpSpec {
 	op.M, op.K, op.N = o.int("m", 0, maxDim), o.int("k", 0, maxDim), o.int("n", 0, maxDim)
 	op.Experts = o.int("experts", 0, 1024)
 	op.Comm = o.name("comm")
+	op.Weight = o.int("weight", 1, 1<<30)
+	if op.Weight != 0 && op.Kind != "gemm" && op.Kind != "moe" {
+		d.add(o.pos("weight"), "graph op %q of kind %s has a weight; expected weight only on gemm or moe ops", op.Name, op.Kind)
+	}
 	return op
 }
 

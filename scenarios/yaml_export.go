@@ -115,7 +115,7 @@ func MarshalSpec(s *Spec) []byte {
 				for _, f := range []struct {
 					k string
 					v int64
-				}{{"m", op.M}, {"k", op.K}, {"n", op.N}, {"experts", op.Experts}} {
+				}{{"m", op.M}, {"k", op.K}, {"n", op.N}, {"experts", op.Experts}, {"weight", op.Weight}} {
 					if f.v != 0 {
 						p(3, "%s: %d", f.k, f.v)
 					}

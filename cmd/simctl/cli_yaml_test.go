@@ -139,6 +139,25 @@ func TestShowYAMLRoundTrip(t *testing.T) {
 	}
 }
 
+// TestShowYAMLIsTheEmbeddedFile: for a built-in written as a file, show
+// --yaml prints exactly that file (comments and layout included).
+func TestShowYAMLIsTheEmbeddedFile(t *testing.T) {
+	code, stdout, _ := simctl(t, "list", "--format", "json")
+	require.Equal(t, 0, code)
+	files := 0
+	for _, name := range builtinNames(t, stdout) {
+		want, ok := scenarios.BuiltinFile(name)
+		if !ok {
+			continue
+		}
+		files++
+		code, got, stderr := simctl(t, "show", name, "--yaml")
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, string(want), got, name)
+	}
+	require.NotZero(t, files)
+}
+
 func builtinNames(t *testing.T, listJSON string) []string {
 	t.Helper()
 	var entries []listEntry

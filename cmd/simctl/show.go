@@ -99,6 +99,14 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 		return err
 	}
 	if f.yaml {
+		// A built-in written as a file prints that file, byte for byte,
+		// comments included.
+		if b, ok := scenarios.Lookup(arg); ok && b == sc {
+			if data, ok := scenarios.BuiltinFile(arg); ok {
+				_, err = stdout.Write(data)
+				return err
+			}
+		}
 		data, err := scenarios.ExportYAML(sc)
 		if errors.Is(err, scenarios.ErrNotExpressible) {
 			return usageError{err}
