@@ -3,6 +3,7 @@ package sim_test
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/google/btree"
@@ -345,6 +346,16 @@ func TestEngineLoopAllocatesNothing(t *testing.T) {
 	}
 	n := e.Len()
 	// testing.AllocsPerRun rounds down; count every allocation instead.
+	//
+	// MemStats.Mallocs counts the whole process, and a garbage collection
+	// allocates on its own: starting a cycle spawns mark-worker goroutines
+	// (runtime.gcBgMarkStartWorkers → newproc → malg's new(g)) and queues
+	// cleanups. A cycle left running by an earlier test, or started by one
+	// under a small GOGC, made this test see 1–7 allocations in about one run
+	// in twenty (GOGC=5 GOMAXPROCS=8 go test -count=20 ./sim/ showed it).
+	// SetGCPercent(-1) waits for a running cycle to finish and starts no
+	// other, so what is counted below is the loop's own allocations.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range 10000 {
