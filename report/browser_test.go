@@ -40,6 +40,18 @@ func chromium() (string, error) {
 	return "", fmt.Errorf("no chromium, chromium-browser, google-chrome or headless-shell on PATH (Debian: apt-get install -y chromium; .ci/run installs it)")
 }
 
+// skipBrowser skips the browser test, or fails it when
+// COLLSIM_REQUIRE_BROWSER=1 (set by .ci/run once it has found Chromium), so
+// that CI cannot pass without the test having run: go test does not print a
+// skip without -v.
+func skipBrowser(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("COLLSIM_REQUIRE_BROWSER") == "1" {
+		t.Fatalf("COLLSIM_REQUIRE_BROWSER=1: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
 // browser starts headless Chromium with the flags it needs to start
 // without a network (no sandbox, no GPU, no background traffic, a fresh
 // profile). It skips the test only when Chromium is absent or cannot start
@@ -48,7 +60,7 @@ func browser(t *testing.T) context.Context {
 	t.Helper()
 	bin, err := chromium()
 	if err != nil {
-		t.Skipf("browser test skipped: %v", err)
+		skipBrowser(t, "browser test skipped: %v", err)
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
@@ -70,7 +82,7 @@ func browser(t *testing.T) context.Context {
 	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Skipf("browser test skipped: chromium at %s cannot run here: %v", bin, err)
+		skipBrowser(t, "browser test skipped: chromium at %s cannot run here: %v", bin, err)
 	}
 	return ctx
 }
