@@ -37,10 +37,14 @@ type Variant struct {
 	// the variant was not explored, e.g. a single replayed witness).
 	Schedules int `json:"schedules"`
 	// Schedule says which schedule is traced: "nominal" or "seed N".
-	Schedule   string  `json:"schedule"`
-	Seed       *uint64 `json:"seed,omitempty"`
-	TraceHash  string  `json:"trace_hash"`
-	StepTimeNs int64   `json:"step_time_ns"` // of the traced schedule
+	Schedule string `json:"schedule"`
+	// Deviations say, in words, where the traced schedule departs from
+	// nominal (a replayed witness's choices: which step ran before which,
+	// on which rank and stream); empty for nominal and seeded schedules.
+	Deviations []string `json:"deviations,omitempty"`
+	Seed       *uint64  `json:"seed,omitempty"`
+	TraceHash  string   `json:"trace_hash"`
+	StepTimeNs int64    `json:"step_time_ns"` // of the traced schedule
 	// NominalStepTimeNs is the nominal schedule's step time, the one
 	// `simctl run` prints (equal to StepTimeNs when nominal is traced).
 	NominalStepTimeNs int64 `json:"nominal_step_time_ns"`
@@ -176,11 +180,17 @@ func Capture(sc *scenarios.Scenario, vr *check.VariantReport) (*Variant, error) 
 // against the reference, and returns it as a report variant named name.
 // Exploration and replay commands use it to show a witness schedule.
 func Schedule(sc *scenarios.Scenario, cfg scenarios.Config, name string, ch sim.Chooser) (*Variant, error) {
+	return ScheduleMode(sc, cfg, name, sim.Timed, ch)
+}
+
+// ScheduleMode is [Schedule] in a given engine mode: an untimed witness
+// (PCT's, DPOR's) replays its choices in [sim.Untimed].
+func ScheduleMode(sc *scenarios.Scenario, cfg scenarios.Config, name string, mode sim.Mode, ch sim.Chooser) (*Variant, error) {
 	ref, err := check.NewReference(sc, cfg)
 	if err != nil {
 		return nil, err
 	}
-	o, err := check.RunScheduleOpt(sc, cfg, ref, sim.Timed, ch, scenarios.BuildOptions{Timeline: true})
+	o, err := check.RunScheduleOpt(sc, cfg, ref, mode, ch, scenarios.BuildOptions{Timeline: true})
 	if err != nil {
 		return nil, err
 	}

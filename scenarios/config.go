@@ -74,6 +74,7 @@ func int64Knob(key, help string, lo, hi int64, f func(*Config) *int64) knob {
 }
 
 func enumKnob(key, help string, vals []string, f func(*Config) *string) knob {
+	enumValues[key] = vals
 	return knob{key, help, func(c *Config, v string) error {
 		for _, x := range vals {
 			if x == v {

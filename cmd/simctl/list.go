@@ -51,6 +51,15 @@ func newListCmd(stdout, _ io.Writer) *cobra.Command {
 				}
 				return writeJSON(stdout, out)
 			}
+			// One width for the variant column, from the longest name, so
+			// a long name does not push its row's columns out of line.
+			width := 16
+			for _, n := range scenarios.Names() {
+				s, _ := scenarios.Lookup(n)
+				for _, v := range s.Variants {
+					width = max(width, len(v.Name))
+				}
+			}
 			for _, n := range scenarios.Names() {
 				s, _ := scenarios.Lookup(n)
 				if _, err := scenarios.SpecOf(s); err != nil {
@@ -59,7 +68,7 @@ func newListCmd(stdout, _ io.Writer) *cobra.Command {
 					fmt.Fprintf(stdout, "%s — %s\n", n, s.OneLine())
 				}
 				for _, v := range s.Variants {
-					fmt.Fprintf(stdout, "  %-16s expect %-16s %s\n", v.Name, v.Expect, v.Doc)
+					fmt.Fprintf(stdout, "  %-*s expect %-16s %s\n", width, v.Name, v.Expect, v.Doc)
 				}
 			}
 			return nil

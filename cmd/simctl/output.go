@@ -17,8 +17,10 @@ import (
 // scenario file path — for every command (run, show, validate, and the
 // exploring ones). Bad input becomes a usage error (exit 2) whose message
 // names file:line:column for each problem.
+//
+// An argument of "-" reads the scenario file from standard input.
 func loadScenario(arg string) (*scenarios.Scenario, error) {
-	sc, err := scenarios.Resolve(arg, os.ReadFile)
+	sc, err := scenarios.Resolve(inputArg(arg), readInput)
 	if err != nil {
 		return nil, usageError{err}
 	}

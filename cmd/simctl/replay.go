@@ -14,6 +14,7 @@ import (
 func init() { register(newReplayCmd) }
 
 type replayFlags struct {
+	files   reportFiles // --trace, --html: the replayed (shrunk) witness
 	shrink  bool
 	out     string
 	maxRuns int
@@ -42,11 +43,13 @@ finding persists, writes the smaller witness (to --out, default FILE with
 	cmd.Flags().BoolVar(&f.shrink, "shrink", false, "shrink the witness and write the smaller one")
 	cmd.Flags().StringVar(&f.out, "out", "", "where --shrink writes (default: FILE with .min.json)")
 	cmd.Flags().IntVar(&f.maxRuns, "max-runs", 2000, "most schedules --shrink may run")
+	cmd.Flags().StringVar(&f.files.trace, "trace", "", "write the replayed witness's Chrome trace-event timeline to `FILE` (with --shrink: the shrunk one)")
+	cmd.Flags().StringVar(&f.files.html, "html", "", "write the replayed witness as a self-contained HTML report to `FILE`, its deviations from nominal listed (with --shrink: the shrunk one)")
 	return cmd
 }
 
 func runReplay(stdout io.Writer, file string, f replayFlags) error {
-	data, err := os.ReadFile(file)
+	data, err := readInput(inputArg(file))
 	if err != nil {
 		return usagef("replay: %w", err)
 	}
@@ -57,11 +60,11 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 	if f.maxRuns < 1 {
 		return usagef("--max-runs %d: want at least 1", f.maxRuns)
 	}
-	t, err := w.TargetFrom(os.ReadFile)
+	t, err := w.TargetFrom(readInput)
 	if err != nil {
 		return usagef("%s: %w", file, err)
 	}
-	ok, err := replayOne(stdout, t, w, file)
+	ok, devs, err := replayOne(stdout, t, w, file)
 	if err != nil {
 		return err
 	}
@@ -69,7 +72,7 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 		return errReplay
 	}
 	if !f.shrink {
-		return nil
+		return writeWitnessFiles(f.files, t, w, devs)
 	}
 	small, runs, err := explore.Shrink(t, w, f.maxRuns)
 	if err != nil {
@@ -88,23 +91,24 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 	}
 	fmt.Fprintf(stdout, "shrunk in %d runs: %d → %d deviations from nominal, %d → %d recorded choices; written to %s\n",
 		runs, w.Deviations, small.Deviations, len(w.Choices), len(small.Choices), out)
-	ok, err = replayOne(stdout, t, small, out)
+	ok, devs, err = replayOne(stdout, t, small, out)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return errReplay
 	}
-	return nil
+	return writeWitnessFiles(f.files, t, small, devs)
 }
 
 var errReplay = fmt.Errorf("%w: the witness did not reproduce", errUnmet)
 
-// replayOne replays w and reports whether it gave w's verdict and trace hash.
-func replayOne(stdout io.Writer, t *explore.Target, w *explore.Witness, file string) (bool, error) {
+// replayOne replays w, reports whether it gave w's verdict and trace hash,
+// and says what each deviation from nominal did.
+func replayOne(stdout io.Writer, t *explore.Target, w *explore.Witness, file string) (bool, []explore.Deviation, error) {
 	s, diverged, err := explore.Replay(t, w)
 	if err != nil {
-		return false, usagef("%s: %w", file, err)
+		return false, nil, usagef("%s: %w", file, err)
 	}
 	same := s.TraceHash == w.TraceHash && s.Verdict == w.Verdict
 	fmt.Fprintf(stdout, "replay %s: %s variant %s (%s, %s schedule %d, %d choices, %d deviations)\n",
@@ -125,5 +129,13 @@ func replayOne(stdout io.Writer, t *explore.Target, w *explore.Witness, file str
 			fmt.Fprintf(stdout, "  [%s] %s\n", fd.Kind, fd.Message)
 		}
 	}
-	return same, nil
+	if !same {
+		return false, nil, nil
+	}
+	devs, err := explore.Explain(t, w)
+	if err != nil {
+		return false, nil, err
+	}
+	writeDeviations(stdout, devs)
+	return true, devs, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 
@@ -26,6 +27,16 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	for _, mk := range commands {
 		root.AddCommand(mk(stdout, stderr))
 	}
+	for _, c := range root.Commands() {
+		addScenarioCompletion(c)
+		if c.ValidArgsFunction == nil && strings.Contains(c.Use, "NAME") {
+			c.ValidArgsFunction = completeScenarios
+		}
+	}
+	// simctl --version prints what simctl version prints.
+	v := currentVersion()
+	root.Version = v.Version
+	root.SetVersionTemplate(fmt.Sprintf("simctl %s (%s, %s)\n", v.Version, v.Module, v.Go))
 	return root
 }
 

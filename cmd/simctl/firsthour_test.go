@@ -1,0 +1,156 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A shrunk witness replays with its one deviation named in words (which
+// step ran before which, on which rank and stream), and --html draws it
+// with that deviation listed.
+func TestReplayNamesDeviationAndDrawsWitness(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, _, errs := simctl(t, "explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--strategy", "pct", "--budget", "5", "--witness", "w.json")
+	require.Equal(t, 0, code, errs)
+	code, out, errs := simctl(t, "replay", "w.json", "--shrink", "--html", "r.html", "--trace", "r.json")
+	require.Equal(t, 0, code, errs)
+	small := out[strings.Index(out, "replay w.min.json"):]
+	m := regexp.MustCompile(`(\d+) deviations\)\n`).FindStringSubmatch(small)
+	require.NotNil(t, m, small)
+	require.Contains(t, small, "deviations from nominal ("+m[1]+"):\n", "each deviation is listed")
+	require.Equal(t, m[1], strconv.Itoa(strings.Count(small, " ran before ")), "each is a step run before another")
+	require.Regexp(t, `1\. choice \d+ at [0-9.]+µs: rank \d+ (host|stream \w+): .* ran before rank \d+ (host|stream \w+): `, small)
+	html, err := os.ReadFile("r.html")
+	require.NoError(t, err)
+	require.Contains(t, string(html), `"deviations":["choice `, "the report lists the deviation")
+	require.Contains(t, string(html), `untimed), schedule`)
+	st, err := os.Stat("r.json")
+	require.NoError(t, err)
+	require.NotZero(t, st.Size())
+
+	// Replaying the shrunk witness names the same deviation.
+	code, again, errs := simctl(t, "replay", "w.min.json", "--html", "r2.html")
+	require.Equal(t, 0, code, errs)
+	line := func(s string) string {
+		i := strings.Index(s, "  1. choice")
+		return s[i : i+strings.Index(s[i:], "\n")]
+	}
+	require.Equal(t, line(small), line(again))
+}
+
+// explore --html draws its witness; with no finding it draws nominal.
+func TestExploreDrawsWitness(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, _, errs := simctl(t, "explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--strategy", "pct", "--budget", "3", "--html", "e.html", "--trace", "e.json")
+	require.Equal(t, 0, code, errs)
+	html, err := os.ReadFile("e.html")
+	require.NoError(t, err)
+	require.Contains(t, string(html), "pct witness (untimed)")
+	code, _, errs = simctl(t, "explore", "tp8-shared-expert", "--variant", "fixed", "--set", "layers=1", "--strategy", "random", "--budget", "2", "--html", "ok.html")
+	require.Equal(t, 0, code, errs)
+	html, err = os.ReadFile("ok.html")
+	require.NoError(t, err)
+	require.Contains(t, string(html), `"schedule":"nominal"`)
+}
+
+func TestFirstHourFlags(t *testing.T) {
+	// --variant is repeatable and comma-separated, each variant once.
+	code, out, errs := simctl(t, "run", "tp8-shared-expert", "--variant", "buggy,fixed", "--variant", "tp4-buggy", "--variant", "buggy", "--set", "budget=3")
+	require.Equal(t, 0, code, errs)
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == "buggy" || f[0] == "fixed" || f[0] == "tp4-buggy") {
+			rows = append(rows, f[0])
+		}
+	}
+	require.Equal(t, []string{"buggy", "fixed", "tp4-buggy"}, rows)
+
+	// A what-if that flips the verdict: exit 1, or 0 with --no-expect and
+	// the verdict still printed.
+	args := []string{"run", "tp8-shared-expert", "--variant", "buggy", "--set", "workspace=per-call", "--set", "budget=0"}
+	code, out, _ = simctl(t, args...)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, " NO ")
+	code, out2, _ := simctl(t, append(args, "--no-expect")...)
+	require.Equal(t, 0, code)
+	require.Equal(t, out, out2, "--no-expect changes the exit status only")
+	code, _, _ = simctl(t, "explore", "tp8-shared-expert", "--variant", "buggy", "--set", "workspace=per-call", "--set", "layers=1", "--budget", "2", "--no-expect")
+	require.Equal(t, 0, code)
+	code, _, errs = simctl(t, "run", "nope", "--no-expect")
+	require.Equal(t, 2, code, "bad input still exits 2")
+	require.NotEmpty(t, errs)
+
+	// --budget 0 is refused, not silently the default.
+	code, _, errs = simctl(t, "explore", "tp8-shared-expert", "--budget", "0")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "--budget 0")
+
+	// --version answers like the version subcommand.
+	code, v1, _ := simctl(t, "--version")
+	require.Equal(t, 0, code)
+	_, v2, _ := simctl(t, "version")
+	require.Equal(t, v2, v1)
+}
+
+func TestStdinScenario(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "two-stream.yaml"))
+	require.NoError(t, err)
+	old := stdin
+	t.Cleanup(func() {
+		stdin = old
+		stdinOnce = struct {
+			sync.Once
+			data []byte
+			err  error
+		}{}
+	})
+	stdin = strings.NewReader(string(data))
+	code, fromStdin, errs := simctl(t, "run", "-")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, fromStdin, "scenario ")
+}
+
+func TestCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "run", "tp8-shared-expert", "--variant", ""}, []string{"buggy\tcorruption", "tp4-buggy\tok"}},
+		{[]string{"__complete", "run", "tp8-shared-expert", "--variant", "buggy,"}, []string{"buggy,fixed\tok"}},
+		{[]string{"__complete", "explore", "tp8-shared-expert", "--set", ""}, []string{"workspace=", "tp="}},
+		{[]string{"__complete", "run", "tp8-shared-expert", "--set", "workspace="}, []string{"workspace=per-call"}},
+		{[]string{"__complete", "run", "x", "--format", ""}, []string{"text", "json"}},
+	} {
+		code, out, errs := simctl(t, tc.args...)
+		require.Equal(t, 0, code, errs)
+		for _, w := range tc.want {
+			require.Contains(t, strings.Split(out, "\n"), w, "%v", tc.args)
+		}
+	}
+}
+
+// list keeps its columns whatever the variant names' lengths.
+func TestListColumnsAligned(t *testing.T) {
+	code, out, errs := simctl(t, "list")
+	require.Equal(t, 0, code, errs)
+	col := -1
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "  ") {
+			continue
+		}
+		i := strings.Index(l, " expect ")
+		require.Positive(t, i, l)
+		if col < 0 {
+			col = i
+		}
+		require.Equal(t, col, i, "the expect column moved: %q", l)
+	}
+	require.Positive(t, col)
+}
