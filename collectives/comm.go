@@ -38,6 +38,7 @@ type Comm struct {
 	shared  *ranks.Symmetric
 	perCall map[string]*ranks.Symmetric
 	fifos   map[[2]int]*ranks.Fifo
+	p2p     map[[2]int]*ranks.Fifo // point-to-point connections (sendrecv.go)
 	chunks  int
 	segLo   []int // ring segment bounds (ring)
 

@@ -117,7 +117,19 @@ type TensorSpec struct {
 	InitPerRank [][]uint64
 	// Output marks a tensor compared against the reference.
 	Output bool
+	// Chunks is the tensor's own value-chunk count (programs only); 0 uses
+	// the chunks knob. An all-gather's output holds group size × its
+	// input's chunks.
+	Chunks int
 	pos    posMap
+}
+
+// chunks is the tensor's value-chunk count under cfg.
+func (t *TensorSpec) chunks(cfg Config) int {
+	if t.Chunks > 0 {
+		return t.Chunks
+	}
+	return cfg.Chunks
 }
 
 // initValue is the initial value of chunk c on rank r, and whether the
@@ -157,7 +169,32 @@ const (
 	// "device", every stream's) is done: cudaStreamSynchronize /
 	// cudaDeviceSynchronize. It cannot be captured into a graph.
 	OpSync OpKind = "sync"
+	// The rest of the collective family (collectives/family.go) and
+	// point-to-point send and receive (collectives/sendrecv.go).
+	OpAllGather     OpKind = "allgather"
+	OpReduceScatter OpKind = "reducescatter"
+	OpAllToAll      OpKind = "alltoall"
+	OpBroadcast     OpKind = "broadcast"
+	OpSend          OpKind = "send"
+	OpRecv          OpKind = "recv"
 )
+
+// opKinds lists every op kind in the order the format's documentation does.
+var opKinds = []OpKind{OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpRecord, OpWait, OpSync}
+
+// collective reports whether k is a collective of the family (not send or
+// receive).
+func (k OpKind) collective() bool {
+	switch k {
+	case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast:
+		return true
+	}
+	return false
+}
+
+// comm reports whether k runs on a communicator: a collective, a send or a
+// receive.
+func (k OpKind) comm() bool { return k.collective() || k == OpSend || k == OpRecv }
 
 // SyncDevice is the name a sync op gives for cudaDeviceSynchronize.
 const SyncDevice = "device"
@@ -173,11 +210,20 @@ type OpSpec struct {
 	Writes []string
 	TimeNs int64 // 0: derived from bytes moved
 	Weight int64 // 0: a per-rank weight derived from the name
-	// AllReduce.
+	// Collectives, send and receive.
 	Comm     string
 	In, Out  string
 	Strategy string // empty: the strategy knob
-	pos      posMap
+	// Blocks is a symmetric-memory kernel's grid size (0: one block).
+	Blocks int
+	// Root is a broadcast's root, as an index into the communicator's
+	// ranks (NCCL's root argument).
+	Root int
+	// Peer is a send's destination or a receive's source: an index into
+	// the communicator's ranks, or next / prev (the neighbours in
+	// communicator order, wrapping around).
+	Peer string
+	pos  posMap
 }
 
 // Pos is a line and column in a file (1-based; 0 when unknown).
@@ -294,6 +340,8 @@ const (
 	MaxOps          = 4096 // per program, and graph ops
 	MaxReplays      = 64
 	MaxChunks       = 64
+	MaxTensorChunks = 4096 // a tensor's own chunks (an all-gather's output: ranks × chunks)
+	MaxBlocks       = 64   // a symmetric-memory kernel's grid
 	MaxVariants     = 64
 	MaxTensorBytes  = 1 << 40
 	MaxNameLen      = 128

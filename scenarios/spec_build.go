@@ -3,6 +3,8 @@ package scenarios
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strconv"
 
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
@@ -53,7 +55,24 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 		if c.Workspace != "" {
 			ws = collectives.Workspace(c.Workspace)
 		}
-		out[c.Name] = collectives.NewComm(w, c.Name, group, ws, hw, cfg.Chunks)
+		cm := collectives.NewComm(w, c.Name, group, ws, hw, cfg.Chunks)
+		// Size the symmetric workspace and signal pad for the largest call
+		// (set before the first call; a file whose calls all fit the
+		// defaults leaves them as they were).
+		for _, p := range s.Programs {
+			for _, op := range p.Ops {
+				if op.Comm != c.Name || !op.Kind.collective() {
+					continue
+				}
+				tin, tout := s.tensor(op.In), s.tensor(op.Out)
+				if tin != nil && tout != nil {
+					cm.WorkspaceChunks = max(cm.WorkspaceChunks, tin.chunks(cfg), tout.chunks(cfg))
+				}
+				cm.PadSlots = max(cm.PadSlots, op.Blocks*len(group))
+			}
+		}
+		cm.ImplicitOrder = cfg.NCCLOrder == "implicit"
+		out[c.Name] = cm
 	}
 	return out, nil
 }
@@ -157,8 +176,7 @@ func KernelWeight(kernel string, rank int) int64 {
 // buildPrograms builds the explicit per-rank programs. The reference puts
 // every op of a rank on its first stream, eager.
 func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
-	strat, err := cfg.strategy()
-	if err != nil {
+	if _, err := cfg.strategy(); err != nil {
 		return nil, err
 	}
 	mode := ranks.Eager
@@ -176,7 +194,7 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 		bufs[r] = map[string]*ranks.Buffer{}
 		for i := range s.Tensors {
 			t := &s.Tensors[i]
-			b := w.Alloc(r, t.Name, t.Bytes, cfg.Chunks)
+			b := w.Alloc(r, t.Name, t.Bytes, t.chunks(cfg))
 			b.Output = t.Output
 			flagged = flagged || t.Output
 			if t.hasInit() {
@@ -204,7 +222,7 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 				return nil, fmt.Errorf("rank %d has two programs", r)
 			}
 			have[r] = true
-			prog, written, err := s.lowerProgram(w, hw, strat, comms, bufs[r], &p, r, opt.Reference, b, noted)
+			prog, written, err := s.lowerProgram(w, cfg, hw, comms, bufs[r], &p, r, opt.Reference, b, noted)
 			if err != nil {
 				return nil, err
 			}
@@ -224,7 +242,7 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	return b, nil
 }
 
-func (s *Spec) lowerProgram(w *ranks.World, hw ranks.Profile, strat collectives.Strategy, comms map[string]*collectives.Comm,
+func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms map[string]*collectives.Comm,
 	bufs map[string]*ranks.Buffer, p *ProgramSpec, r int, reference bool, b *Built, noted map[string]bool) (*ranks.Program, map[string]bool, error) {
 	prog := &ranks.Program{Streams: append([]string(nil), p.Streams...), Events: append([]string(nil), p.Events...)}
 	index := func(list []string, name, what string) (int, error) {
@@ -313,10 +331,10 @@ func (s *Spec) lowerProgram(w *ranks.World, hw ranks.Profile, strat collectives.
 					Dur: total / sim.Time(len(outs))})
 			}
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k})
-		case OpAllReduce:
+		case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast:
 			c, ok := comms[op.Comm]
 			if !ok {
-				return nil, nil, fmt.Errorf("allreduce %q: undefined communicator %q", op.Name, op.Comm)
+				return nil, nil, fmt.Errorf("%s %q: undefined communicator %q", op.Kind, op.Name, op.Comm)
 			}
 			in, err := buf(op.In)
 			if err != nil {
@@ -326,12 +344,13 @@ func (s *Spec) lowerProgram(w *ranks.World, hw ranks.Profile, strat collectives.
 			if err != nil {
 				return nil, nil, err
 			}
-			want := strat
-			if op.Strategy != "" {
-				want = collectives.Strategy(op.Strategy)
+			got := callStrategy(cfg, hw, &op, c.Size(), in.Bytes, out.Bytes)
+			var k *ranks.KernelSpec
+			if op.Kind == OpAllReduce && op.Blocks == 0 && in.Chunks() == cfg.Chunks && out.Chunks() == cfg.Chunks {
+				k, err = c.AllReduce(r, op.Name, got, in, out)
+			} else {
+				k, err = c.Collective(r, collectives.Call{Name: op.Name, Op: collOp(op.Kind), Strategy: got, In: in, Out: out, Root: op.Root, Blocks: op.Blocks})
 			}
-			got := collectives.Resolve(want, hw.Arch, c.Size(), out.Bytes)
-			k, err := c.AllReduce(r, op.Name, got, in, out)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -341,11 +360,84 @@ func (s *Spec) lowerProgram(w *ranks.World, hw ranks.Profile, strat collectives.
 			}
 			written[op.Out] = true
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k})
+		case OpSend, OpRecv:
+			c, ok := comms[op.Comm]
+			if !ok {
+				return nil, nil, fmt.Errorf("%s %q: undefined communicator %q", op.Kind, op.Name, op.Comm)
+			}
+			i := slices.Index(c.Group, r)
+			peer := peerIndex(op.Peer, i, c.Size())
+			var k *ranks.KernelSpec
+			if op.Kind == OpSend {
+				in, err := buf(op.In)
+				if err != nil {
+					return nil, nil, err
+				}
+				k, err = c.Send(r, peer, op.Name, in)
+				if err != nil {
+					return nil, nil, err
+				}
+			} else {
+				out, err := buf(op.Out)
+				if err != nil {
+					return nil, nil, err
+				}
+				k, err = c.Recv(r, peer, op.Name, out)
+				if err != nil {
+					return nil, nil, err
+				}
+				written[op.Out] = true
+			}
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k})
 		default:
 			return nil, nil, fmt.Errorf("rank %d: op with no kind", r)
 		}
 	}
 	return prog, written, nil
+}
+
+// collOp is the collectives.Op of a collective op kind.
+func collOp(k OpKind) collectives.Op {
+	switch k {
+	case OpAllGather:
+		return collectives.AllGather
+	case OpReduceScatter:
+		return collectives.ReduceScatter
+	case OpAllToAll:
+		return collectives.AllToAll
+	case OpBroadcast:
+		return collectives.Broadcast
+	}
+	return collectives.AllReduce
+}
+
+// callStrategy is the concrete strategy of collective op on a group of n
+// ranks under cfg: the op's own strategy, else the strategy knob; auto
+// resolves as the libraries do. An all-reduce keeps TensorRT-LLM's choice
+// (collectives.Resolve, by its output's size) as files always had it; the
+// other collectives take NCCL's tuner choice (collectives.ResolveOp).
+func callStrategy(cfg Config, hw ranks.Profile, op *OpSpec, n int, in, out int64) collectives.Strategy {
+	want := collectivesStrategy(cfg.Strategy, op.Strategy)
+	if op.Kind == OpAllReduce {
+		return collectives.Resolve(want, hw.Arch, n, out)
+	}
+	return collectives.ResolveOp(collOp(op.Kind), want, hw, n, max(in, out))
+}
+
+// peerIndex is the communicator index a send or receive at index i of a
+// group of n names with peer (next, prev or an index); -1 when unreadable.
+func peerIndex(peer string, i, n int) int {
+	switch peer {
+	case "next":
+		return (i + 1) % n
+	case "prev":
+		return (i - 1 + n) % n
+	}
+	v, err := strconv.Atoi(peer)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 // collectivesStrategy is an op's strategy, or the knob's when it names none.
@@ -354,9 +446,4 @@ func collectivesStrategy(knob, op string) collectives.Strategy {
 		return collectives.Strategy(op)
 	}
 	return collectives.Strategy(knob)
-}
-
-// resolveStrategy is collectives.Resolve as a string, for validation.
-func resolveStrategy(s collectives.Strategy, arch string, n int, bytes int64) string {
-	return string(collectives.Resolve(s, arch, n, bytes))
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
 )
 
@@ -197,7 +198,7 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 		events[ev] = true
 	}
 	recorded := map[string]bool{}
-	colls := map[string]bool{}
+	colls := map[string]string{}
 	tensor := func(op *OpSpec, field, name, role string) {
 		if i := strings.IndexByte(field, '#'); i >= 0 {
 			role = field[:i]
@@ -222,16 +223,27 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			for i, w := range op.Writes {
 				tensor(op, item("writes", i), w, "writes")
 			}
-		case OpAllReduce:
-			tensor(op, "in", op.In, "reads")
-			tensor(op, "out", op.Out, "writes")
+		case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv:
+			if op.Kind != OpRecv {
+				tensor(op, "in", op.In, "reads")
+			}
+			if op.Kind != OpSend {
+				tensor(op, "out", op.Out, "writes")
+			}
 			if op.Comm != "" && comms[op.Comm] == nil {
-				e.add(op.pos.at("comm"), "allreduce %q uses undefined communicator %q", op.Name, op.Comm)
+				e.add(op.pos.at("comm"), "%s %q uses undefined communicator %q", op.Kind, op.Name, op.Comm)
 			}
-			if colls[op.Name] {
-				e.add(op.pos.at("name"), "allreduce %q issued twice in one program; a collective's name identifies it across ranks, give each call its own name", op.Name)
+			// A collective's name identifies it across ranks: once per
+			// program. A send and a receive share the name of their
+			// transfer, so one program may hold one of each.
+			class := "collective"
+			if op.Kind == OpSend || op.Kind == OpRecv {
+				class = string(op.Kind)
 			}
-			colls[op.Name] = true
+			if prev, dup := colls[op.Name]; dup && (prev == class || prev == "collective" || class == "collective") {
+				e.add(op.pos.at("name"), "%s %q issued twice in one program; a collective's name identifies it across ranks, give each call its own name (a send and a receive may share one)", op.Kind, op.Name)
+			}
+			colls[op.Name] = class
 		case OpSync:
 			if op.Name != SyncDevice && !slices.Contains(p.Streams, op.Name) {
 				e.add(op.pos.at("name"), "sync of undefined stream %q; expected one of this program's streams, or %q", op.Name, SyncDevice)
@@ -293,6 +305,9 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 		commRanks[c.Name] = rs
 	}
 	for _, t := range s.Tensors {
+		if s.Graph != nil && t.Chunks > 0 {
+			report(t.pos.at("chunks"), fmt.Sprintf("tensor %q: chunks applies to tensors of programs; an op graph's tensors use the chunks knob", t.Name))
+		}
 		if len(t.InitPerRank) > n {
 			report(t.pos.at("init_per_rank"), fmt.Sprintf("tensor %q: init_per_rank has %d rows but the world has %d ranks", t.Name, len(t.InitPerRank), n))
 		}
@@ -318,21 +333,8 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 				continue
 			}
 			owner[r] = pi
-			for _, op := range p.Ops {
-				if op.Kind != OpAllReduce {
-					continue
-				}
-				group, ok := commRanks[op.Comm]
-				if !ok {
-					continue
-				}
-				in := false
-				for _, g := range group {
-					in = in || g == r
-				}
-				if !in {
-					report(op.pos.at("comm"), fmt.Sprintf("allreduce %q on rank %d uses communicator %q, which does not include rank %d (its ranks: %v)", op.Name, r, op.Comm, r, group))
-				}
+			for i := range p.Ops {
+				s.checkCall(cfg, &p.Ops[i], r, commRanks, report)
 			}
 		}
 	}
@@ -396,14 +398,18 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 			if op.Kind == OpWait {
 				h.Kind = ranks.Wait
 			}
-		case OpKernel, OpAllReduce:
+		case OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv:
 			h.Kind, h.Kernel = ranks.Launch, &ranks.KernelSpec{Name: op.Name}
-			if op.Kind == OpAllReduce {
-				group := commRanks[op.Comm]
-				t := s.tensor(op.Out)
-				strat := collectivesStrategy(cfg.Strategy, op.Strategy)
-				if t != nil && len(group) > 0 && resolveStrategy(strat, hw.Arch, len(group), t.Bytes) == "nccl" {
-					h.Kernel.OrderKey = op.Comm
+			group := commRanks[op.Comm]
+			tin, tout := s.tensor(op.In), s.tensor(op.Out)
+			switch {
+			case len(group) == 0:
+			case op.Kind == OpSend || op.Kind == OpRecv:
+				h.Kernel.OrderKey = ncclOrderKey(cfg, op.Comm)
+			case op.Kind.collective() && tin != nil && tout != nil:
+				st := callStrategy(cfg, hw, &op, len(group), tin.Bytes, tout.Bytes)
+				if st == collectives.NCCL || st == collectives.NCCLTree {
+					h.Kernel.OrderKey = ncclOrderKey(cfg, op.Comm)
 				}
 			}
 		}
@@ -429,4 +435,92 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 		report(op.pos.at("name"), fmt.Sprintf("in graph mode, %s %q on stream %q is never joined back into the origin stream %q: record an event after it and wait on it from %q (CUDA would fail the capture with cudaErrorStreamCaptureUnjoined)",
 			op.Kind, op.Name, st, p.Streams[0], p.Streams[0]))
 	}
+}
+
+// checkCall checks what a collective, send or receive needs on rank r under
+// cfg: its communicator includes r; its tensors' chunks fit the op's shape
+// for the group's size (collectives.Comm.Collective's rules); the strategy
+// it resolves to implements the op; blocks only for a symmetric-memory
+// kernel; a broadcast's root and a transfer's peer are other members.
+func (s *Spec) checkCall(cfg Config, op *OpSpec, r int, commRanks map[string][]int, report func(Pos, string)) {
+	if !op.Kind.comm() {
+		return
+	}
+	group, ok := commRanks[op.Comm]
+	if !ok {
+		return
+	}
+	i := slices.Index(group, r)
+	if i < 0 {
+		report(op.pos.at("comm"), fmt.Sprintf("%s %q on rank %d uses communicator %q, which does not include rank %d (its ranks: %v)", op.Kind, op.Name, r, op.Comm, r, group))
+		return
+	}
+	n := len(group)
+	if op.Kind == OpSend || op.Kind == OpRecv {
+		if op.Peer == "" {
+			return
+		}
+		if p := peerIndex(op.Peer, i, n); p < 0 || p >= n || p == i {
+			report(op.pos.at("peer"), fmt.Sprintf("%s %q on rank %d: peer %s is communicator index %d; expected the index of another of %q's %d ranks %v", op.Kind, op.Name, r, op.Peer, p, op.Comm, n, group))
+		}
+		return
+	}
+	tin, tout := s.tensor(op.In), s.tensor(op.Out)
+	if tin == nil || tout == nil {
+		return
+	}
+	ci, co := tin.chunks(cfg), tout.chunks(cfg)
+	switch op.Kind {
+	case OpAllReduce, OpBroadcast:
+		if ci != co {
+			report(op.pos.at("out"), fmt.Sprintf("%s %q: in %q has %d chunks, out %q %d; expected equal", op.Kind, op.Name, op.In, ci, op.Out, co))
+		}
+	case OpAllGather:
+		if co != n*ci {
+			report(op.pos.at("out"), fmt.Sprintf("allgather %q: out %q has %d chunks; expected %d (communicator %q's %d ranks × in's %d): give it chunks: %d", op.Name, op.Out, co, n*ci, op.Comm, n, ci, n*ci))
+		}
+	case OpReduceScatter:
+		if ci != n*co {
+			report(op.pos.at("in"), fmt.Sprintf("reducescatter %q: in %q has %d chunks; expected %d (communicator %q's %d ranks × out's %d): give it chunks: %d", op.Name, op.In, ci, n*co, op.Comm, n, co, n*co))
+		}
+	case OpAllToAll:
+		if ci != co || ci%n != 0 {
+			report(op.pos.at("out"), fmt.Sprintf("alltoall %q: in %q has %d chunks, out %q %d; expected equal and a multiple of communicator %q's %d ranks", op.Name, op.In, ci, op.Out, co, op.Comm, n))
+		}
+	}
+	if op.Kind == OpBroadcast && op.Root >= n {
+		report(op.pos.at("root"), fmt.Sprintf("broadcast %q: root %d; expected an index into communicator %q's %d ranks (0..%d)", op.Name, op.Root, op.Comm, n, n-1))
+	}
+	hw, err := cfg.Profile()
+	if err != nil {
+		return
+	}
+	st := callStrategy(cfg, hw, op, n, tin.Bytes, tout.Bytes)
+	if !collectives.Supports(collOp(op.Kind), st) {
+		report(op.pos.at("strategy"), fmt.Sprintf("%s %q: strategy %s does not implement %s; expected one of %s", op.Kind, op.Name, st, op.Kind, supporting(collOp(op.Kind))))
+	}
+	if op.Blocks > 0 && (st == collectives.NCCL || st == collectives.NCCLTree) {
+		report(op.pos.at("blocks"), fmt.Sprintf("%s %q: blocks applies to symmetric-memory kernels, and this call resolves to %s; remove blocks or name a symmetric strategy", op.Kind, op.Name, st))
+	}
+}
+
+// supporting lists the strategies that implement op.
+func supporting(op collectives.Op) string {
+	var out []string
+	for _, st := range collectives.Strategies {
+		if collectives.Supports(op, st) {
+			out = append(out, string(st))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// ncclOrderKey is the NCCL ordering domain of communicator comm under cfg,
+// as collectives.Comm orders its kernels: its own, or one for every
+// communicator with nccl-order implicit.
+func ncclOrderKey(cfg Config, comm string) string {
+	if cfg.NCCLOrder == "implicit" {
+		return "nccl:implicit"
+	}
+	return "nccl:" + comm
 }

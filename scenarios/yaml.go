@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -721,13 +722,14 @@ func (d *decoder) comm(n ast.Node) CommSpec {
 
 func (d *decoder) tensor(n ast.Node) TensorSpec {
 	t := TensorSpec{pos: posMap{}}
-	o := d.mapping(n, "tensor", "name", "bytes", "init", "init_per_rank", "output")
+	o := d.mapping(n, "tensor", "name", "bytes", "chunks", "init", "init_per_rank", "output")
 	o.record(t.pos)
 	o.require("name", "bytes")
 	t.Name = o.name("name")
 	if o.has("bytes") {
 		t.Bytes = o.int("bytes", 1, MaxTensorBytes)
 	}
+	t.Chunks = int(o.int("chunks", 1, MaxTensorChunks))
 	if v := o.get("init"); v != nil {
 		t.Init = o.values("init", v)
 	}
@@ -829,14 +831,42 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 	return p
 }
 
-var opKeys = []string{"kernel", "allreduce", "record", "wait", "sync", "stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy"}
+var opKeys = []string{"kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
+	"stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy", "blocks", "root", "peer"}
+
+// opStrategies are the strategy values an op may name: auto and every
+// concrete strategy of collectives.Strategies.
+var opStrategies = []string{"auto", "nccl", "nccl-tree", "multimem", "p2p-oneshot", "multimem-twoshot", "p2p-twoshot"}
+
+// opAllowed lists the keys each op kind takes.
+var opAllowed = map[OpKind][]string{
+	OpKernel:        {"kernel", "stream", "reads", "writes", "time", "weight"},
+	OpAllReduce:     {"allreduce", "stream", "comm", "in", "out", "strategy", "blocks"},
+	OpAllGather:     {"allgather", "stream", "comm", "in", "out", "strategy", "blocks"},
+	OpReduceScatter: {"reducescatter", "stream", "comm", "in", "out", "strategy", "blocks"},
+	OpAllToAll:      {"alltoall", "stream", "comm", "in", "out", "strategy", "blocks"},
+	OpBroadcast:     {"broadcast", "stream", "comm", "in", "out", "strategy", "blocks", "root"},
+	OpSend:          {"send", "stream", "comm", "in", "peer"},
+	OpRecv:          {"recv", "stream", "comm", "out", "peer"},
+	OpRecord:        {"record", "stream"},
+	OpWait:          {"wait", "stream"},
+	OpSync:          {"sync"},
+}
+
+func opKindList() string {
+	parts := make([]string, len(opKinds))
+	for i, k := range opKinds {
+		parts[i] = string(k)
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
 
 func (d *decoder) op(n ast.Node) OpSpec {
 	op := OpSpec{pos: posMap{}}
 	o := d.mapping(n, "op", opKeys...)
 	o.record(op.pos)
 	var kinds []string
-	for _, k := range []OpKind{OpKernel, OpAllReduce, OpRecord, OpWait, OpSync} {
+	for _, k := range opKinds {
 		if o.has(string(k)) {
 			kinds = append(kinds, string(k))
 			op.Kind = k
@@ -848,29 +878,23 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		if len(kinds) == 0 && len(o.vals) == 0 && len(d.list) > 0 {
 			return op
 		}
-		d.add(o.at, "op: expected exactly one of kernel, allreduce, record, wait or sync, got %d (%s)", len(kinds), strings.Join(kinds, ", "))
+		d.add(o.at, "op: expected exactly one of %s, got %d (%s)", opKindList(), len(kinds), strings.Join(kinds, ", "))
 		op.Kind = ""
 		return op
 	}
-	allowed := map[OpKind][]string{
-		OpKernel:    {"kernel", "stream", "reads", "writes", "time", "weight"},
-		OpAllReduce: {"allreduce", "stream", "comm", "in", "out", "strategy"},
-		OpRecord:    {"record", "stream"},
-		OpWait:      {"wait", "stream"},
-		OpSync:      {"sync"},
-	}[op.Kind]
+	allowed := opAllowed[op.Kind]
 	for _, k := range o.order {
 		ok := false
 		for _, a := range allowed {
 			ok = ok || a == k
 		}
 		if !ok {
-			d.add(o.kpos[k], "key %q does not apply to a %s op; expected one of: %s", k, op.Kind, strings.Join(allowed, ", "))
+			d.add(o.kpos[k], "key %q does not apply to %s %s op; expected one of: %s", k, article(string(op.Kind)), op.Kind, strings.Join(allowed, ", "))
 		}
 	}
 	op.Stream = o.name("stream")
-	switch op.Kind {
-	case OpKernel:
+	switch {
+	case op.Kind == OpKernel:
 		o.require("writes")
 		op.Reads = o.names("reads", 16)
 		op.Writes = o.names("writes", 16)
@@ -878,21 +902,59 @@ func (d *decoder) op(n ast.Node) OpSpec {
 			op.TimeNs = d.duration(v, "kernel time")
 		}
 		op.Weight = o.int("weight", 1, 1<<30)
-	case OpAllReduce:
+	case op.Kind.collective():
 		o.require("comm", "in", "out")
 		op.Comm = o.name("comm")
 		op.In = o.name("in")
 		op.Out = o.name("out")
 		if v := o.get("strategy"); v != nil {
 			op.Strategy = o.str("strategy")
-			switch op.Strategy {
-			case "auto", "nccl", "multimem", "p2p-oneshot":
-			default:
-				d.add(posOf(v), "allreduce strategy: %q; expected auto, nccl, multimem or p2p-oneshot", op.Strategy)
+			if op.Strategy != "" && !slices.Contains(opStrategies, op.Strategy) {
+				d.add(posOf(v), "%s strategy: %q; expected %s", op.Kind, op.Strategy, strings.Join(opStrategies, ", "))
+				op.Strategy = ""
+			}
+		}
+		op.Blocks = int(o.int("blocks", 1, MaxBlocks))
+		op.Root = int(o.int("root", 0, MaxRanks-1))
+	case op.Kind == OpSend || op.Kind == OpRecv:
+		key := "in"
+		if op.Kind == OpRecv {
+			key = "out"
+		}
+		o.require("comm", key, "peer")
+		op.Comm = o.name("comm")
+		op.In = o.name("in")
+		op.Out = o.name("out")
+		if v := o.get("peer"); v != nil {
+			if txt, ok := d.scalarText(v, string(op.Kind)+" peer"); ok {
+				if err := checkPeer(txt); err != nil {
+					d.add(posOf(v), "%s peer: %v", op.Kind, err)
+				} else {
+					op.Peer = txt
+				}
 			}
 		}
 	}
 	return op
+}
+
+// article is "an" before a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// checkPeer accepts next, prev or a communicator index.
+func checkPeer(s string) error {
+	if s == "next" || s == "prev" {
+		return nil
+	}
+	if v, err := strconv.Atoi(s); err == nil && v >= 0 && v < MaxRanks {
+		return nil
+	}
+	return fmt.Errorf("%q; expected next, prev or an index into the communicator's ranks (0..%d)", s, MaxRanks-1)
 }
 
 // verdicts a variant may expect.

@@ -87,6 +87,9 @@ func MarshalSpec(s *Spec) []byte {
 		for _, t := range s.Tensors {
 			p(1, "- name: %s", quote(t.Name))
 			p(2, "bytes: %d", t.Bytes)
+			if t.Chunks != 0 {
+				p(2, "chunks: %d", t.Chunks)
+			}
 			if len(t.Init) > 0 {
 				p(2, "init: %s", uints(t.Init))
 			}
@@ -191,11 +194,21 @@ func opLine(op OpSpec) string {
 		if op.Weight != 0 {
 			parts = append(parts, fmt.Sprintf("weight: %d", op.Weight))
 		}
-	case OpAllReduce:
+	case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast:
 		parts = append(parts, "comm: "+quote(op.Comm), "in: "+quote(op.In), "out: "+quote(op.Out))
 		if op.Strategy != "" {
 			parts = append(parts, "strategy: "+quote(op.Strategy))
 		}
+		if op.Blocks != 0 {
+			parts = append(parts, fmt.Sprintf("blocks: %d", op.Blocks))
+		}
+		if op.Kind == OpBroadcast && op.Root != 0 {
+			parts = append(parts, fmt.Sprintf("root: %d", op.Root))
+		}
+	case OpSend:
+		parts = append(parts, "comm: "+quote(op.Comm), "in: "+quote(op.In), "peer: "+knobVal(op.Peer))
+	case OpRecv:
+		parts = append(parts, "comm: "+quote(op.Comm), "out: "+quote(op.Out), "peer: "+knobVal(op.Peer))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
