@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -182,7 +183,7 @@ func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
 		t.putChoices(s.Choices)
 		s.Choices = nil
 	}
-	s.Outputs, s.OutHash = outputs(b.World, t.Provenance)
+	s.Outputs, s.OutHash = outputs(b, t.Provenance)
 	return s, nil
 }
 
@@ -212,11 +213,15 @@ func (t *Target) putChoices(r []sim.Choice) {
 }
 
 // outputs hashes every rank's output tensors (Buffer.Output, in allocation
-// order) and, with keep, collects them with their provenance. The hash is
-// FNV-1a of "rank|name|[v0 v1 …];" per tensor, written with strconv: the
-// same bytes fmt's "%d|%s|%v;" wrote, at a fraction of the cost (it ran
-// for every schedule).
-func outputs(w *ranks.World, keep bool) ([]RankOutputs, string) {
+// order) and, with keep, collects them with their provenance. A program
+// that marks no tensor as an output is judged on every tensor the verdict
+// compares (b.Compare: each rank's, in program order), so its outcomes are
+// those tensors: schedules with different verdicts never share an outcome
+// for want of anything to hash. The hash is FNV-1a of "rank|name|[v0 v1
+// …];" per tensor, written with strconv: the same bytes fmt's "%d|%s|%v;"
+// wrote, at a fraction of the cost (it ran for every schedule).
+func outputs(b *scenarios.Built, keep bool) ([]RankOutputs, string) {
+	w := b.World
 	var byRank []RankOutputs
 	if keep {
 		byRank = make([]RankOutputs, w.N)
@@ -226,10 +231,7 @@ func outputs(w *ranks.World, keep bool) ([]RankOutputs, string) {
 	}
 	h := fnv.New64a()
 	var line []byte
-	for _, b := range w.Buffers() {
-		if !b.Output || b.Sym != nil {
-			continue
-		}
+	add := func(b *ranks.Buffer) {
 		line = strconv.AppendInt(line[:0], int64(b.Rank), 10)
 		line = append(append(append(line, '|'), b.Name...), '|', '[')
 		for c, v := range b.Vals {
@@ -240,7 +242,7 @@ func outputs(w *ranks.World, keep bool) ([]RankOutputs, string) {
 		}
 		h.Write(append(line, ']', ';'))
 		if !keep {
-			continue
+			return
 		}
 		vals := make([]uint64, len(b.Vals))
 		prov := make([]string, len(b.Vals))
@@ -249,6 +251,23 @@ func outputs(w *ranks.World, keep bool) ([]RankOutputs, string) {
 		}
 		byRank[b.Rank].Outputs[b.Name] = vals
 		byRank[b.Rank].Provenance[b.Name] = prov
+	}
+	marked := false
+	for _, b := range w.Buffers() {
+		if !b.Output || b.Sym != nil {
+			continue
+		}
+		marked = true
+		add(b)
+	}
+	if !marked {
+		for _, bufs := range b.Compare {
+			for i, x := range bufs {
+				if !slices.Contains(bufs[:i], x) { // an in-place op lists its tensor again
+					add(x)
+				}
+			}
+		}
 	}
 	return byRank, fmt.Sprintf("%016x", h.Sum64())
 }

@@ -1,0 +1,37 @@
+package explore_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/explore"
+)
+
+// TestOutcomesFollowTheVerdict: symm-two-streams-one-group marks no tensor
+// as an output, so its verdict compares every tensor it writes; its
+// outcomes must then tell a corrupted schedule from a clean one. Schedules
+// that share an outcome hash agree on whether they corrupt (corruption is
+// a difference in exactly the values the hash covers), and the exploration
+// finds more than one outcome.
+func TestOutcomesFollowTheVerdict(t *testing.T) {
+	tg, err := explore.NewTarget("symm-two-streams-one-group", "co-resident", nil)
+	require.NoError(t, err)
+	s, err := explore.New("random", tg, 1)
+	require.NoError(t, err)
+	sum, err := explore.Explore(tg, s, 1, explore.Options{Budget: 120, Shard: explore.Shard{Index: 0, Count: 1}})
+	require.NoError(t, err)
+	require.Greater(t, sum.Findings[check.Corruption], 0, "some schedule corrupts")
+	require.Less(t, sum.Findings[check.Corruption], sum.Schedules, "some schedule does not")
+	corrupt := map[string]bool{}
+	for _, r := range sum.Records {
+		c := slices.Contains(r.Kinds, check.Corruption)
+		if prev, ok := corrupt[r.OutHash]; ok {
+			require.Equal(t, prev, c, "schedule %d: outcome %s holds corrupted and clean schedules", r.Index, r.OutHash)
+		}
+		corrupt[r.OutHash] = c
+	}
+	require.Greater(t, len(sum.Outcomes), 1)
+}
