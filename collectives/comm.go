@@ -28,6 +28,14 @@ type Comm struct {
 	// every communicator with the option run in host program order on a GPU,
 	// not only those of one communicator (usage/communicators.rst).
 	ImplicitOrder bool
+	// GraphUnordered drops the communicator's launch order inside CUDA
+	// graphs: kernels captured on different streams get no edge from it,
+	// so replays are not serialized across streams. That is RCCL's graph
+	// path (rocm/rccl #2179: the launchOrder strong stream is bypassed when
+	// capturing; 4 streams replaying graphs on one communicator deadlock).
+	// NCCL itself orders captured kernels too (src/enqueue.cc
+	// ncclLaunchPrepare under capture; NCCL_GRAPH_STREAM_ORDERING, env.rst).
+	GraphUnordered bool
 	// WorkspaceChunks and PadSlots size the symmetric workspace and signal
 	// pad when set before the first call (defaults: the tensor chunk count
 	// and one block's slots); all-gather and all-to-all need group size ×
@@ -104,12 +112,14 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 	if in.Chunks() != c.chunks || out.Chunks() != c.chunks {
 		return nil, fmt.Errorf("all-reduce %q: tensors have %d/%d chunks, communicator %q expects %d", call, in.Chunks(), out.Chunks(), c.Name, c.chunks)
 	}
+	// One ring, one block (the model's NCCL uses one channel); a one-shot
+	// kernel synchronizes block 0 only. Both spin on their peers.
 	k := &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/" + string(s), GroupSize: len(c.Group),
-		Sig: Call{Op: AllReduce, In: in}.Sig()}
+		Sig: Call{Op: AllReduce, In: in}.Sig(), Blocks: 1, Spins: true}
 	switch s {
 	case NCCL:
 		k.Gen = c.ring(i, in, out)
-		k.OrderKey = c.orderKey()
+		k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
 		k.Exclusive = NCCLExclusive
 	case Multimem, P2POneShot:
 		k.Instrs = c.oneShot(i, call, s, in, out)

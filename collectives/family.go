@@ -143,10 +143,15 @@ func (c *Comm) Collective(rank int, call Call) (*ranks.KernelSpec, error) {
 		return nil, fmt.Errorf("%s %q: strategy %q does not implement %s (see collectives.Supports)", call.Op, call.Name, call.Strategy, call.Op)
 	}
 	blocks := max(call.Blocks, 1)
-	k := &ranks.KernelSpec{Name: call.Name, Coll: call.Name, Kind: string(call.Op) + "/" + string(call.Strategy), Sig: call.Sig(), GroupSize: n}
+	// Every collective kernel spins on its peers while resident, with one
+	// block per channel (NCCL: src/enqueue.cc launches nChannels blocks;
+	// PyTorch's symmetric-memory kernels: one block per channel of the
+	// grid, blockIdx naming its signal slots). See ranks/residency.go.
+	k := &ranks.KernelSpec{Name: call.Name, Coll: call.Name, Kind: string(call.Op) + "/" + string(call.Strategy), Sig: call.Sig(), GroupSize: n,
+		Blocks: blocks, Spins: true}
 	switch call.Strategy {
 	case NCCL, NCCLTree:
-		k.OrderKey = c.orderKey()
+		k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
 		k.Exclusive = NCCLExclusive
 		if call.Strategy == NCCLTree {
 			k.Instrs = c.treeAllReduce(i, call)

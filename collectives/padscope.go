@@ -131,7 +131,9 @@ func (a *SymmAlloc) OneShot(rank int, g Group, call string, channels, lo int, in
 	}
 	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: "p2p-reduce", Dst: out, N: C, Srcs: srcs, Dur: ranks.Bytes(in.Bytes*int64(n-1), hw.NVLink) + ranks.Bytes(in.Bytes, hw.HBM)})
 	prog = append(prog, a.barrier(g, gi, channels, "barrier-exit")...)
-	return &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/symm-oneshot", Instrs: prog}, nil
+	// Its grid: one block per channel, spinning at the barriers while
+	// resident (ranks/residency.go).
+	return &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/symm-oneshot", Instrs: prog, Blocks: channels, Spins: true}, nil
 }
 
 // Aliases lists the pad slots that members of two different groups signal

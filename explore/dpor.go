@@ -112,7 +112,7 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 		d.res, d.names = map[resKey]int32{}, map[string]uint64{}
 	}
 	d.cur = &dporRun{d: d, prefix: d.prefix, branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
-		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: map[ranks.ActorID]int{}}
+		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: map[ranks.ActorID]int{}, woken: map[ranks.ActorID]bool{}}
 	return d.cur, 0, true
 }
 
@@ -172,6 +172,9 @@ func (r *dporRun) attempt(st *ranks.Step) {
 	if r.blocked {
 		return
 	}
+	if len(st.Takes) > 0 {
+		r.woken[st.Actor] = true
+	}
 	acc := r.accesses(st, r.local[st.Actor] == 0, false)
 	r.pseudo = append(r.pseudo, pseudoStep{pos: len(r.steps),
 		step: dstep{actor: st.Actor, acc: acc, local: r.local[st.Actor] + 1, pseudo: true, node: -1}})
@@ -214,9 +217,30 @@ const (
 	classWait
 	classSend
 	classRecv
+	classAcquire // a kernel taking a pool to become resident (ranks/residency.go)
 	classProduce // issue / completion: enables the consumer
 	classConsume
+	classRelease // a kernel's completion giving its pool back
+	classAcquireWoken
 )
+
+// reversible reports whether a conflict between an earlier access of class a
+// and a later one of class b is a race that could go the other way. Same
+// class: yes. A release and a later acquire: only when the acquiring kernel
+// was not waiting on the pool (it did not spin on it): then it could have
+// become resident before the release.
+func reversible(a, b uint8) bool {
+	if a == classAcquireWoken {
+		a = classAcquire
+	}
+	switch {
+	case b == classAcquireWoken:
+		return a == classAcquire
+	case a == classRelease && b == classAcquire:
+		return true
+	}
+	return a == b
+}
 
 type resKey struct {
 	kind uint8
@@ -232,6 +256,7 @@ const (
 	resFifoFree
 	resIssued
 	resDone
+	resPool
 )
 
 // dporRun is the chooser of one execution.
@@ -255,6 +280,9 @@ type dporRun struct {
 	recvd   map[*ranks.Fifo]int
 	local   map[ranks.ActorID]int
 	pseudo  []pseudoStep
+	// woken: actors that spun waiting for residency (their take, when it
+	// comes, was enabled by a release)
+	woken map[ranks.ActorID]bool
 }
 
 // Attach implements [Attacher].
@@ -406,8 +434,33 @@ func (r *dporRun) accesses(st *ranks.Step, first, commit bool) []access {
 			out = r.add(out, resKey{kind: resDone, a: uint64(d)}, false, classConsume)
 		}
 	}
+	// Residency: becoming resident takes a contended pool (a write: it may
+	// leave another kernel short); completing gives it back (a read: two
+	// releases commute, and every later take is ordered after it).
+	// Uncontended pools never make a kernel wait: their hand-outs commute
+	// and are left out.
+	for _, p := range st.Takes {
+		if p.Contended {
+			cls := classAcquire
+			if r.woken[st.Actor] {
+				cls = classAcquireWoken
+			}
+			out = r.add(out, resKey{kind: resPool, a: uint64(p.Pool)}, true, cls)
+		}
+	}
+	if st.Kind == ranks.StepComplete {
+		for _, p := range st.Returns {
+			if p.Contended {
+				out = r.add(out, resKey{kind: resPool, a: uint64(p.Pool)}, false, classRelease)
+			}
+		}
+	}
 	switch st.Kind {
 	case ranks.StepIssue:
+		// A host issuing after a host sync consumes the sync's completion.
+		for _, d := range st.Deps {
+			out = r.add(out, resKey{kind: resDone, a: uint64(d)}, false, classConsume)
+		}
 		for _, a := range st.Issues {
 			out = r.add(out, resKey{kind: resIssued, a: uint64(a)}, true, classProduce)
 		}
@@ -490,7 +543,7 @@ func (d *DPOR) analyse(steps []dstep) {
 	type rstate struct {
 		lastW   int
 		reads   []int
-		lastCls [classRecv + 1]int // last step of each sync class on it (+1; 0: none)
+		lastCls [classAcquire + 1]int // last step of each sync class on it (+1; 0: none)
 	}
 	rs := map[int32]*rstate{}
 	lastOf := make([]int, na)
@@ -533,19 +586,19 @@ func (d *DPOR) analyse(steps []dstep) {
 			structural := ac.class == classConsume || ac.class == classProduce
 			if st.lastW >= 0 {
 				w := st.lastW
-				addPred(w, true, classOf(steps[w], ac.res) == ac.class, structural, true)
+				addPred(w, true, reversible(classOf(steps[w], ac.res), ac.class), structural, true)
 			}
 			if ac.write {
 				for _, rd := range st.reads {
-					addPred(rd, true, classOf(steps[rd], ac.res) == ac.class, structural, true)
+					addPred(rd, true, reversible(classOf(steps[rd], ac.res), ac.class), structural, true)
 				}
 			}
 			// The last step of the same sync class is a race candidate even
 			// when a step of another class came between (a flag consumed by
 			// one waiter and set again by a put that spun on it): another
 			// waiter could have consumed the first flag.
-			if ac.class >= classPut && ac.class <= classRecv {
-				if c := st.lastCls[ac.class] - 1; c >= 0 && c != st.lastW {
+			if cls := syncClass(ac.class); cls >= classPut && cls <= classAcquire {
+				if c := st.lastCls[cls] - 1; c >= 0 && c != st.lastW {
 					addPred(c, true, true, false, false)
 				}
 			}
@@ -590,8 +643,8 @@ func (d *DPOR) analyse(steps []dstep) {
 		// Update resource states.
 		for _, ac := range sj.acc {
 			st := rs[ac.res]
-			if ac.class >= classPut && ac.class <= classRecv {
-				st.lastCls[ac.class] = j + 1
+			if cls := syncClass(ac.class); cls >= classPut && cls <= classAcquire {
+				st.lastCls[cls] = j + 1
 			}
 			if ac.write {
 				st.lastW = j
@@ -602,6 +655,14 @@ func (d *DPOR) analyse(steps []dstep) {
 		}
 		lastOf[sj.a] = j
 	}
+}
+
+// syncClass folds a woken acquire into acquires.
+func syncClass(c uint8) uint8 {
+	if c == classAcquireWoken {
+		return classAcquire
+	}
+	return c
 }
 
 func classOf(s dstep, res int32) uint8 {

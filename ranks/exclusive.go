@@ -5,61 +5,6 @@ import (
 	"strings"
 )
 
-// exclKey is one Exclusive resource of one rank.
-type exclKey struct {
-	rank int
-	key  string
-}
-
-type exclState struct {
-	holder  int32 // task id, -1 when free
-	waiters []int32
-}
-
-// acquire takes t's Exclusive resource, if it has one. It returns false when
-// another task holds it: t stays pending and is woken on release.
-func (w *World) acquire(t *task) bool {
-	if t.op == nil || t.op.Kind != Launch || t.op.Kernel.Exclusive == "" {
-		return true
-	}
-	if w.excl == nil {
-		w.excl = map[exclKey]*exclState{}
-	}
-	k := exclKey{t.rank, t.op.Kernel.Exclusive}
-	s, ok := w.excl[k]
-	if !ok {
-		s = &exclState{holder: -1}
-		w.excl[k] = s
-	}
-	if s.holder < 0 || s.holder == t.id {
-		s.holder = t.id
-		t.heldBy = 0
-		return true
-	}
-	t.heldBy = s.holder + 1
-	s.waiters = append(s.waiters, t.id)
-	return false
-}
-
-// release frees t's Exclusive resource and wakes the first waiter (FIFO,
-// so the order is deterministic).
-func (w *World) release(t *task) {
-	if t.op == nil || t.op.Kind != Launch || t.op.Kernel.Exclusive == "" {
-		return
-	}
-	s := w.excl[exclKey{t.rank, t.op.Kernel.Exclusive}]
-	if s == nil || s.holder != t.id {
-		return
-	}
-	s.holder = -1
-	if len(s.waiters) > 0 {
-		id := s.waiters[0]
-		s.waiters = s.waiters[1:]
-		s.holder = id
-		w.eng.Schedule(w.eng.Now(), w.key(w.tasks[id]), int32(w.N)+id)
-	}
-}
-
 // noteTalk marks t as having communicated when in touches a peer.
 func (w *World) noteTalk(t *task, in *Instr) {
 	if !t.talked {

@@ -678,9 +678,7 @@ func (w *World) hangFinding() *Finding {
 	edges := func(t *task) []int32 {
 		var out []int32
 		if t.state == pending {
-			if t.heldBy > 0 {
-				out = append(out, t.heldBy-1)
-			}
+			out = append(out, w.waitEdges(t)...)
 			for _, d := range t.deps {
 				if w.tasks[d].state != done {
 					out = append(out, d)
@@ -698,6 +696,13 @@ func (w *World) hangFinding() *Finding {
 			if p := w.partner(stuck, t, br.rank); p >= 0 {
 				out = append(out, p)
 				continue
+			}
+			// a peer kernel kept off its GPU by residency comes first:
+			// what it would send is held up by whoever holds its SMs
+			for _, u := range stuck {
+				if u.rank == br.rank && u.state == pending && u.heldBy > 0 {
+					out = append(out, u.id)
+				}
 			}
 			for _, u := range stuck {
 				if u.rank == br.rank && u.state != pending && u.id != t.id {
@@ -732,7 +737,7 @@ func (w *World) hangFinding() *Finding {
 		case t.state == blocked || (t.state == running && t.blockReason() != ""):
 			s += " blocked on " + t.blockReason() + w.peerDone(stuck, t)
 		case t.state == pending && t.heldBy > 0:
-			s += fmt.Sprintf(" waits for the GPU: %s holds %q", w.taskName(t.heldBy-1), t.op.Kernel.Exclusive)
+			s += " " + w.residencyReason(t)
 		case t.state == pending:
 			s += " waits for its dependencies"
 		}

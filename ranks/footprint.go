@@ -67,6 +67,9 @@ type Step struct {
 	Deps []ActorID
 	// Issues are the tasks a StepIssue creates.
 	Issues []ActorID
+	// Takes are the pools a kernel's first step draws from to become
+	// resident (residency.go); Returns, the pools its completion gives back.
+	Takes, Returns []PoolUse
 }
 
 // ActorOf returns the stable identity of the engine actor a (an Item's
@@ -87,6 +90,13 @@ func (w *World) NextStep(a int32) Step {
 		h := &w.hosts[r]
 		st := Step{Actor: HostActor(r), Rank: r, Kind: StepIssue}
 		if w.cfg.Mode == Eager {
+			// After a host sync the host issues only once the sync's task
+			// completed: that completion enables this step (hostsync.go).
+			if h.next > 0 && w.progs[r].Ops[h.nodes[h.next-1].op].Kind == Sync {
+				if id := h.base[h.next-1]; id >= 0 {
+					st.Deps = []ActorID{w.taskActor(w.tasks[id])}
+				}
+			}
 			if h.next < len(h.nodes) {
 				st.Issues = []ActorID{TaskActor(r, 0, h.nodes[h.next].op)}
 			}
@@ -105,7 +115,12 @@ func (w *World) NextStep(a int32) Step {
 	for _, d := range t.deps {
 		st.Deps = append(st.Deps, w.taskActor(w.tasks[d]))
 	}
+	if t.state == pending {
+		st.Takes = w.poolUses(t, true)
+		st.Block = !w.fits(t)
+	}
 	if t.op == nil || t.op.Kind != Launch || t.pc >= t.op.Kernel.Len() {
+		st.Returns = w.poolUses(t, false)
 		return st
 	}
 	var scratch *Instr
@@ -117,6 +132,9 @@ func (w *World) NextStep(a int32) Step {
 		in = own(in, scratch)
 	}
 	st.Kind, st.Instr = StepInstr, in
+	if st.Block {
+		return st // waiting for residency: it would not reach the micro-op
+	}
 	switch in.Op {
 	case OpPut:
 		st.Block = w.padOf(in.Pad).Slots[in.Slot].val != 0
@@ -142,7 +160,7 @@ func (b *Buffer) BufferID() int { return int(b.id) }
 func (w *World) Blocked() []int32 {
 	var out []int32
 	for _, t := range w.tasks {
-		if t.state == blocked {
+		if t.state == blocked || (t.state == pending && t.heldBy > 0) {
 			out = append(out, int32(w.N)+t.id)
 		}
 	}

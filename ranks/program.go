@@ -55,6 +55,9 @@ type KernelSpec struct {
 	// same key on this rank in host issue order, whatever the stream — NCCL's
 	// per-communicator strong stream (src/enqueue.cc ncclLaunchPrepare).
 	OrderKey string
+	// OrderEagerOnly limits OrderKey to eager launches: under graph capture
+	// the library adds no edge (RCCL's graph path, rocm/rccl #2179).
+	OrderEagerOnly bool
 	// Kind is a free-form label for reports ("gemm", "allreduce/multimem").
 	Kind string
 	// Sig is the call's signature as peers see it (op and count); ghost
@@ -256,7 +259,7 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 				n.deps = append(n.deps, r)
 			}
 		case Launch:
-			if k := op.Kernel.OrderKey; k != "" {
+			if k := op.Kernel.OrderKey; k != "" && !(capture && op.Kernel.OrderEagerOnly) {
 				if t, ok := orderTail[k]; ok {
 					n.deps = append(n.deps, t)
 				}

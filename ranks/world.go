@@ -19,6 +19,9 @@ type Config struct {
 	MaxFindings int
 	// Timeline records a Span per task (see World.Spans).
 	Timeline bool
+	// SMs is each GPU's streaming multiprocessors for residency
+	// (residency.go); 0 does not count them.
+	SMs int
 }
 
 // Jitter multipliers (per mille) offered to the chooser for each duration;
@@ -97,8 +100,8 @@ type World struct {
 	spans      []Span
 	tl         flowLog // timeline hooks (flows.go)
 
-	excl    map[exclKey]*exclState // Exclusive kernels (exclusive.go)
-	dropped map[string]int         // dropped finding index by kernel name
+	res     *residency     // SM and Exclusive pools (residency.go)
+	dropped map[string]int // dropped finding index by kernel name
 }
 
 type taskState uint8
@@ -143,7 +146,7 @@ type task struct {
 	end      sim.Time
 	done     *VC
 	phases   []Phase
-	heldBy   int32 // Exclusive: 1 + id of the task holding the resource (0: none)
+	heldBy   int32 // waiting for residency: 1 + the pool it waits on (0: none; residency.go)
 	nameID   int32 // 1 + interned (op, stream) name, 0: not yet (exec.go)
 	streamID int32 // 1 + interned stream name, 0: not yet (exec.go)
 	_        [4]byte
@@ -313,6 +316,7 @@ func (w *World) Run() (*Result, error) {
 		w.shared = sharedLanes(w.progs, w.laneBase, nl, w.bufs)
 	}
 	w.allocShadows()
+	w.initResidency()
 	for _, s := range w.shared {
 		w.anyShared = w.anyShared || s
 	}

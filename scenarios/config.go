@@ -37,6 +37,8 @@ type Config struct {
 	NCCLOrder string `json:"nccl_order,omitempty"`
 	Blocks    int    `json:"blocks,omitempty"`
 	Engines   string `json:"engines,omitempty"`
+	// SMs overrides the profile's SM count for residency (0: the profile's).
+	SMs int `json:"sms,omitempty"`
 	// Bug holds the knobs of the bug-class built-ins (family.go).
 	Bug BugKnobs `json:"bug,omitzero"`
 }
@@ -162,7 +164,14 @@ func (c *Config) Summary() string {
 func (c *Config) World() int { return c.TP * max(c.DP, 1) }
 
 // Profile is the hardware profile for Arch.
-func (c *Config) Profile() (ranks.Profile, error) { return ranks.ProfileFor(c.Arch) }
+// Profile is the hardware profile of c.Arch, with c.SMs SMs when set.
+func (c *Config) Profile() (ranks.Profile, error) {
+	p, err := ranks.ProfileFor(c.Arch)
+	if err == nil && c.SMs > 0 {
+		p.SMs = c.SMs
+	}
+	return p, err
+}
 
 func (c *Config) strategy() (collectives.Strategy, error) {
 	return collectives.ParseStrategy(c.Strategy)

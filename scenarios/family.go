@@ -47,7 +47,7 @@ func init() {
 		enumKnob("routed_dtype", "aux-stream-lifetime: routed output bf16 (fits the freed block) or fp32 (twice the size: a new block)", []string{"bf16", "fp32"}, func(c *Config) *string { return &c.Bug.RoutedDtype }),
 		enumKnob("stream_guard", "symm-two-streams-one-group: GroupStreamGuard makes a group's pad op on a new stream wait for the previous one", onOff, func(c *Config) *string { return &c.Bug.StreamGuard }),
 		enumKnob("host_sync", "symm-two-streams-one-group: host stream synchronize after issuing the first collective", onOff, func(c *Config) *string { return &c.Bug.HostSync }),
-		enumKnob("coresident", "symm-two-streams-one-group: the GPU runs both spinning one-shot kernels at once (both), or one at a time (one: the first grid holds the SMs; CUDA does not promise concurrent kernels)", []string{"both", "one"}, func(c *Config) *string { return &c.Bug.Coresident }),
+		enumKnob("coresident", "symm-two-streams-one-group: the one-shot kernels' grids: one block per channel (both: two grids fit a GPU at once), or one block per SM of the profile (one: the first grid holds every SM while it spins; --set sms= above twice the profile's count makes room for both)", []string{"both", "one"}, func(c *Config) *string { return &c.Bug.Coresident }),
 	)
 }
 
@@ -77,7 +77,7 @@ func newFam(cfg Config, opt BuildOptions, eng *sim.Engine, streams, events []str
 	if cfg.Mode == "eager" || opt.Reference {
 		mode = ranks.Eager
 	}
-	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
+	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}, eng)
 	f := &famBuilder{cfg: cfg, hw: hw, w: w, ref: opt.Reference}
 	for range cfg.TP {
 		p := &ranks.Program{Streams: append([]string(nil), streams...), Events: append([]string(nil), events...)}

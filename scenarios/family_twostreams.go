@@ -54,6 +54,10 @@ func buildTwoStreams(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, err
 		return nil, err
 	}
 	f.forkJoin = true
+	gridFill, err := ranks.ProfileFor(cfg.Arch) // the profile's own SM count, whatever sms= says
+	if err != nil {
+		return nil, err
+	}
 	C := cfg.Chunks
 	group := collectives.Group{Name: "tp", Ranks: make([]int, cfg.TP)}
 	for i := range group.Ranks {
@@ -103,9 +107,12 @@ func buildTwoStreams(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, err
 					return nil, err
 				}
 				if cfg.Bug.Coresident == "one" {
-					// A spinning grid that fills the GPU: the next one-shot
-					// kernel starts only when it ends (ranks/exclusive.go).
-					k.Exclusive = "sm"
+					// A grid sized to fill the GPU: one block per SM of
+					// the profile. It spins at its barriers holding them,
+					// so the other one-shot kernel becomes resident only
+					// when it ends (ranks/residency.go), unless --set sms=
+					// gives the GPU room for both grids.
+					k.Blocks = gridFill.SMs
 				}
 				if cfg.Bug.StreamGuard == "on" && last >= 0 && last != c.stream {
 					// GroupStreamGuard: the new stream waits on the previous

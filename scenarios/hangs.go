@@ -164,9 +164,10 @@ func buildTwoComms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 	}
 	n := cfg.TP
 	implicit := cfg.NCCLOrder == "implicit"
+	gu := cfg.NCCLOrder == "graph-unordered"
 	p := &collPlan{n: n, replays: cfg.Replays, streams: []string{"s1", "s2"}, comms: []commSpec{
-		{name: "tp", group: allRanks(n), strategy: s, implicit: implicit},
-		{name: "ep", group: allRanks(n), strategy: s, implicit: implicit},
+		{name: "tp", group: allRanks(n), strategy: s, implicit: implicit, graphUnordered: gu},
+		{name: "ep", group: allRanks(n), strategy: s, implicit: implicit, graphUnordered: gu},
 	}}
 	short, long := 2*sim.Microsecond, 40*sim.Microsecond
 	for r := range n {
@@ -193,6 +194,9 @@ func buildTwoComms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 	order := "per communicator"
 	if implicit {
 		order = "implicit (host program order across communicators)"
+	}
+	if gu {
+		order = "per communicator when eager, none inside a CUDA graph (RCCL's graph path)"
 	}
 	b.Notes = append(b.Notes, fmt.Sprintf("A on tp, B on ep → %s; NCCL launch order: %s", s, order))
 	return b, nil

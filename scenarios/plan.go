@@ -28,6 +28,8 @@ type commSpec struct {
 	group    []int
 	strategy collectives.Strategy
 	implicit bool
+	// graphUnordered: nccl-order=graph-unordered (Comm.GraphUnordered)
+	graphUnordered bool
 }
 
 // cstep is one host step: a compute kernel of duration work, or a
@@ -57,12 +59,13 @@ func (p *collPlan) build(hw ranks.Profile, opt BuildOptions, eng *sim.Engine, mo
 	if opt.Reference {
 		progs, mode = p.ref, ranks.Eager
 	}
-	w := ranks.NewWorld(p.n, ranks.Config{Mode: mode, Replays: p.replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
+	w := ranks.NewWorld(p.n, ranks.Config{Mode: mode, Replays: p.replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}, eng)
 	comms := map[string]*collectives.Comm{}
 	specs := map[string]commSpec{}
 	for _, cs := range p.comms {
 		c := collectives.NewComm(w, cs.name, cs.group, collectives.SharedWorkspace, hw, 1)
 		c.ImplicitOrder = cs.implicit
+		c.GraphUnordered = cs.graphUnordered
 		// Size the symmetric workspace and pad for the largest call.
 		for _, prog := range [][][]cstep{p.progs, p.ref} {
 			for _, steps := range prog {

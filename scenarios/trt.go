@@ -221,7 +221,7 @@ func buildEngines(cfg Config, opt BuildOptions, eng *sim.Engine, g *streamsched.
 	if opt.Reference {
 		launch = hw.Launch
 	}
-	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: ranks.Eager, LaunchCost: launch, EventCost: hw.EventOp, Timeline: opt.Timeline}, eng)
+	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: ranks.Eager, LaunchCost: launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}, eng)
 	gc := &groupComms{w: w, hw: hw, chunks: cfg.Chunks, groups: groups, made: map[string]*collectives.Comm{}}
 	b := &Built{World: w}
 	if part != nil && len(part.BuildErrors) > 0 {

@@ -1,0 +1,257 @@
+package ranks
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Residency: a kernel runs only once it is resident on its GPU, and it is
+// resident only when what it needs fits in what the GPU has free.
+//
+// The model counts at SM granularity: each block of a kernel that declares
+// Blocks occupies one SM while resident. A collective's block is large (NCCL
+// runs 512–640 threads per channel block with most of the SM's shared memory
+// for its FIFOs, src/device/common.h; PyTorch's symmetric-memory kernels use
+// up to 1024 threads per block), so two such blocks rarely share an SM, and
+// counting SMs keeps the knob a user checks against a datasheet (Profile.SMs,
+// or --set sms=) instead of occupancy tables per kernel. What it does not
+// model: block slots per SM (several small blocks on one SM), partial
+// residency (a grid that starts some blocks and waits for SMs for the rest:
+// here a spinning grid is resident whole or not at all), and the hardware's
+// block scheduler order (any waiting kernel may take freed SMs; exploration
+// tries each).
+//
+// The rule, for a kernel on its rank:
+//   - Spins (it waits on peers while holding its SMs): it needs
+//     min(Blocks, SMs) free SMs to become resident and holds them until it
+//     completes, so a kernel queued behind it for SMs waits on its peers too.
+//   - not Spins, Blocks > 0: its blocks run in waves as SMs free up and
+//     retire on their own, so it holds none; it waits only while every SM is
+//     held (it cannot start a single block).
+//   - Blocks == 0: it fits anywhere.
+//   - Exclusive key: a pool of one slot per (rank, key), held until
+//     completion: NCCL's one-kernel-at-a-time worst case
+//     (collectives.NCCLExclusive) is this rule with a capacity of one.
+//
+// Config.SMs == 0 means the GPU's SMs are not counted (only Exclusive keys
+// are). Which waiting kernel takes freed SMs is a scheduling choice: a
+// release wakes every waiter and the engine's order (timed) or the chooser
+// (untimed) decides which one steps first; the others wait again. Taking
+// and releasing a pool are steps in DPOR's footprint ([Step.Pools]).
+
+// pool is one resource of one rank that kernels draw from.
+type pool struct {
+	rank    int
+	key     string // "" for the rank's SMs, else the Exclusive key
+	cap     int
+	free    int
+	holders []int32 // task ids holding a share, in acquisition order
+	waiters []int32
+	// contended: the kernels that can draw from the pool need more than it
+	// has, summed over the whole run; an uncontended pool never makes a
+	// kernel wait, so its hand-outs commute (DPOR leaves them out).
+	contended bool
+}
+
+// residency is every rank's pools; ids are stable for a program (pools are
+// made in rank, then program order), so an explorer can name them.
+type residency struct {
+	pools []pool
+	sm    []int32          // per rank: the SM pool, or -1
+	excl  map[string]int32 // rank/key → Exclusive pool
+}
+
+// usesResidency reports whether k draws from a pool at all.
+func (w *World) demand(k *KernelSpec) (sms int, hold bool) {
+	if w.cfg.SMs <= 0 || k.Blocks <= 0 {
+		return 0, false
+	}
+	if k.Spins {
+		return min(k.Blocks, w.cfg.SMs), true
+	}
+	return 1, false
+}
+
+// initResidency makes the pools of the programs: called by Run.
+func (w *World) initResidency() {
+	rs := &residency{sm: make([]int32, w.N), excl: map[string]int32{}}
+	mult := 1
+	if w.cfg.Mode == Graph {
+		mult = w.cfg.Replays
+	}
+	for r, p := range w.progs {
+		rs.sm[r] = -1
+		if w.cfg.SMs > 0 {
+			rs.sm[r] = int32(len(rs.pools))
+			rs.pools = append(rs.pools, pool{rank: r, cap: w.cfg.SMs, free: w.cfg.SMs})
+		}
+		need := 0
+		for _, op := range p.Ops {
+			if op.Kind != Launch {
+				continue
+			}
+			if n, _ := w.demand(op.Kernel); n > 0 {
+				need += n * mult
+			}
+			if key := op.Kernel.Exclusive; key != "" {
+				id, ok := rs.excl[exclName(r, key)]
+				if !ok {
+					id = int32(len(rs.pools))
+					rs.excl[exclName(r, key)] = id
+					rs.pools = append(rs.pools, pool{rank: r, key: key, cap: 1, free: 1})
+				}
+				pl := &rs.pools[id]
+				pl.contended = pl.contended || pl.free < pl.cap || mult > 1
+				pl.free-- // counts demand here; reset below
+			}
+		}
+		if rs.sm[r] >= 0 {
+			rs.pools[rs.sm[r]].contended = need > w.cfg.SMs
+		}
+	}
+	for i := range rs.pools {
+		rs.pools[i].free = rs.pools[i].cap
+	}
+	w.res = rs
+}
+
+func exclName(rank int, key string) string { return fmt.Sprint(rank, "/", key) }
+
+// kernelPools returns the pools t draws from: its rank's SMs (-1: none) and
+// its Exclusive pool (-1: none), with the SMs it needs free and whether it
+// holds them.
+func (w *World) kernelPools(t *task) (sm int32, need int, hold bool, ex int32) {
+	sm, ex = -1, -1
+	if t.op == nil || t.op.Kind != Launch {
+		return
+	}
+	k := t.op.Kernel
+	if need, hold = w.demand(k); need > 0 {
+		sm = w.res.sm[t.rank]
+	}
+	if k.Exclusive != "" {
+		ex = w.res.excl[exclName(t.rank, k.Exclusive)]
+	}
+	return
+}
+
+// fits reports whether t could become resident now.
+func (w *World) fits(t *task) bool {
+	sm, need, _, ex := w.kernelPools(t)
+	if sm >= 0 && w.res.pools[sm].free < need {
+		return false
+	}
+	if ex >= 0 && w.res.pools[ex].free < 1 {
+		return false
+	}
+	return true
+}
+
+// acquire makes t resident if it fits. It returns false when it does not:
+// t stays pending, waiting on the first pool that is short, and is woken
+// when that pool is released.
+func (w *World) acquire(t *task) bool {
+	sm, need, hold, ex := w.kernelPools(t)
+	if sm < 0 && ex < 0 {
+		return true
+	}
+	short := int32(-1)
+	if sm >= 0 && w.res.pools[sm].free < need {
+		short = sm
+	} else if ex >= 0 && w.res.pools[ex].free < 1 {
+		short = ex
+	}
+	if short >= 0 {
+		pl := &w.res.pools[short]
+		t.heldBy = short + 1
+		pl.waiters = append(pl.waiters, t.id)
+		return false
+	}
+	t.heldBy = 0
+	if sm >= 0 && hold {
+		pl := &w.res.pools[sm]
+		pl.free -= need
+		pl.holders = append(pl.holders, t.id)
+	}
+	if ex >= 0 {
+		pl := &w.res.pools[ex]
+		pl.free--
+		pl.holders = append(pl.holders, t.id)
+	}
+	return true
+}
+
+// release returns what t holds and wakes every kernel waiting on those
+// pools (each tries again when it steps; the order is the engine's).
+func (w *World) release(t *task) {
+	sm, need, hold, ex := w.kernelPools(t)
+	if sm >= 0 && hold {
+		w.releasePool(sm, t.id, need)
+	}
+	if ex >= 0 {
+		w.releasePool(ex, t.id, 1)
+	}
+}
+
+func (w *World) releasePool(id int32, task int32, n int) {
+	pl := &w.res.pools[id]
+	for i, h := range pl.holders {
+		if h == task {
+			pl.holders = append(pl.holders[:i], pl.holders[i+1:]...)
+			pl.free += n
+			break
+		}
+	}
+	for _, wid := range pl.waiters {
+		u := w.tasks[wid]
+		u.heldBy = 0
+		w.eng.Schedule(w.eng.Now(), w.key(u), int32(w.N)+wid)
+	}
+	pl.waiters = pl.waiters[:0]
+}
+
+// PoolUse is one pool a step takes or releases: Pool is stable for a
+// program (see residency); Hold is set when the step keeps a share
+// (a kernel becoming resident) or returns one (its completion); a
+// non-spinning kernel's start only reads the pool (it needs an SM free).
+type PoolUse struct {
+	Pool      int32
+	Hold      bool
+	Contended bool
+}
+
+// pools lists what t's first step takes (start) or its completion returns.
+func (w *World) poolUses(t *task, start bool) []PoolUse {
+	sm, _, hold, ex := w.kernelPools(t)
+	var out []PoolUse
+	if sm >= 0 && (start || hold) {
+		out = append(out, PoolUse{Pool: sm, Hold: hold, Contended: w.res.pools[sm].contended})
+	}
+	if ex >= 0 {
+		out = append(out, PoolUse{Pool: ex, Hold: true, Contended: w.res.pools[ex].contended})
+	}
+	return out
+}
+
+// waitEdges is the hang analysis's wait-for edges of a kernel waiting for
+// residency: every holder of the pool it waits on.
+func (w *World) waitEdges(t *task) []int32 {
+	if t.heldBy <= 0 {
+		return nil
+	}
+	return w.res.pools[t.heldBy-1].holders
+}
+
+// residencyReason says what a waiting kernel waits for.
+func (w *World) residencyReason(t *task) string {
+	pl := &w.res.pools[t.heldBy-1]
+	names := make([]string, len(pl.holders))
+	for i, h := range pl.holders {
+		names[i] = w.taskName(h)
+	}
+	if pl.key != "" {
+		return fmt.Sprintf("waits for the GPU: %s holds %q", strings.Join(names, ", "), pl.key)
+	}
+	need, _ := w.demand(t.op.Kernel)
+	return fmt.Sprintf("waits for the GPU: needs %d of rank %d's %d SMs, %d free; held by %s", need, t.rank, pl.cap, pl.free, strings.Join(names, ", "))
+}
