@@ -26,8 +26,8 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 		e.add(Pos{1, 1}, "file is %d bytes; at most %d are accepted", len(data), MaxFileBytes)
 		return nil, e.err()
 	}
-	if p, ok := tooDeep(data); !ok {
-		e.add(p, "nesting deeper than %d levels of [ ] or { }", MaxDepth)
+	if p, msg, ok := scanLimits(data); !ok { // yamlscan.go: linear, before the parser
+		e.add(p, "%s", msg)
 		return nil, e.err()
 	}
 	f, err := parser.ParseBytes(data, 0)
@@ -1000,53 +1000,6 @@ func (d *decoder) variant(n ast.Node) (Variant, posMap) {
 		}
 	}
 	return v, pm
-}
-
-// tooDeep scans for flow collections ([ ], { }) nested deeper than
-// MaxDepth, outside quotes and comments, and returns where the limit is
-// crossed. The YAML parser takes time quadratic in that depth, so this check
-// keeps a hostile file from stalling the loader.
-func tooDeep(data []byte) (Pos, bool) {
-	line, col, depth := 1, 0, 0
-	var quote byte
-	comment := false
-	prev := byte('\n')
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		col++
-		if c == '\n' {
-			line, col, comment = line+1, 0, false
-			prev = c
-			continue
-		}
-		switch {
-		case comment:
-		case quote == '"':
-			if c == '\\' {
-				i++
-				col++
-			} else if c == '"' {
-				quote = 0
-			}
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			}
-		case c == '#' && (prev == ' ' || prev == '\t' || prev == '\n'):
-			comment = true
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '[' || c == '{':
-			depth++
-			if depth > MaxDepth {
-				return Pos{line, col}, false
-			}
-		case c == ']' || c == '}':
-			depth = max(depth-1, 0)
-		}
-		prev = c
-	}
-	return Pos{}, true
 }
 
 // nearest returns the allowed key closest to key by edit distance, when it
