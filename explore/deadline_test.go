@@ -38,7 +38,10 @@ func TestParallelDeadline(t *testing.T) {
 			require.NoError(t, err)
 			full, err := Explore(tg, s2, 1, Options{Budget: sum.Schedules, Workers: 1, Outcomes: true})
 			require.NoError(t, err)
+			require.True(t, sum.Partial, "a run cut by its deadline says so")
+			require.Equal(t, c.budget, sum.Planned)
 			full.Elapsed, sum.Elapsed = 0, 0
+			sum.Partial, sum.Planned = false, 0
 			require.Equal(t, summaryJSON(t, full), summaryJSON(t, sum))
 		})
 	}

@@ -35,6 +35,15 @@ type Options struct {
 	// GCPercent, when > 0, is the garbage collector's target percentage
 	// while Explore runs ([TuneGC]; simctl uses [DefaultGCPercent]).
 	GCPercent int
+	// Stop, when set, is asked before each schedule is handed out, like
+	// Deadline (a signal handler sets it); a stopped run is Partial.
+	Stop func() bool
+	// Checkpoint, when set, sees every record in schedule order as it is
+	// merged (checkpoint.go).
+	Checkpoint func(*Record)
+	// Resume are the records of a checkpoint: the first schedules of this
+	// exploration, already run; Explore merges them and runs the rest.
+	Resume []*Record
 }
 
 // Outcome is one distinct result of the schedules: the output tensors of
@@ -62,7 +71,11 @@ type Summary struct {
 	// Races is, for DPOR, the number of reversible races found over all
 	// traces (0: every conflicting pair of steps is ordered by causality, so
 	// one trace covers every interleaving).
-	Races   *int   `json:"races,omitempty"`
+	Races *int `json:"races,omitempty"`
+	// Partial: the run stopped (--time, a signal) before it had run every
+	// schedule it planned; Planned is how many it planned.
+	Partial bool   `json:"partial,omitempty"`
+	Planned int    `json:"planned,omitempty"`
 	Verdict string `json:"verdict"`
 	// Findings counts, per kind, the schedules with at least one finding of
 	// that kind.
@@ -127,6 +140,9 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 			sum.Records = append(sum.Records, r)
 		}
 		m.add(r)
+		if opt.Checkpoint != nil {
+			opt.Checkpoint(r)
+		}
 		sc.Release() // its memory serves the next schedule
 	}
 	budget := max(opt.Budget, 1)
@@ -136,7 +152,14 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 			indices = append(indices, i)
 		}
 	}
-	expired := func() bool { return !opt.Deadline.IsZero() && time.Now().After(opt.Deadline) }
+	planned := len(indices)
+	var err error
+	if indices, best, err = resume(s, sum, m, indices, opt); err != nil {
+		return nil, err
+	}
+	expired := func() bool {
+		return !opt.Deadline.IsZero() && time.Now().After(opt.Deadline) || opt.Stop != nil && opt.Stop()
+	}
 	if ind, ok := s.(Independent); ok && opt.Workers > 1 {
 		if err := exploreParallel(t, ind, indices, opt.Workers, expired, merge); err != nil {
 			return nil, err
@@ -169,6 +192,8 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 	if d, ok := s.(*DPOR); ok {
 		c, n, r := s.Complete(), sum.Schedules, d.Races
 		sum.Complete, sum.Traces, sum.Races = &c, &n, &r
+	} else if sum.Schedules < planned {
+		sum.Partial, sum.Planned = true, planned
 	}
 	sum.Elapsed = time.Since(start)
 	return sum, nil

@@ -53,10 +53,15 @@ const ShardFileVersion = 1
 type ShardFile struct {
 	Version int `json:"version"`
 	Exploration
-	Budget   int       `json:"budget"`
-	Outcomes bool      `json:"outcomes"`
-	Shard    Shard     `json:"shard"`
-	Records  []*Record `json:"records"`
+	Budget   int   `json:"budget"`
+	Outcomes bool  `json:"outcomes"`
+	Shard    Shard `json:"shard"`
+	// Cut: the shard stopped (--time) before running every schedule it
+	// owns; its records are then the first ones it owns.
+	Cut bool `json:"cut,omitempty"`
+	// Expect is the variant's expected verdict, for merge's exit status.
+	Expect  string    `json:"expect,omitempty"`
+	Records []*Record `json:"records"`
 	// Source is where the file was read from (a path), for Merge's
 	// messages; not part of the file.
 	Source string `json:"-"`
@@ -72,7 +77,7 @@ func (f *ShardFile) name() string {
 
 // NewShardFile packages a sharded run's summary.
 func NewShardFile(sum *Summary, budget int, outcomes bool, sh Shard) *ShardFile {
-	return &ShardFile{Version: ShardFileVersion, Exploration: sum.Exploration, Budget: budget, Outcomes: outcomes, Shard: sh, Records: sum.Records}
+	return &ShardFile{Version: ShardFileVersion, Exploration: sum.Exploration, Budget: budget, Outcomes: outcomes, Shard: sh, Cut: sum.Partial, Records: sum.Records}
 }
 
 // merger folds records, in schedule order, into a summary. Exploration and
@@ -111,9 +116,19 @@ func (m *merger) add(r *Record) {
 	}
 }
 
+// owned is how many of the schedules 0..budget-1 shard i of n owns.
+func owned(i, n, budget int) int {
+	if i >= budget {
+		return 0
+	}
+	return (budget-i-1)/n + 1
+}
+
 // Merge combines the files of every shard of one exploration into the
 // summary a single machine would have produced for the same budget. The
-// shards must agree on what they explored and cover 0..n-1 exactly once.
+// shards must agree on what they explored and cover 0..n-1 exactly once;
+// each must hold every schedule it owns, in order, unless it says it was
+// cut short (--time), and then the summary is Partial.
 func Merge(files []*ShardFile) (*Summary, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("merge: no shard files")
@@ -123,8 +138,30 @@ func Merge(files []*ShardFile) (*Summary, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("merge: %s: a split has at least one shard", f0.name())
 	}
+	if n > len(files) {
+		// n comes from a file: say what is missing without allocating n.
+		given := map[int]bool{}
+		for _, f := range files {
+			given[f.Shard.Index] = true
+		}
+		var missing []string
+		for i := 0; i < n && len(missing) < 8; i++ {
+			if !given[i] {
+				missing = append(missing, fmt.Sprintf("%d/%d", i, n))
+			}
+		}
+		more := ""
+		if n-len(given) > len(missing) {
+			more = fmt.Sprintf(" and %d more", n-len(given)-len(missing))
+		}
+		return nil, fmt.Errorf("merge: incomplete: a %d-way split needs %d shard files, %d given; missing shard %s%s", n, n, len(files), strings.Join(missing, ", "), more)
+	}
+	if f0.Budget < 0 {
+		return nil, fmt.Errorf("merge: %s: budget %d", f0.name(), f0.Budget)
+	}
 	seen := make([]*ShardFile, n) // the file of each shard index
 	var recs []*Record
+	cut := false
 	for _, f := range files {
 		switch {
 		case f.Version != ShardFileVersion:
@@ -138,19 +175,30 @@ func Merge(files []*ShardFile) (*Summary, error) {
 			return nil, fmt.Errorf("merge: %s is given twice: %s is the same shard", f.name(), seen[f.Shard.Index].name())
 		}
 		seen[f.Shard.Index] = f
+		planned := owned(f.Shard.Index, n, f.Budget)
 		for _, r := range f.Records {
-			if r == nil {
-				return nil, fmt.Errorf("merge: %s holds an empty record (null)", f.name())
-			}
-			if r.Index%n != f.Shard.Index || r.Index < 0 || r.Index >= f.Budget {
+			if r != nil && (r.Index%n != f.Shard.Index || r.Index < 0 || r.Index >= f.Budget) {
 				return nil, fmt.Errorf("merge: %s holds schedule %d, which is not its own", f.name(), r.Index)
 			}
+		}
+		i0 := f.Shard.Index
+		if err := checkRecords("merge: "+f.name(), f.Records, planned, func(j int) int { return i0 + j*n }); err != nil {
+			return nil, err
+		}
+		switch {
+		case len(f.Records) < planned && !f.Cut:
+			return nil, fmt.Errorf("merge: %s holds %d of its %d schedules and does not say it was cut short (--time): truncated?", f.name(), len(f.Records), planned)
+		case len(f.Records) < planned:
+			cut = true
+		}
+		if f.Expect != f0.Expect {
+			return nil, fmt.Errorf("merge: %s expects %q, %s expects %q", f.name(), f.Expect, f0.name(), f0.Expect)
 		}
 		recs = append(recs, f.Records...)
 	}
 	for i, f := range seen {
 		if f == nil {
-			return nil, fmt.Errorf("merge: shard %d/%d is missing", i, n)
+			return nil, fmt.Errorf("merge: incomplete: shard %d/%d is missing", i, n)
 		}
 	}
 	slices.SortFunc(recs, func(a, b *Record) int { return a.Index - b.Index })
@@ -164,6 +212,9 @@ func Merge(files []*ShardFile) (*Summary, error) {
 			return nil, fmt.Errorf("merge: schedule %d has verdict %s but no witness in its shard file", r.Index, r.Verdict)
 		}
 		m.add(r)
+	}
+	if cut {
+		sum.Partial, sum.Planned = true, f0.Budget
 	}
 	return sum, nil
 }

@@ -37,7 +37,15 @@ type exploreFlags struct {
 	budgetSet bool
 	trace     string // --trace, --html: the witness's timeline (explore_report.go)
 	html      string
+	// checkpoint and resume name a checkpoint file (checkpoint.go).
+	checkpoint string
+	resume     string
 }
+
+// maxWorkers bounds --workers: each worker holds a world in memory, and a
+// number from the command line must not size channels and goroutines
+// unchecked.
+const maxWorkers = 1024
 
 // Default budgets: sampling strategies stop after this many schedules; DPOR
 // stops (incomplete) after this many traces.
@@ -89,6 +97,8 @@ expectation, 1 when it does not, 2 on bad input.`,
 	fl.BoolVar(&f.noExpect, "no-expect", false, "report the verdict without judging it: exit 0 whatever it is (2 still means bad input)")
 	fl.StringVar(&f.trace, "trace", "", "write the witness schedule's Chrome trace-event timeline to `FILE` (nominal when every schedule was ok)")
 	fl.StringVar(&f.html, "html", "", "write the witness schedule as a self-contained HTML report to `FILE`, with its deviations from nominal")
+	fl.StringVar(&f.checkpoint, "checkpoint", "", fmt.Sprintf("append completed schedules to `FILE` every few seconds, for --resume (random, pct; on by default, in the working directory, from %d schedules)", checkpointThreshold))
+	fl.StringVar(&f.resume, "resume", "", "continue the exploration checkpointed in `FILE` (same scenario and flags); the result is the one an uninterrupted run gives")
 	fl.StringVar(&f.shard, "shard", "", "run only shard i/n of the schedules (random, pct) and print its shard file (JSON) for `simctl merge`")
 	return cmd
 }
@@ -100,8 +110,11 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	if f.budget < 0 || (f.budgetSet && f.budget == 0) {
 		return usagef("--budget %d: want a positive number of schedules (for the nominal schedule alone: simctl run NAME --variant V --set budget=0)", f.budget)
 	}
-	if f.workers < 1 {
-		return usagef("--workers %d: want at least 1", f.workers)
+	if f.workers < 1 || f.workers > maxWorkers {
+		return usagef("--workers %d: want 1 to %d", f.workers, maxWorkers)
+	}
+	if f.checkpoint != "" && f.resume != "" && f.checkpoint != f.resume {
+		return usagef("--checkpoint %s --resume %s: a resumed run appends to the file it resumes; give one", quoteName(f.checkpoint), quoteName(f.resume))
 	}
 	if f.time < 0 {
 		return usagef("--time %s: want a positive duration", f.time)
@@ -139,6 +152,13 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	if f.time > 0 {
 		opt.Deadline = time.Now().Add(f.time)
 	}
+	ck, err := startCheckpoint(stderr, t, s, seed, budget, &opt, f)
+	if err != nil {
+		return err
+	}
+	stopped, release := onSignals()
+	defer release()
+	opt.Stop = stopped
 	clearBar := func() {}
 	if file, ok := stderr.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
 		bar := progressbar.NewOptions(budget, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(f.strategy),
@@ -152,29 +172,32 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	}
 	sum, err := explore.Explore(t, s, seed, opt)
 	clearBar()
-	if err != nil {
-		return usageError{fmt.Errorf("explore %s: %w", name, err)}
-	}
-	if f.witness != "" {
-		if sum.Witness == nil {
-			fmt.Fprintf(stderr, "simctl: no finding, no witness written to %s\n", f.witness)
-		} else {
-			data, err := sum.Witness.Marshal()
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(f.witness, data, 0o644); err != nil {
-				return usagef("--witness: %w", err)
-			}
+	if ck != nil {
+		if cerr := ck.close(); cerr != nil {
+			fmt.Fprintf(stderr, "simctl: checkpoint %s: %v\n", quoteName(ck.path), cerr)
 		}
 	}
+	if err != nil {
+		return usageError{fmt.Errorf("explore %s: %w", quoteName(name), err)}
+	}
+	interrupted := stopped()
+	if ck != nil && ck.err == nil && !interrupted && ck.auto {
+		_ = os.Remove(ck.path) // finished: the default checkpoint is not needed
+	}
+	// The summary goes to stdout before any optional file is written: a
+	// file that cannot be written (a full disk) must not cost the result.
 	if f.shard != "" {
 		// A shard's own summary means little: print the file merge needs.
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", " ")
-		return enc.Encode(explore.NewShardFile(sum, budget, f.outcomes, opt.Shard))
-	}
-	if f.format == "json" {
+		sf := explore.NewShardFile(sum, budget, f.outcomes, opt.Shard)
+		if v, ok := t.Scenario.Variant(t.Variant); ok {
+			sf.Expect = v.Expect // merge's exit status
+		}
+		if err := enc.Encode(sf); err != nil {
+			return err
+		}
+	} else if f.format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(sum); err != nil {
@@ -183,10 +206,23 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	} else {
 		writeExploreText(stdout, sum, f)
 	}
-	if err := writeExploreReport(t, sum, f); err != nil {
+	if err := writeWitness(stderr, sum.Witness, f.witness); err != nil {
 		return err
 	}
-	if f.noExpect {
+	if f.shard == "" {
+		if err := writeExploreReport(t, sum, f); err != nil {
+			return err
+		}
+	}
+	if interrupted {
+		if ck != nil {
+			fmt.Fprintf(stderr, "simctl: interrupted after %d schedules; continue with --resume %s\n", sum.Schedules, quoteName(ck.path))
+		} else {
+			fmt.Fprintf(stderr, "simctl: interrupted after %d schedules (partial result)\n", sum.Schedules)
+		}
+		return errUnmet
+	}
+	if f.shard != "" || f.noExpect {
 		return nil
 	}
 	if v, ok := t.Scenario.Variant(t.Variant); ok && !check.Meets(sum.Verdict, v.Expect) {
@@ -200,10 +236,10 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 func asUsage(err error) error { return usageError{err} }
 
 func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
-	fmt.Fprintf(w, "explore %s, variant %s, strategy %s, seed %d\n", s.Scenario, s.Variant, s.Strategy, s.Seed)
+	fmt.Fprintf(w, "explore %s, variant %s, strategy %s, seed %d\n", quoteName(s.Scenario), quoteName(s.Variant), s.Strategy, s.Seed)
 	fmt.Fprintf(w, "  config: %s\n", s.Config.Summary())
 	if len(s.Sets) > 0 {
-		fmt.Fprintf(w, "  overrides: %s\n", strings.Join(s.Sets, " "))
+		fmt.Fprintf(w, "  overrides: %s\n", quoteName(strings.Join(s.Sets, " ")))
 	}
 	if s.Elapsed > 0 {
 		rate := float64(s.Schedules) / max(s.Elapsed.Seconds(), 1e-9)
@@ -214,6 +250,9 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 	}
 	if s.Complete != nil {
 		fmt.Fprintf(w, "traces: %d, complete: %v (reversible races found: %d)\n", *s.Traces, *s.Complete, *s.Races)
+	}
+	if s.Partial {
+		fmt.Fprintf(w, "incomplete: %d of %d schedules (partial result)\n", s.Schedules, s.Planned)
 	}
 	fmt.Fprintf(w, "verdict: %s\n", s.Verdict)
 	total := 0
@@ -260,7 +299,7 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 	x := s.Witness
 	fmt.Fprintf(w, "witness: schedule %d (seed %d), %s, trace %s, %d deviations from nominal", x.Schedule, x.Seed, x.Verdict, x.TraceHash, x.Deviations)
 	if f.witness != "" {
-		fmt.Fprintf(w, ", written to %s", f.witness)
+		fmt.Fprintf(w, ", written to %s", quoteName(f.witness))
 	}
 	fmt.Fprintln(w)
 	shown := map[string]int{}
@@ -273,4 +312,63 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 			fmt.Fprintf(w, "  [%s] %s\n", fd.Kind, fd.Message)
 		}
 	}
+}
+
+// writeWitness writes w to path (atomic.go), naming its scenario so that
+// replay finds it from the witness's own directory (input.go).
+func writeWitness(stderr io.Writer, w *explore.Witness, path string) error {
+	if path == "" {
+		return nil
+	}
+	if w == nil {
+		fmt.Fprintf(stderr, "simctl: no finding, no witness written to %s\n", quoteName(path))
+		return nil
+	}
+	c := *w
+	c.Scenario = witnessScenarioName(w.Scenario, path)
+	data, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		return usagef("--witness: %w", err)
+	}
+	return nil
+}
+
+// startCheckpoint opens the checkpoint of this run, if it has one:
+// --resume FILE (whose records go into opt.Resume), --checkpoint FILE, or
+// by default from checkpointThreshold planned schedules (random and pct
+// only: dpor's traces depend on each other).
+func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, seed uint64, budget int, opt *explore.Options, f exploreFlags) (*checkpointer, error) {
+	_, independent := s.(explore.Independent)
+	path, resume, auto := f.checkpoint, f.resume != "", false
+	if resume {
+		path = f.resume
+	}
+	planned := budget
+	if opt.Shard.Count > 1 {
+		planned = budget / opt.Shard.Count
+	}
+	h := explore.CheckpointHeader{Checkpoint: explore.CheckpointVersion, Budget: budget, Outcomes: f.outcomes, Shard: opt.Shard,
+		Exploration: explore.Exploration{Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...), Config: t.Config, Strategy: s.Name(), Seed: seed}}
+	switch {
+	case path == "" && independent && planned >= checkpointThreshold:
+		path, auto = defaultCheckpointName(h.Exploration, budget, opt.Shard), true
+	case path == "":
+		return nil, nil
+	case !independent:
+		return nil, usagef("--checkpoint, --resume: strategy %s cannot resume (its traces depend on each other); checkpoint random or pct", s.Name())
+	}
+	ck, recs, err := openCheckpoint(path, h, resume)
+	if err != nil {
+		return nil, err
+	}
+	ck.auto = auto
+	opt.Resume = recs
+	opt.Checkpoint = ck.add
+	if auto {
+		fmt.Fprintf(stderr, "simctl: checkpointing to %s (after a crash: --resume %s)\n", quoteName(path), quoteName(path))
+	}
+	return ck, nil
 }

@@ -60,10 +60,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		var ue usageError
 		if errors.As(err, &ue) || isCobraUsage(err) {
-			fmt.Fprintln(stderr, "simctl:", err)
+			fmt.Fprintln(stderr, "simctl:", escapeControls(err.Error(), true))
 			return 2
 		}
-		fmt.Fprintln(stderr, "simctl:", err)
+		fmt.Fprintln(stderr, "simctl:", escapeControls(err.Error(), true))
 		return 2
 	}
 }

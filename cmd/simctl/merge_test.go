@@ -28,7 +28,7 @@ func TestShardsMergeToTheSingleMachineSummary(t *testing.T) {
 
 	code, _, stderr = simctl(t, "merge", files[0], files[1])
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "is missing")
+	require.Contains(t, stderr, "incomplete: a 3-way split needs 3 shard files, 2 given; missing shard 1/3")
 	code, _, stderr = simctl(t, "merge", files[0], files[0], files[1], files[2])
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "given twice")
@@ -49,7 +49,32 @@ func TestExploreAndReplayAFile(t *testing.T) {
 	code, out, stderr := simctl(t, "explore", file, "--variant", "overlapped", "--strategy", "pct", "--budget", "20", "--witness", w)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "verdict: corruption")
-	code, out, stderr = simctl(t, "replay", w)
+	// The witness lies elsewhere than the scenario: replay reads that
+	// file only when told to.
+	code, _, stderr = simctl(t, "replay", w)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "outside its own directory; pass --allow-path")
+	code, out, stderr = simctl(t, "replay", w, "--allow-path")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "reproduced")
+}
+
+// A witness next to (or above) its scenario names it relative to its own
+// directory, so the pair can move together and replay from anywhere.
+func TestWitnessNamesItsScenarioRelatively(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "two-stream.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sc"), 0o755))
+	file := filepath.Join(dir, "sc", "two-stream.yaml")
+	require.NoError(t, os.WriteFile(file, data, 0o644))
+	w := filepath.Join(dir, "w.json")
+	code, _, stderr := simctl(t, "explore", file, "--variant", "overlapped", "--strategy", "pct", "--budget", "20", "--witness", w)
+	require.Equal(t, 0, code, stderr)
+	wdata, err := os.ReadFile(w)
+	require.NoError(t, err)
+	require.Contains(t, string(wdata), `"scenario": "sc/two-stream.yaml"`)
+	code, out, stderr := simctl(t, "replay", w)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "reproduced")
 }

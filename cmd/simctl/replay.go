@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,6 +17,9 @@ type replayFlags struct {
 	shrink  bool
 	out     string
 	maxRuns int
+	// allowPath lets the witness name a scenario file outside its own
+	// directory (input.go).
+	allowPath bool
 }
 
 func newReplayCmd(stdout, _ io.Writer) *cobra.Command {
@@ -45,11 +47,12 @@ finding persists, writes the smaller witness (to --out, default FILE with
 	cmd.Flags().IntVar(&f.maxRuns, "max-runs", 2000, "most schedules --shrink may run")
 	cmd.Flags().StringVar(&f.files.trace, "trace", "", "write the replayed witness's Chrome trace-event timeline to `FILE` (with --shrink: the shrunk one)")
 	cmd.Flags().StringVar(&f.files.html, "html", "", "write the replayed witness as a self-contained HTML report to `FILE`, its deviations from nominal listed (with --shrink: the shrunk one)")
+	cmd.Flags().BoolVar(&f.allowPath, "allow-path", false, "let the witness name a scenario file outside the witness's own directory")
 	return cmd
 }
 
 func runReplay(stdout io.Writer, file string, f replayFlags) error {
-	data, err := readInput(inputArg(file))
+	data, err := readFile(inputArg(file), "witness", maxWitnessBytes) // input.go
 	if err != nil {
 		return usagef("replay: %w", err)
 	}
@@ -60,7 +63,7 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 	if f.maxRuns < 1 {
 		return usagef("--max-runs %d: want at least 1", f.maxRuns)
 	}
-	t, err := w.TargetFrom(readInput)
+	t, err := w.TargetFrom(witnessScenarioReader(file, f.allowPath))
 	if err != nil {
 		return usagef("%s: %w", file, err)
 	}
@@ -86,11 +89,13 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, enc, 0o644); err != nil {
+	// The result first, then the file (atomic.go): a full disk costs the
+	// file, not what was learnt.
+	fmt.Fprintf(stdout, "shrunk in %d runs: %d → %d deviations from nominal, %d → %d recorded choices; written to %s\n",
+		runs, w.Deviations, small.Deviations, len(w.Choices), len(small.Choices), quoteName(out))
+	if err := writeFileAtomic(out, enc); err != nil {
 		return usagef("--out: %w", err)
 	}
-	fmt.Fprintf(stdout, "shrunk in %d runs: %d → %d deviations from nominal, %d → %d recorded choices; written to %s\n",
-		runs, w.Deviations, small.Deviations, len(w.Choices), len(small.Choices), out)
 	ok, devs, err = replayOne(stdout, t, small, out)
 	if err != nil {
 		return err
@@ -112,7 +117,7 @@ func replayOne(stdout io.Writer, t *explore.Target, w *explore.Witness, file str
 	}
 	same := s.TraceHash == w.TraceHash && s.Verdict == w.Verdict
 	fmt.Fprintf(stdout, "replay %s: %s variant %s (%s, %s schedule %d, %d choices, %d deviations)\n",
-		file, w.Scenario, w.Variant, w.Mode, w.Strategy, w.Schedule, len(w.Choices), w.Deviations)
+		quoteName(file), quoteName(w.Scenario), quoteName(w.Variant), w.Mode, w.Strategy, w.Schedule, len(w.Choices), w.Deviations)
 	fmt.Fprintf(stdout, "  verdict %s (recorded %s), trace %s (recorded %s)", s.Verdict, w.Verdict, s.TraceHash, w.TraceHash)
 	if diverged > 0 {
 		fmt.Fprintf(stdout, ", %d choices diverged", diverged)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -51,7 +50,7 @@ func (o *reportFiles) writeData(d *report.Data) error {
 		if err := out.write(&b, d); err != nil {
 			return err
 		}
-		if err := os.WriteFile(out.path, b.Bytes(), 0o644); err != nil {
+		if err := writeFileAtomic(out.path, b.Bytes()); err != nil { // atomic.go
 			return usagef("%v", err)
 		}
 	}

@@ -79,9 +79,8 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 		rep.Variants = append(rep.Variants, vr)
 	}
 	rep.Comparisons = comparisons(sc, rep.Variants)
-	if err := f.out.write(sc, rep.Variants); err != nil {
-		return err
-	}
+	// The summary first: an optional file that cannot be written (a full
+	// disk) must not cost the result.
 	if f.format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -90,6 +89,9 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 		}
 	} else {
 		writeText(stdout, sc, rep)
+	}
+	if err := f.out.write(sc, rep.Variants); err != nil {
+		return err
 	}
 	for _, v := range rep.Variants {
 		if !v.Met && !f.noExpect {
@@ -100,9 +102,9 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 }
 
 func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
-	fmt.Fprintf(w, "scenario %s\n", sc.Name)
+	fmt.Fprintf(w, "scenario %s\n", quoteName(sc.Name))
 	for _, line := range strings.Split(sc.Description, "\n") {
-		fmt.Fprintf(w, "  %s\n", line)
+		fmt.Fprintf(w, "  %s\n", quoteName(line))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-14s %-16s %-11s %-4s %9s %12s  %s\n", "variant", "expect", "verdict", "met", "schedules", "step time", "trace")

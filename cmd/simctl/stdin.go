@@ -31,10 +31,14 @@ func inputArg(arg string) string {
 // readInput reads a named input file; [stdinPath] is standard input, read in
 // full on first use and served from memory after, so a command may read it
 // twice (explore resolves the scenario, then builds its target).
-func readInput(path string) ([]byte, error) {
-	if path != stdinPath {
-		return os.ReadFile(path)
-	}
-	stdinOnce.Do(func() { stdinOnce.data, stdinOnce.err = io.ReadAll(stdin) })
+//
+// Every scenario file goes through it: a regular file only, at most
+// scenarios.MaxFileBytes (input.go).
+func readInput(path string) ([]byte, error) { return readScenario(path) }
+
+// readStdin reads standard input once, through the largest input limit
+// (input.go's readFile applies each kind's own).
+func readStdin() ([]byte, error) {
+	stdinOnce.Do(func() { stdinOnce.data, stdinOnce.err = io.ReadAll(io.LimitReader(stdin, maxShardBytes+1)) })
 	return stdinOnce.data, stdinOnce.err
 }

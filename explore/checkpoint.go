@@ -1,0 +1,156 @@
+package explore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/collsim/collsim/check"
+)
+
+// CheckpointVersion is the version of the checkpoint format.
+const CheckpointVersion = 1
+
+// CheckpointHeader is the first line of a checkpoint file: what the
+// exploration explores, so that a resume with other flags is refused.
+//
+// A checkpoint file is JSON Lines: the header, then one [Record] per
+// completed schedule, in schedule order (the order Explore merges them).
+// Records are appended in batches; a process killed mid-write leaves at
+// most one torn last line, which [ParseCheckpoint] drops.
+type CheckpointHeader struct {
+	Checkpoint int `json:"checkpoint"` // CheckpointVersion
+	Exploration
+	Budget   int   `json:"budget"`
+	Outcomes bool  `json:"outcomes"`
+	Shard    Shard `json:"shard"`
+}
+
+// Matches says why h is not the header of an exploration of e with
+// budget, outcomes and shard ("" when it is).
+func (h *CheckpointHeader) Matches(e Exploration, budget int, outcomes bool, sh Shard) string {
+	switch {
+	case h.Checkpoint != CheckpointVersion:
+		return fmt.Sprintf("checkpoint version %d, want %d", h.Checkpoint, CheckpointVersion)
+	case !h.Exploration.Equal(e):
+		return fmt.Sprintf("it explored %s variant %s (sets %v, strategy %s, seed %d), not %s variant %s (sets %v, strategy %s, seed %d)",
+			h.Scenario, h.Variant, h.Sets, h.Strategy, h.Seed, e.Scenario, e.Variant, e.Sets, e.Strategy, e.Seed)
+	case h.Budget != budget:
+		return fmt.Sprintf("it has --budget %d, not %d", h.Budget, budget)
+	case h.Outcomes != outcomes:
+		return fmt.Sprintf("it has --outcomes=%v", h.Outcomes)
+	case h.Shard != sh:
+		return fmt.Sprintf("it is shard %d/%d, not %d/%d", h.Shard.Index, h.Shard.Count, sh.Index, sh.Count)
+	}
+	return ""
+}
+
+// AppendLine appends v as one JSON line to b.
+func AppendLine(b []byte, v any) ([]byte, error) {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(append(b, line...), '\n'), nil
+}
+
+// ParseCheckpoint reads a checkpoint file. It returns the header, the
+// records and the length of the well-formed prefix of data (a torn last
+// line, from a process killed while writing, is not part of it: a resume
+// truncates the file there and appends). A malformed line anywhere else is
+// an error naming its line.
+func ParseCheckpoint(data []byte) (*CheckpointHeader, []*Record, int, error) {
+	var h *CheckpointHeader
+	var recs []*Record
+	good := 0
+	for line := 1; good < len(data); line++ {
+		end := bytes.IndexByte(data[good:], '\n')
+		if end < 0 { // torn: the writer died before the newline
+			break
+		}
+		text := data[good : good+end]
+		if h == nil {
+			var x CheckpointHeader
+			dec := json.NewDecoder(bytes.NewReader(text))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&x); err != nil || x.Checkpoint == 0 {
+				return nil, nil, 0, fmt.Errorf("%w: line %d: not a checkpoint header (want {\"checkpoint\": %d, …}): %v", ErrBadInput, line, CheckpointVersion, err)
+			}
+			h = &x
+		} else {
+			var r Record
+			if err := json.Unmarshal(text, &r); err != nil {
+				return nil, nil, 0, fmt.Errorf("%w: line %d: not a schedule record: %w", ErrBadInput, line, jsonAt(text, err))
+			}
+			recs = append(recs, &r)
+		}
+		good += end + 1
+	}
+	if h == nil {
+		return nil, nil, 0, fmt.Errorf("%w: line 1: empty checkpoint (no header line)", ErrBadInput)
+	}
+	return h, recs, good, nil
+}
+
+// knownVerdict reports whether v is a verdict this build knows.
+func knownVerdict(v string) bool { return v == check.OK || check.Worse(v, check.OK) }
+
+// checkRecords verifies that recs are the first len(recs) of the planned
+// indices, each once, with known verdicts and a witness wherever the
+// verdict got worse (what a resume or a merge needs to reproduce the
+// summary). what names the file in messages.
+func checkRecords(what string, recs []*Record, planned int, index func(j int) int) error {
+	if len(recs) > planned {
+		return fmt.Errorf("%w: %s holds %d schedules; it plans %d", ErrBadInput, what, len(recs), planned)
+	}
+	best := check.OK
+	for j, r := range recs {
+		switch {
+		case r == nil:
+			return fmt.Errorf("%w: %s: record %d is empty (null)", ErrBadInput, what, j+1)
+		case r.Index != index(j):
+			return fmt.Errorf("%w: %s: record %d is schedule %d; want schedule %d (records are the planned schedules in order, each once)", ErrBadInput, what, j+1, r.Index, index(j))
+		case !knownVerdict(r.Verdict):
+			return fmt.Errorf("%w: %s: schedule %d has verdict %q, which this simctl does not know", ErrBadInput, what, r.Index, r.Verdict)
+		}
+		for _, k := range r.Kinds {
+			if !knownVerdict(k) || k == check.OK {
+				return fmt.Errorf("%w: %s: schedule %d has finding kind %q, which this simctl does not know", ErrBadInput, what, r.Index, k)
+			}
+		}
+		if check.Worse(r.Verdict, best) {
+			if r.Witness == nil {
+				return fmt.Errorf("%w: %s: schedule %d has verdict %s but no witness", ErrBadInput, what, r.Index, r.Verdict)
+			}
+			best = r.Verdict
+		}
+	}
+	return nil
+}
+
+// resume merges opt.Resume (the records of a checkpoint) into the
+// summary and returns the indices still to run and the worst verdict so
+// far (which decides the records that carry a witness, as if the run had
+// never stopped).
+func resume(s Strategy, sum *Summary, m *merger, indices []int, opt Options) ([]int, string, error) {
+	best := check.OK
+	if len(opt.Resume) == 0 {
+		return indices, best, nil
+	}
+	if _, ok := s.(Independent); !ok {
+		return nil, "", fmt.Errorf("%w: strategy %s cannot resume: its schedules depend on each other (resume random or pct)", ErrBadInput, s.Name())
+	}
+	if err := checkRecords("the checkpoint", opt.Resume, len(indices), func(j int) int { return indices[j] }); err != nil {
+		return nil, "", err
+	}
+	for _, r := range opt.Resume {
+		if check.Worse(r.Verdict, best) {
+			best = r.Verdict
+		}
+		if opt.Shard.Count > 0 {
+			sum.Records = append(sum.Records, r)
+		}
+		m.add(r)
+	}
+	return indices[len(opt.Resume):], best, nil
+}
