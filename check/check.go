@@ -218,27 +218,35 @@ func compare(got, want *scenarios.Built) ([]ranks.Finding, []func() (message, re
 // Options control a variant run.
 type Options struct {
 	Extra []string // --set overrides, applied after the variant's
+	// MaxFindings caps the findings of each kind a schedule keeps (0: the
+	// world's default, 32); VariantReport.FindingsTotal counts them all.
+	MaxFindings int
 }
 
 // VariantReport is the judged result of one variant.
 type VariantReport struct {
-	Name        string           `json:"name"`
-	Config      scenarios.Config `json:"config"`
-	Expect      string           `json:"expect"`
-	Verdict     string           `json:"verdict"`
-	Met         bool             `json:"met"`
-	Schedules   int              `json:"schedules"`
-	StepTimeNs  int64            `json:"step_time_ns"`
-	Findings    []ranks.Finding  `json:"findings"`
-	WitnessSeed *uint64          `json:"witness_seed"`
+	Name       string           `json:"name"`
+	Config     scenarios.Config `json:"config"`
+	Expect     string           `json:"expect"`
+	Verdict    string           `json:"verdict"`
+	Met        bool             `json:"met"`
+	Schedules  int              `json:"schedules"`
+	StepTimeNs int64            `json:"step_time_ns"`
+	Findings   []ranks.Finding  `json:"findings"`
+	// FindingsTotal counts every finding of the judged schedule, including
+	// those past the per-kind cap (Options.MaxFindings) that Findings
+	// leaves out; FindingsTruncated says that some were left out.
+	FindingsTotal     int       `json:"findings_total"`
+	FindingsTruncated bool      `json:"findings_truncated"`
+	WitnessSeed       *sim.Seed `json:"witness_seed"`
 	// WitnessSchedule is the index (1-based) of the explored schedule that
 	// first gave the verdict, 0 when the nominal schedule did.
 	WitnessSchedule int    `json:"witness_schedule"`
 	TraceHash       string `json:"trace_hash"`
 
 	Doc           string         `json:"-"`
-	Notes         []string       `json:"-"`
-	Counts        map[string]int `json:"-"`
+	Notes         []string       `json:"notes,omitempty"` // build and transform notes ("skipped: mid-branch collective")
+	Counts        map[string]int `json:"-"`               // every finding per kind, kept or not
 	WitnessHash   string         `json:"-"`
 	NominalResult string         `json:"-"`
 }
@@ -271,7 +279,7 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 	if ref.err != nil {
 		rep.Notes = append(rep.Notes, ref.err.Error())
 	}
-	nom, err := RunSchedule(sc, cfg, ref, sim.Timed, sim.Nominal{})
+	nom, err := runCapped(sc, cfg, ref, sim.Nominal{}, opt.MaxFindings)
 	if err != nil {
 		return nil, err
 	}
@@ -283,15 +291,15 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 	best := nom
 	for i := 1; i <= cfg.Budget; i++ {
 		seed := ScheduleSeed(cfg.Seed, i)
-		o, err := RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(seed, RandomPerMille))
+		o, err := runCapped(sc, cfg, ref, sim.NewRandom(seed, RandomPerMille), opt.MaxFindings)
 		if err != nil {
 			return nil, err
 		}
 		rep.Schedules++
 		if Worse(o.Verdict, best.Verdict) {
 			best = o
-			s := seed
-			rep.WitnessSeed = &s
+			ws := sim.Seed(seed)
+			rep.WitnessSeed = &ws
 			rep.WitnessHash = o.TraceHash
 			rep.WitnessSchedule = i
 		}
@@ -302,9 +310,11 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 	if rep.Findings == nil {
 		rep.Findings = []ranks.Finding{}
 	}
-	for _, f := range best.Findings {
-		rep.Counts[f.Kind]++
+	rep.Counts = findingTotals(best)
+	for _, n := range rep.Counts {
+		rep.FindingsTotal += n
 	}
+	rep.FindingsTruncated = rep.FindingsTotal > len(rep.Findings)
 	rep.Met = Meets(rep.Verdict, rep.Expect)
 	return rep, nil
 }

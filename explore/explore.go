@@ -105,7 +105,7 @@ type Exploration struct {
 	Sets     []string         `json:"sets"`
 	Config   scenarios.Config `json:"config"`
 	Strategy string           `json:"strategy"`
-	Seed     uint64           `json:"seed"`
+	Seed     sim.Seed         `json:"seed"`
 }
 
 // Equal reports whether e and o explore the same thing.
@@ -120,14 +120,14 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 	start := time.Now()
 	sum := &Summary{
 		Exploration: Exploration{Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...),
-			Config: t.Config, Strategy: s.Name(), Seed: seed},
+			Config: t.Config, Strategy: s.Name(), Seed: sim.Seed(seed)},
 		Verdict: check.OK, Findings: map[string]int{},
 	}
 	t.Provenance = opt.Outcomes
 	m := &merger{sum: sum, byHash: map[string]*Outcome{}, outcomes: opt.Outcomes, progress: opt.Progress}
 	best := check.OK // this run's worst verdict so far: which records carry a witness
 	merge := func(sc *Schedule) {
-		r := &Record{Index: sc.Index, Seed: sc.Seed, Verdict: sc.Verdict, Kinds: sc.Kinds(), OutHash: sc.OutHash}
+		r := &Record{Index: sc.Index, Seed: sim.Seed(sc.Seed), Verdict: sc.Verdict, Kinds: sc.Kinds(), OutHash: sc.OutHash}
 		if opt.Outcomes {
 			r.Outputs = sc.Outputs
 		}

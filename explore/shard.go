@@ -8,6 +8,7 @@ import (
 
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
 )
 
 // Shard is one of Count disjoint slices of a schedule space: the schedules
@@ -36,7 +37,7 @@ func (s Shard) owns(i int) bool { return s.Count <= 1 || i%s.Count == s.Index }
 // verdict of their run worse carry the witness and its findings.
 type Record struct {
 	Index    int             `json:"index"`
-	Seed     uint64          `json:"seed"`
+	Seed     sim.Seed        `json:"seed"`
 	Verdict  string          `json:"verdict"`
 	Kinds    []string        `json:"kinds,omitempty"`
 	OutHash  string          `json:"out_hash"`

@@ -24,7 +24,7 @@ type Witness struct {
 	Sets       []string     `json:"sets"`
 	Strategy   string       `json:"strategy"`
 	Mode       string       `json:"mode"` // timed | untimed
-	Seed       uint64       `json:"seed"`
+	Seed       sim.Seed     `json:"seed"`
 	Schedule   int          `json:"schedule"`
 	Verdict    string       `json:"verdict"`
 	Kinds      []string     `json:"kinds"`
@@ -36,7 +36,7 @@ type Witness struct {
 // WitnessInfo is a witness without its choices, for summaries.
 type WitnessInfo struct {
 	Schedule   int      `json:"schedule"`
-	Seed       uint64   `json:"seed"`
+	Seed       sim.Seed `json:"seed"`
 	Verdict    string   `json:"verdict"`
 	Kinds      []string `json:"kinds"`
 	TraceHash  string   `json:"trace_hash"`
@@ -59,7 +59,7 @@ func modeName(m sim.Mode) string {
 func newWitness(t *Target, s Strategy, sc *Schedule) *Witness {
 	return &Witness{
 		Version: WitnessVersion, Scenario: cmp.Or(t.Source, t.Scenario.Name), Variant: t.Variant, Sets: append([]string{}, t.Sets...),
-		Strategy: s.Name(), Mode: modeName(s.Mode()), Seed: sc.Seed, Schedule: sc.Index,
+		Strategy: s.Name(), Mode: modeName(s.Mode()), Seed: sim.Seed(sc.Seed), Schedule: sc.Index,
 		Verdict: sc.Verdict, Kinds: sc.Kinds(), TraceHash: sc.TraceHash,
 		Deviations: sim.Deviations(sc.Choices), Choices: trimChoices(sc.Choices),
 	}
@@ -133,7 +133,7 @@ func Replay(t *Target, w *Witness) (s *Schedule, diverged int, err error) {
 		return nil, 0, err
 	}
 	s.Explain()
-	s.Index, s.Seed = w.Schedule, w.Seed
+	s.Index, s.Seed = w.Schedule, uint64(w.Seed)
 	return s, r.Diverged, nil
 }
 

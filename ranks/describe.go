@@ -71,3 +71,13 @@ func SkewOf(i int) sim.Time {
 	}
 	return skewSteps[i]
 }
+
+// SetMaxFindings sets how many findings of each kind the world keeps
+// (n < 1: the default, 32); [Result.Counts] counts every finding whatever
+// the cap. Call it before [World.Run].
+func (w *World) SetMaxFindings(n int) {
+	if n < 1 {
+		n = 32
+	}
+	w.cfg.MaxFindings = n
+}

@@ -43,6 +43,9 @@ func (w *World) checkDropped(t *task) {
 		w.dropped = map[string]int{}
 	}
 	if i, ok := w.dropped[k.Name]; ok {
+		if i < 0 {
+			return // counted already, past the cap: not kept
+		}
 		f := &w.findings[i]
 		for _, r := range f.Ranks {
 			if r == t.rank {
@@ -56,6 +59,9 @@ func (w *World) checkDropped(t *task) {
 	}
 	w.counts[KindDropped]++
 	if w.counts[KindDropped] > w.cfg.MaxFindings {
+		// Remember it, so its other ranks do not count it again: Counts
+		// is the number of dropped collectives, kept or not.
+		w.dropped[k.Name] = -1
 		return
 	}
 	w.dropped[k.Name] = len(w.findings)

@@ -41,10 +41,10 @@ type Variant struct {
 	// Deviations say, in words, where the traced schedule departs from
 	// nominal (a replayed witness's choices: which step ran before which,
 	// on which rank and stream); empty for nominal and seeded schedules.
-	Deviations []string `json:"deviations,omitempty"`
-	Seed       *uint64  `json:"seed,omitempty"`
-	TraceHash  string   `json:"trace_hash"`
-	StepTimeNs int64    `json:"step_time_ns"` // of the traced schedule
+	Deviations []string  `json:"deviations,omitempty"`
+	Seed       *sim.Seed `json:"seed,omitempty"`
+	TraceHash  string    `json:"trace_hash"`
+	StepTimeNs int64     `json:"step_time_ns"` // of the traced schedule
 	// NominalStepTimeNs is the nominal schedule's step time, the one
 	// `simctl run` prints (equal to StepTimeNs when nominal is traced).
 	NominalStepTimeNs int64 `json:"nominal_step_time_ns"`
@@ -152,7 +152,7 @@ func Capture(sc *scenarios.Scenario, vr *check.VariantReport) (*Variant, error) 
 	var ch sim.Chooser = sim.Nominal{}
 	want := vr.TraceHash
 	if vr.WitnessSeed != nil {
-		ch = sim.NewRandom(*vr.WitnessSeed, check.RandomPerMille)
+		ch = sim.NewRandom(uint64(*vr.WitnessSeed), check.RandomPerMille)
 		want = vr.WitnessHash
 	}
 	v, err := Schedule(sc, vr.Config, vr.Name, ch)

@@ -29,7 +29,7 @@ type Config struct {
 	Tokens    int64  `json:"tokens"`
 	Hidden    int64  `json:"hidden"`
 	Chunks    int    `json:"chunks"`
-	Seed      uint64 `json:"seed"`
+	Seed      uint64 `json:"seed,string"` // a string: JSON readers round numbers above 2^53
 	Budget    int    `json:"budget"`
 
 	// Knobs of the collective-family scenarios (family_knobs.go).

@@ -302,16 +302,7 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 		fmt.Fprintf(w, ", written to %s", quoteName(f.witness))
 	}
 	fmt.Fprintln(w)
-	shown := map[string]int{}
-	for _, k := range []string{check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race} {
-		for _, fd := range s.WitnessFindings {
-			if fd.Kind != k || shown[k] >= 2 {
-				continue
-			}
-			shown[k]++
-			fmt.Fprintf(w, "  [%s] %s\n", fd.Kind, fd.Message)
-		}
-	}
+	writeFindingSample(w, s.WitnessFindings, "--format json")
 }
 
 // writeWitness writes w to path (atomic.go), naming its scenario so that

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -153,4 +154,80 @@ func TestListColumnsAligned(t *testing.T) {
 		require.Equal(t, col, i, "the expect column moved: %q", l)
 	}
 	require.Positive(t, col)
+}
+
+// No silent caps: the JSON says how many findings there were and that some
+// were left out; the text says how many more; --max-findings keeps more.
+// moe-ep-dropped-allreduce drops 47 collectives (each on both ranks: one
+// finding per collective) and corrupts both ranks' outputs.
+func TestFindingsNotSilentlyCapped(t *testing.T) {
+	type variant struct {
+		Name      string                  `json:"name"`
+		Findings  []struct{ Kind string } `json:"findings"`
+		Total     int                     `json:"findings_total"`
+		Truncated bool                    `json:"findings_truncated"`
+	}
+	get := func(args ...string) variant {
+		code, out, errs := simctl(t, append([]string{"run", "moe-ep-dropped-allreduce", "--variant", "per-layer", "--set", "budget=0", "--format", "json"}, args...)...)
+		require.Equal(t, 0, code, errs)
+		var rep struct{ Variants []variant }
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		require.Len(t, rep.Variants, 1)
+		return rep.Variants[0]
+	}
+	v := get()
+	require.Len(t, v.Findings, 32+2, "32 dropped kept, 2 corruptions")
+	require.Equal(t, 47+2, v.Total)
+	require.True(t, v.Truncated)
+	v = get("--max-findings", "100")
+	require.Len(t, v.Findings, 47+2)
+	require.Equal(t, 47+2, v.Total)
+	require.False(t, v.Truncated)
+	code, out, _ := simctl(t, "run", "moe-ep-dropped-allreduce", "--variant", "per-layer", "--set", "budget=0")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "[dropped] … and 44 more (32 kept: see --format json; raise --max-findings for the rest)")
+}
+
+// Seeds are strings in JSON: a reader that holds numbers as float64 (jq)
+// gets them exactly.
+func TestSeedsAreStrings(t *testing.T) {
+	code, out, errs := simctl(t, "explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--strategy", "pct", "--budget", "2", "--seed", "18446744073709551557", "--format", "json")
+	require.Equal(t, 0, code, errs)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Equal(t, "18446744073709551557", doc["seed"])
+	require.IsType(t, "", doc["witness"].(map[string]any)["seed"])
+	require.IsType(t, "", doc["config"].(map[string]any)["seed"])
+}
+
+// A witness file written before seeds were strings (a bare number) still
+// replays.
+func TestOldWitnessWithNumericSeedReplays(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, _, errs := simctl(t, "explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--strategy", "pct", "--budget", "2", "--witness", "w.json")
+	require.Equal(t, 0, code, errs)
+	data, err := os.ReadFile("w.json")
+	require.NoError(t, err)
+	old := regexp.MustCompile(`"seed": "(\d+)"`).ReplaceAll(data, []byte(`"seed": $1`))
+	require.NotEqual(t, string(data), string(old))
+	require.NoError(t, os.WriteFile("old.json", old, 0o644))
+	code, out, errs := simctl(t, "replay", "old.json")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, ": reproduced")
+}
+
+// The transform's notes ("skipped: mid-branch collective") reach run's JSON
+// and show, text and JSON.
+func TestTransformNotesEverywhere(t *testing.T) {
+	const skip = "transform skipped L0.moe: shared branch of L0.moe has a mid-branch collective L0.shared_mid_ar; skipped"
+	args := []string{"tp8-shared-expert", "--variant", "fixed", "--set", "shared=mid"}
+	code, out, errs := simctl(t, append(append([]string{"run"}, args...), "--set", "budget=0", "--format", "json")...)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, `"`+skip+`"`)
+	code, out, errs = simctl(t, append([]string{"show"}, args...)...)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "note: "+skip)
+	code, out, errs = simctl(t, append(append([]string{"show"}, args...), "--format", "json")...)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, `"`+skip+`"`)
 }

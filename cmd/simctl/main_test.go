@@ -71,7 +71,7 @@ func TestRunGolden(t *testing.T) {
 				Ranks                   []int
 				Ops, Streams            []string
 			} `json:"findings"`
-			WitnessSeed *uint64 `json:"witness_seed"`
+			WitnessSeed *string `json:"witness_seed"` // a decimal string: exact above 2^53
 			TraceHash   string  `json:"trace_hash"`
 		} `json:"variants"`
 	}

@@ -127,13 +127,7 @@ func replayOne(stdout io.Writer, t *explore.Target, w *explore.Witness, file str
 	} else {
 		fmt.Fprintln(stdout, ": NOT reproduced")
 	}
-	shown := map[string]int{}
-	for _, fd := range s.Findings {
-		if shown[fd.Kind] < 2 {
-			shown[fd.Kind]++
-			fmt.Fprintf(stdout, "  [%s] %s\n", fd.Kind, fd.Message)
-		}
-	}
+	writeFindingSample(stdout, s.Findings, "--html")
 	if !same {
 		return false, nil, nil
 	}

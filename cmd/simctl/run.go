@@ -17,9 +17,11 @@ func init() { register(newRunCmd) }
 type runFlags struct {
 	variants []string // --variant, repeatable or comma-separated
 	noExpect bool     // --no-expect: print verdicts, exit 0 whatever they are
-	sets     []string
-	format   string
-	out      reportFiles // --trace, --html (report_files.go)
+	// maxFindings caps the findings kept per kind (--max-findings).
+	maxFindings int
+	sets        []string
+	format      string
+	out         reportFiles // --trace, --html (report_files.go)
 }
 
 func newRunCmd(stdout, _ io.Writer) *cobra.Command {
@@ -41,6 +43,7 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&f.noExpect, "no-expect", false, "report verdicts without judging them: exit 0 whatever the verdicts (2 still means bad input)")
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text or json")
+	cmd.Flags().IntVar(&f.maxFindings, "max-findings", 32, "keep at most N findings of each kind per variant (JSON's findings_total counts them all; findings_truncated says some were left out)")
 	f.out.addFlags(cmd)
 	return cmd
 }
@@ -70,9 +73,12 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 	if err := probe.ApplySets(f.sets); err != nil {
 		return usageError{err}
 	}
+	if f.maxFindings < 1 {
+		return usagef("--max-findings %d: want at least 1", f.maxFindings)
+	}
 	rep := &Report{Scenario: sc.Name}
 	for _, v := range vs {
-		vr, err := check.RunVariant(sc, v, check.Options{Extra: f.sets})
+		vr, err := check.RunVariant(sc, v, check.Options{Extra: f.sets, MaxFindings: f.maxFindings})
 		if err != nil {
 			return usageError{fmt.Errorf("variant %s: %w", v.Name, err)}
 		}
@@ -138,13 +144,7 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 			case n <= 3:
 				fmt.Fprintf(w, "   [%s] %s\n", f.Kind, f.Message)
 			case n == 4:
-				more := 0
-				for _, g := range v.Findings {
-					if g.Kind == f.Kind {
-						more++
-					}
-				}
-				fmt.Fprintf(w, "   [%s] … and %d more (see --format json)\n", f.Kind, more-3)
+				fmt.Fprintf(w, "   [%s] … and %d more (%s)\n", f.Kind, v.Counts[f.Kind]-3, moreWhere(v, f.Kind))
 			}
 		}
 	}

@@ -60,13 +60,16 @@ trace hashes as the built-in.`,
 
 // showReport is the JSON document of `simctl show`.
 type showReport struct {
-	Scenario   string     `json:"scenario"`
-	Variant    string     `json:"variant"`
-	Config     string     `json:"config"`
-	Verdict    string     `json:"verdict"`
-	TraceHash  string     `json:"trace_hash"`
-	StepTimeNs int64      `json:"step_time_ns"`
-	Spans      []spanJSON `json:"spans"`
+	Scenario   string `json:"scenario"`
+	Variant    string `json:"variant"`
+	Config     string `json:"config"`
+	Verdict    string `json:"verdict"`
+	TraceHash  string `json:"trace_hash"`
+	StepTimeNs int64  `json:"step_time_ns"`
+	// Notes are the build's notes: strategies chosen, transform decisions
+	// ("skipped: mid-branch collective").
+	Notes []string   `json:"notes,omitempty"`
+	Spans []spanJSON `json:"spans"`
 }
 
 type spanJSON struct {
@@ -146,7 +149,7 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 	spans := o.Built.World.Spans()
 	if f.format == formatJSON {
 		rep := showReport{Scenario: sc.Name, Variant: v.Name, Config: cfg.Summary(), Verdict: o.Verdict, TraceHash: o.TraceHash,
-			StepTimeNs: int64(o.StepTime), Spans: []spanJSON{}}
+			StepTimeNs: int64(o.StepTime), Notes: o.Built.Notes, Spans: []spanJSON{}}
 		for _, s := range spans {
 			sj := spanJSON{Rank: s.Rank, Stream: s.Stream, Name: s.Name, Kind: s.Kind, Replay: s.Replay, Coll: s.Coll, StartNs: int64(s.Start), EndNs: int64(s.End)}
 			for _, p := range s.Phases {
@@ -159,6 +162,9 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 	pal := paletteFor(stdout)
 	fmt.Fprintf(stdout, "scenario %s, variant %s\n", pal.Bold(sc.Name), pal.Bold(v.Name))
 	fmt.Fprintf(stdout, "config: %s\n", cfg.Summary())
+	for _, n := range o.Built.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
 	fmt.Fprintf(stdout, "nominal schedule: verdict %s, trace %s, step time %s\n\n", pal.Verdict(o.Verdict), o.TraceHash, fmtNs(int64(o.StepTime)))
 	renderTimeline(stdout, spans, f.width, pal)
 	// The first finding of each kind, worst first (run shows them all).

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"strings"
 
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/scenarios"
 )
 
@@ -35,4 +39,48 @@ func pickVariants(sc *scenarios.Scenario, arg string, names []string) ([]scenari
 		return nil, usagef("--variant: no variant named")
 	}
 	return out, nil
+}
+
+// moreWhere says where the findings of kind the text leaves out are: in
+// --format json, or, past the --max-findings cap, nowhere yet.
+func moreWhere(v *check.VariantReport, kind string) string {
+	kept := 0
+	for _, f := range v.Findings {
+		if f.Kind == kind {
+			kept++
+		}
+	}
+	if kept < v.Counts[kind] {
+		return fmt.Sprintf("%d kept: see --format json; raise --max-findings for the rest", kept)
+	}
+	return "see --format json"
+}
+
+// writeFindingSample prints the first two findings of each kind, most
+// severe kind first, and says how many more of each there are and where
+// (rest: "--format json").
+func writeFindingSample(w io.Writer, fs []ranks.Finding, rest string) {
+	count := map[string]int{}
+	for _, f := range fs {
+		count[f.Kind]++
+	}
+	for _, k := range []string{check.BuildError, check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race} {
+		shown := 0
+		for _, f := range fs {
+			if f.Kind == k && shown < 2 {
+				shown++
+				fmt.Fprintf(w, "  [%s] %s\n", f.Kind, f.Message)
+			}
+		}
+		if n := count[k] - shown; n > 0 {
+			fmt.Fprintf(w, "  [%s] … and %d more (%s)\n", k, n, rest)
+		}
+		delete(count, k)
+	}
+	for _, f := range fs { // kinds not listed above, in order
+		if count[f.Kind] > 0 {
+			count[f.Kind] = 0
+			fmt.Fprintf(w, "  [%s] %s\n", f.Kind, f.Message)
+		}
+	}
 }

@@ -1,0 +1,43 @@
+package check
+
+import (
+	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
+)
+
+// runCapped is RunSchedule in timed mode with the world keeping at most
+// maxFindings findings of each kind (0: its default).
+func runCapped(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, ch sim.Chooser, maxFindings int) (*Outcome, error) {
+	b, err := ref.Build(sc, cfg, sim.NewEngine(sim.Timed, ch))
+	if err != nil {
+		return nil, err
+	}
+	if maxFindings > 0 {
+		b.World.SetMaxFindings(maxFindings)
+	}
+	return RunBuilt(b, ref)
+}
+
+// findingTotals counts o's findings per kind, including those the world
+// left out past its per-kind cap: for each kind, the world's own count
+// (Result.Counts, taken before the cap) stands in for the findings of that
+// kind it kept.
+func findingTotals(o *Outcome) map[string]int {
+	out := map[string]int{}
+	for _, f := range o.Findings {
+		out[f.Kind]++
+	}
+	if o.Result == nil {
+		return out
+	}
+	kept := map[string]int{}
+	for _, f := range o.Result.Findings {
+		kept[f.Kind]++
+	}
+	for k, n := range o.Result.Counts {
+		if n > kept[k] {
+			out[k] += n - kept[k]
+		}
+	}
+	return out
+}
