@@ -13,13 +13,13 @@ import (
 )
 
 // Scenario returns the runnable scenario of a validated spec. Its Build
-// follows the spec's form: the MoE builder, the user op graph, or the
+// follows the spec's form: a Go graph form (forms.go), the user op graph, or the
 // per-rank programs.
 func (s *Spec) Scenario() *Scenario {
 	sc := &Scenario{Name: s.Name, Description: s.Description, Base: s.Base, Variants: append([]Variant(nil), s.Variants...), Compare: append([]Comparison(nil), s.Compare...), Spec: s}
 	switch {
-	case s.Graph != nil && s.Graph.Builder == "moe":
-		sc.Build = BuildMoE
+	case s.Graph != nil && s.Graph.Builder != "":
+		sc.Build = graphForms[s.Graph.Builder].build
 	case s.Graph != nil:
 		sc.Build = s.buildGraph
 	default:

@@ -80,10 +80,10 @@ func (s *Spec) validateForm(e *errs) {
 		e.add(s.pos.at(""), "scenario %q has no work: expected a graph (builder: moe, or ops) or programs", s.Name)
 	case s.Graph != nil && len(s.Programs) > 0:
 		e.add(s.pos.at("programs"), "expected either graph or programs, not both")
-	case s.Graph != nil && s.Graph.Builder == "moe":
+	case s.Graph != nil && s.Graph.Builder != "":
 		for _, k := range []string{"communicators", "tensors"} {
 			if _, ok := s.pos[k]; ok {
-				e.add(s.pos.at(k), "%s: graph builder moe makes its own tensors and communicator (\"tp\"); remove this key", k)
+				e.add(s.pos.at(k), "%s: graph builder %s makes its own tensors and communicators; remove this key", k, s.Graph.Builder)
 			}
 		}
 	case s.Graph != nil && len(s.Graph.Ops) == 0:
@@ -283,10 +283,11 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	if cfg.Mode == "graph" {
 		replays = max(cfg.Replays, 1)
 	}
-	if s.Graph != nil && s.Graph.Builder == "moe" {
-		const opsPerLayer = 12 // ops and stream markers of one MoE layer
-		if tasks := cfg.TP * cfg.Layers * opsPerLayer * replays; tasks > MaxTasks {
-			report(s.pos.at("graph"), fmt.Sprintf("about %d ops to run (ranks × layers × ops per layer × replays); at most %d", tasks, MaxTasks))
+	if s.Graph != nil && s.Graph.Builder != "" {
+		if f, ok := graphForms[s.Graph.Builder]; ok {
+			if tasks := f.tasks(cfg, replays); tasks > MaxTasks {
+				report(s.pos.at("graph"), fmt.Sprintf("about %d ops to run (ranks × layers × ops per layer × replays); at most %d", tasks, MaxTasks))
+			}
 		}
 		return
 	}

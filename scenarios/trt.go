@@ -22,52 +22,6 @@ import (
 // on a small test module).
 const myelinMinOps = 40
 
-func init() {
-	Register(&Scenario{
-		Name: "trt-fused-collective",
-		Description: `Torch-TensorRT with TRT 11 native collectives on a DiT-like model: fused into
-Myelin ForeignNodes, the collectives fail to build. The model has Ulysses
-all_to_all_single (SP=2) around attention and a tensor-parallel all-reduce (TP=2)
-after the MLP, on 4 ranks; in a large graph Myelin fuses each collective with the
-reshape/unsqueeze/pointwise ops around it into a ForeignNode it cannot implement.
-Standalone collectives build and run. The workaround runs the collectives in
-PyTorch (torch_executed_ops): it works, at the cost of a submodule call per
-engine and per collective.`,
-		Base: Config{TP: 4, Arch: "a100", Mode: "eager", Strategy: "nccl", Engines: "fused", Layers: 4, Tokens: 256, Hidden: 1024, Chunks: 4, Seed: 1, Budget: 4},
-		Variants: []Variant{
-			{Name: "fused", Expect: "build-error", Doc: "one engine for the whole model; Myelin fuses the collectives into ForeignNodes"},
-			{Name: "standalone", Sets: []string{"engines=standalone", "layers=1"}, Expect: "ok", Doc: "the seed's small test: all_to_all + all_reduce alone in a GEMM-free engine (multi-device)"},
-			{Name: "workaround", Sets: []string{"engines=workaround"}, Expect: "ok", Doc: "torch_executed_ops = the collectives: fusion boundaries, collectives in PyTorch"},
-			{Name: "own-engines", Sets: []string{"engines=keep-standalone"}, Expect: "ok", Doc: "the seed's option (b): the builder keeps each collective in an engine of its own"},
-			{Name: "myelin-fixed", Sets: []string{"engines=myelin-fixed"}, Expect: "dropped", Doc: "hypothetical option (a): Myelin maps fused collectives, but the engine holds GEMMs: not multi-device"},
-			{Name: "ideal", Sets: []string{"engines=ideal"}, Expect: "ok", Doc: "hypothetical: fused collectives supported and the engine multi-device (the cost baseline)"},
-		},
-		Compare: []Comparison{
-			{Variant: "workaround", Against: "ideal", Label: "graph breaks of the workaround"},
-			{Variant: "own-engines", Against: "ideal", Label: "standalone collective engines"},
-		},
-		Build: buildDiT,
-	})
-	Register(&Scenario{
-		Name: "moe-ep-dropped-allreduce",
-		Description: `Qwen3-30B-A3B-like MoE under Torch-TensorRT: all-reduces fused with GEMMs
-into engines that are not multi-device silently do nothing. 48 layers, expert
-parallelism on 2 ranks, torch.compile backend: routing top-k and the expert
-combine run in PyTorch, so each layer's all-reduce lands in an engine with the
-next layer's router GEMM. Such engines are not multi-device: setCommunicator is
-rejected and the all-reduce does nothing. Only the last layer's engine
-(all-reduce, residual add, final norm: no GEMM) is promoted and works (2 of 96
-bindings).`,
-		Base: Config{TP: 2, Arch: "b200", Mode: "eager", Strategy: "nccl", Engines: "per-layer", Layers: 48, Tokens: 16, Hidden: 2048, Chunks: 2, Seed: 1, Budget: 2},
-		Variants: []Variant{
-			{Name: "per-layer", Expect: "dropped", Doc: "engines fuse each all-reduce with GEMMs: binding rejected, collective dropped"},
-			{Name: "workaround", Sets: []string{"engines=workaround"}, Expect: "ok", Doc: "torch_executed_ops = the all-reduce: it runs in PyTorch between engines"},
-		},
-		Compare: []Comparison{{Variant: "workaround", Against: "per-layer", Label: "the all-reduces that now run"}},
-		Build:   buildMoEEP,
-	})
-}
-
 // engineOptions maps the engines knob to the builder and partitioner.
 func engineOptions(cfg Config) (streamsched.EngineOptions, error) {
 	o := streamsched.EngineOptions{MyelinMinOps: myelinMinOps}

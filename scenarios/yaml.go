@@ -752,12 +752,12 @@ func (d *decoder) graph(n ast.Node) *GraphSpec {
 	o := d.mapping(n, "graph", "builder", "ops")
 	o.record(g.pos)
 	if o.has("builder") == o.has("ops") {
-		d.add(o.at, "graph: expected exactly one of builder (moe) or ops")
+		d.add(o.at, "graph: expected exactly one of builder (%s) or ops", graphFormNames())
 	}
 	if v := o.get("builder"); v != nil {
 		g.Builder = o.str("builder")
-		if g.Builder != "moe" {
-			d.add(posOf(v), "graph builder: %q; expected moe (the only builder)", g.Builder)
+		if _, ok := graphForms[g.Builder]; !ok {
+			d.add(posOf(v), "graph builder: %q; expected one of %s", g.Builder, graphFormNames())
 		}
 	}
 	if v := o.get("ops"); v != nil {
@@ -958,7 +958,7 @@ func checkPeer(s string) error {
 }
 
 // verdicts a variant may expect.
-var verdictNames = []string{"ok", "race", "mismatch", "corruption", "dropped", "hang"}
+var verdictNames = []string{"ok", "race", "mismatch", "corruption", "dropped", "hang", "build-error"}
 
 func (d *decoder) variant(n ast.Node) (Variant, posMap) {
 	var v Variant
