@@ -1,6 +1,10 @@
 package ranks
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/sim"
+)
 
 // HostOpKind is what the host thread does at one step of its program.
 type HostOpKind uint8
@@ -165,6 +169,11 @@ type HostOp struct {
 	Stream int
 	Event  int
 	Kernel *KernelSpec
+	// Host, when positive, is the host time between the previous op's issue
+	// (or the return of the sync before it) and this op's issue, in place of
+	// the profile's launch or event cost: the gap a profiler trace recorded
+	// (importer/). Eager mode only; a graph replay has no host gaps.
+	Host sim.Time
 }
 
 // Program is one rank's host program: streams (index 0 is the stream the

@@ -411,7 +411,7 @@ func (w *World) stepHost(r int) {
 			cost = w.cfg.LaunchCost
 		}
 		if h.next < len(h.nodes) {
-			w.eng.Schedule(now+w.jitter(cost), uint64(r), int32(r))
+			w.eng.Schedule(now+w.jitter(w.hostGap(r, cost)), uint64(r), int32(r))
 		}
 		return
 	}
@@ -450,6 +450,18 @@ func (w *World) stepHost(r int) {
 	if h.next < w.cfg.Replays {
 		w.eng.Schedule(now+w.jitter(w.cfg.LaunchCost), uint64(r), int32(r))
 	}
+}
+
+// hostGap is the host time before rank r issues its next op: the op's
+// recorded gap when it has one (HostOp.Host), else def.
+func (w *World) hostGap(r int, def sim.Time) sim.Time {
+	h := &w.hosts[r]
+	if h.next < len(h.nodes) {
+		if g := w.progs[r].Ops[h.nodes[h.next].op].Host; g > 0 {
+			return g
+		}
+	}
+	return def
 }
 
 func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *task {

@@ -210,6 +210,10 @@ type OpSpec struct {
 	Writes []string
 	TimeNs int64 // 0: derived from bytes moved
 	Weight int64 // 0: a per-rank weight derived from the name
+	// HostNs, when positive, is the host time between the previous op's
+	// issue and this one's, in place of the launch or event cost (eager
+	// only): the gap a profiler trace recorded.
+	HostNs int64
 	// Collectives, send and receive.
 	Comm     string
 	In, Out  string

@@ -282,7 +282,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 					sst = 0
 				}
 			}
-			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Sync, Stream: sst})
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Sync, Stream: sst, Host: sim.Time(op.HostNs)})
 		case OpRecord, OpWait:
 			ev, err := index(p.Events, op.Name, "event")
 			if err != nil {
@@ -292,7 +292,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			if op.Kind == OpWait {
 				kind = ranks.Wait
 			}
-			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: kind, Stream: st, Event: ev})
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: kind, Stream: st, Event: ev, Host: sim.Time(op.HostNs)})
 		case OpKernel:
 			k := &ranks.KernelSpec{Name: op.Name, Kind: "kernel"}
 			var srcs []ranks.Src
@@ -330,7 +330,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true,
 					Dur: total / sim.Time(len(outs))})
 			}
-			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k})
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 		case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast:
 			c, ok := comms[op.Comm]
 			if !ok {
@@ -359,7 +359,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				b.Notes = append(b.Notes, fmt.Sprintf("%s → %s", op.Name, got))
 			}
 			written[op.Out] = true
-			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k})
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 		case OpSend, OpRecv:
 			c, ok := comms[op.Comm]
 			if !ok {
@@ -388,7 +388,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				}
 				written[op.Out] = true
 			}
-			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k})
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 		default:
 			return nil, nil, fmt.Errorf("rank %d: op with no kind", r)
 		}

@@ -832,7 +832,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 }
 
 var opKeys = []string{"kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
-	"stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy", "blocks", "root", "peer"}
+	"stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
 // opStrategies are the strategy values an op may name: auto and every
 // concrete strategy of collectives.Strategies.
@@ -882,7 +882,8 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		op.Kind = ""
 		return op
 	}
-	allowed := opAllowed[op.Kind]
+	// Every op may carry the host gap before it (HostNs).
+	allowed := append(slices.Clip(opAllowed[op.Kind]), "host")
 	for _, k := range o.order {
 		ok := false
 		for _, a := range allowed {
@@ -893,6 +894,9 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		}
 	}
 	op.Stream = o.name("stream")
+	if v := o.get("host"); v != nil {
+		op.HostNs = d.duration(v, "host gap")
+	}
 	switch {
 	case op.Kind == OpKernel:
 		o.require("writes")

@@ -210,6 +210,9 @@ func opLine(op OpSpec) string {
 	case OpRecv:
 		parts = append(parts, "comm: "+quote(op.Comm), "out: "+quote(op.Out), "peer: "+knobVal(op.Peer))
 	}
+	if op.HostNs != 0 {
+		parts = append(parts, fmt.Sprintf("host: %dns", op.HostNs))
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
