@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/collsim/collsim/importer"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newImportCmd) }
+
+func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o importer.Options
+	var out string
+	cmd := &cobra.Command{
+		Use:   "import TRACE... [flags]",
+		Short: "Turn PyTorch profiler traces (one per rank) into a scenario file",
+		Long: `import reads PyTorch profiler traces (Kineto / Chrome JSON, one per rank, rank 0
+first; .json.gz too) and writes the step they recorded as a scenario file in the
+program form (docs/scenario-format.md): kernels on the streams they ran on with
+their recorded durations, the host gaps between launches, event records and
+waits, syncs, all-reduces from record_param_comms, and a CUDA-graph replay as a
+graph-mode program. With --et (torch.profiler.ExecutionTraceObserver output,
+one per trace) each kernel reads and writes the tensors its operator names;
+tensors are memory blocks, so a block freed and handed out again is one tensor
+written by both. Record traces with
+torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True) and
+profile_memory=True. What the importer had to guess is in the file's
+description and on stderr. See docs/from-trace.md.
+
+The step imported is the first record_function annotation named --step (default:
+ProfilerStep#N, else "step"; the whole trace when there is none).
+Exit status 0 when the file was written, 2 on unreadable input
+(file:line:column: event N: what was wrong).`,
+		Example: `  simctl import validation/traces/a_eager.json --et validation/traces/a_eager.et.json -o a.yaml
+  simctl import rank0.json.gz rank1.json.gz --step ProfilerStep#3 -o step3.yaml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			o.Traces = args
+			res, err := importer.Import(o)
+			if err != nil {
+				// Unreadable or unusable input: exit 2.
+				return usageError{err}
+			}
+			// The summary goes to stdout when the file goes elsewhere.
+			sum := stdout
+			if out == "" || out == "-" {
+				_, err = stdout.Write(res.YAML)
+				sum = stderr
+			} else {
+				err = writeFileAtomic(out, res.YAML)
+			}
+			if err != nil {
+				return err
+			}
+			for r, rk := range res.Ranks {
+				fmt.Fprintf(sum, "rank %d: %s: %s, %d kernels on %d streams, %d waits, %d syncs, %d collectives; recorded step time %s\n",
+					r, rk.File, rk.Mode, rk.Kernels, len(rk.Streams), rk.Waits, rk.Syncs, rk.Collectives, fmtNs(rk.StepNs))
+				for _, n := range rk.Notes {
+					fmt.Fprintf(sum, "  note: %s\n", n)
+				}
+			}
+			if out != "" && out != "-" {
+				fmt.Fprintf(sum, "wrote %s (scenario %s)\n", out, res.Spec.Name)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "", "write the scenario file here (default: stdout)")
+	f.StringArrayVar(&o.ET, "et", nil, "execution trace of the next trace, in trace order (repeatable)")
+	f.StringVar(&o.Step, "step", "", "record_function annotation around the step to import (default: ProfilerStep#N, else \"step\")")
+	f.IntVar(&o.StepIndex, "step-index", 0, "which occurrence of the step annotation (0: the first)")
+	f.StringVar(&o.Name, "name", "", "scenario name (default: the first trace's file name)")
+	return cmd
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// folder, so a reader never sees half a file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

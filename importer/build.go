@@ -1,0 +1,800 @@
+package importer
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/collsim/collsim/scenarios"
+)
+
+// item is one host-program step in host order, before it becomes an op.
+type item struct {
+	kind   scenarios.OpKind
+	ts     float64 // host time the call started (µs): the order
+	before bool    // goes before the items of the same ts (an inserted wait)
+	issue  float64 // host time the work was handed to the GPU (call end)
+	stream int64   // -1: not known yet
+	// kernel
+	act    *devAct
+	op     *cpuOp
+	reads  []string // tensor keys
+	writes []string
+	name   string
+	// collective
+	coll *cpuOp
+	// record / wait / sync
+	corr      int64
+	event     string
+	waitEvent int64
+	recStream int64 // a wait's record stream when CUPTI named it
+	recCorr   int64
+	device    bool // sync: every stream
+	note      string
+}
+
+// tensor is one block of device memory the program touches: an
+// execution-trace storage ("s12") or an allocation address ("a0x…").
+type tensor struct {
+	key       string
+	bytes     int64
+	labels    []string // annotations of the ops that wrote it, in host order
+	readFirst bool
+	touched   bool
+	written   bool
+}
+
+type rankProg struct {
+	rank    int
+	file    string
+	mode    string
+	streams []string
+	events  []string
+	ops     []scenarios.OpSpec
+	stepNs  int64
+	notes   []string
+	guesses int
+	kernels int
+	colls   map[string][]int // communicator → ranks
+	// counts for the summary
+	records, waits, syncs, collectives int
+}
+
+func (p *rankProg) notef(format string, a ...any) {
+	p.notes = append(p.notes, fmt.Sprintf(format, a...))
+}
+
+// builder turns one rank's kept events into a program.
+type builder struct {
+	rt      *rankTrace
+	et      map[int64]*ETOp // nil: no execution trace
+	p       *rankProg
+	tensors map[string]*tensor
+	order   []string // tensor keys in first-touch order
+	byExt   map[int64]*cpuOp
+	annots  []*cpuOp
+	comms   []*cpuOp
+	fallbk  int // kernels whose reads and writes fell back to allocations
+	named   []namedTensor
+	noET    int // kernels whose op the execution trace does not have
+}
+
+func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
+	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{}}
+	for _, op := range rt.ops {
+		if op.ext >= 0 {
+			if _, dup := b.byExt[op.ext]; !dup || op.cat == "cpu_op" {
+				b.byExt[op.ext] = op
+			}
+		}
+		switch {
+		case op.name == "record_param_comms":
+			b.comms = append(b.comms, op)
+		case op.cat == "user_annotation" && op.name != rt.step && !strings.HasPrefix(op.name, "ProfilerStep#") && !strings.HasPrefix(op.name, "nccl:") && !strings.HasPrefix(op.name, "##"):
+			b.annots = append(b.annots, op)
+		}
+	}
+	return b
+}
+
+// annotation is the innermost record_function range around t.
+func (b *builder) annotation(t float64) string {
+	best := ""
+	bestLen := math.Inf(1)
+	for _, a := range b.annots {
+		if t >= a.ts && t <= a.end && a.end-a.ts < bestLen {
+			best, bestLen = a.name, a.end-a.ts
+		}
+	}
+	return best
+}
+
+// commAt is the record_param_comms op whose range holds t, if any.
+func (b *builder) commAt(t float64) *cpuOp {
+	for _, c := range b.comms {
+		if t >= c.ts && t <= c.end {
+			return c
+		}
+	}
+	return nil
+}
+
+func (b *builder) tensor(key string, bytes int64) *tensor {
+	t, ok := b.tensors[key]
+	if !ok {
+		t = &tensor{key: key}
+		b.tensors[key] = t
+		b.order = append(b.order, key)
+	}
+	t.bytes = max(t.bytes, bytes)
+	return t
+}
+
+// access works out what kernel it reads and writes: the execution trace's
+// tensors of its operator, or (without one) the blocks the operator
+// allocated, which it writes.
+func (b *builder) access(it *item, label string) {
+	op := it.op
+	if op != nil && b.et != nil {
+		if eo, ok := b.et[op.rf]; ok {
+			for _, r := range eo.Inputs {
+				key := "s" + strconv.FormatInt(r.Storage, 10)
+				it.reads = appendOnce(it.reads, key)
+				b.tensor(key, r.Bytes())
+			}
+			for _, w := range eo.Outputs {
+				key := "s" + strconv.FormatInt(w.Storage, 10)
+				it.writes = appendOnce(it.writes, key)
+				b.tensor(key, w.Bytes())
+			}
+			b.touch(it, label)
+			return
+		}
+		b.noET++
+	}
+	if op != nil {
+		for _, m := range b.rt.mem {
+			if m.bytes > 0 && m.ts >= op.ts && m.ts <= op.end {
+				key := "a" + m.addr
+				it.writes = appendOnce(it.writes, key)
+				b.tensor(key, m.bytes)
+			}
+		}
+	}
+	b.fallbk++
+	b.touch(it, label)
+}
+
+func (b *builder) touch(it *item, label string) {
+	for _, k := range it.reads {
+		t := b.tensors[k]
+		if !t.touched {
+			t.readFirst = true
+		}
+		t.touched = true
+	}
+	for _, k := range it.writes {
+		t := b.tensors[k]
+		t.touched, t.written = true, true
+		if label != "" && (len(t.labels) == 0 || t.labels[len(t.labels)-1] != label) {
+			t.labels = append(t.labels, label)
+		}
+	}
+}
+
+func appendOnce(xs []string, x string) []string {
+	for _, y := range xs {
+		if y == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+var launchNames = []string{"Launch", "Memset", "Memcpy"}
+
+func isLaunchCall(name string) bool {
+	if strings.Contains(name, "GraphLaunch") {
+		return false
+	}
+	for _, n := range launchNames {
+		if strings.Contains(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// shortOp is an operator name as a scenario name part: "aten::mm" → "mm".
+func shortOp(name string) string {
+	name = strings.TrimPrefix(name, "aten::")
+	if i := strings.LastIndex(name, "::"); i >= 0 {
+		name = name[i+2:]
+	}
+	return name
+}
+
+// shortKernel is a kernel's name without its template arguments and
+// namespace: "void at::native::vectorized_elementwise_kernel<4, …>(…)" →
+// "vectorized_elementwise_kernel".
+func shortKernel(name string) string {
+	name = strings.TrimPrefix(name, "void ")
+	if i := strings.IndexAny(name, "<("); i >= 0 {
+		name = name[:i]
+	}
+	if i := strings.LastIndex(name, "::"); i >= 0 {
+		name = name[i+2:]
+	}
+	if len(name) > 48 {
+		name = name[:48]
+	}
+	return name
+}
+
+// sanitize makes s a valid scenario name: no spaces, no = | , and at most
+// 100 characters (room for a suffix).
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("_.:/#+-@[]", r):
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 100 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "_"
+	}
+	return b.String()
+}
+
+func streamName(s int64) string { return "stream" + strconv.FormatInt(s, 10) }
+
+func ns(us float64) int64 { return int64(math.Round(us * 1000)) }
+
+// dtypeBytes is the element size of a record_param_comms dtype.
+func dtypeBytes(dt string) int64 {
+	switch strings.ToLower(dt) {
+	case "double", "long", "int64", "float64", "complexfloat":
+		return 8
+	case "float", "int", "int32", "float32":
+		return 4
+	case "half", "bfloat16", "short", "float16", "int16":
+		return 2
+	case "byte", "char", "bool", "int8", "uint8", "float8_e4m3fn", "float8_e5m2":
+		return 1
+	}
+	return 4
+}
+
+// kernelName names a kernel op: its annotation and operator ("y.sin"), or
+// the kernel's own short name.
+func kernelName(label string, op *cpuOp, act *devAct) string {
+	base := ""
+	switch {
+	case actKind(act) != "kernel":
+		base = actKind(act)
+		if op != nil && op.cat == "cpu_op" {
+			base = shortOp(op.name) + "." + base
+		}
+	case op != nil && op.cat == "cpu_op":
+		base = shortOp(op.name)
+	default:
+		base = shortKernel(act.name)
+	}
+	if label != "" && label != base && !strings.HasPrefix(base, label+".") {
+		base = label + "." + base
+	}
+	return sanitize(base)
+}
+
+type namer map[string]int
+
+func (n namer) unique(s string) string {
+	n[s]++
+	if n[s] == 1 {
+		return s
+	}
+	return s + "#" + strconv.Itoa(n[s])
+}
+
+// eager builds the program of an eagerly executed step.
+func (b *builder) eager() error {
+	rt, p := b.rt, b.p
+	p.mode = "eager"
+	var items []*item
+	var graphs int
+	for _, c := range rt.calls {
+		if c.capture {
+			continue
+		}
+		acts := rt.dev[c.corr]
+		var work, syncs []*devAct
+		for _, a := range acts {
+			if a.cat == "cuda_sync" {
+				syncs = append(syncs, a)
+			} else {
+				work = append(work, a)
+			}
+		}
+		switch {
+		case strings.Contains(c.name, "GraphLaunch"):
+			graphs++
+			for _, a := range work {
+				items = append(items, &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.end, stream: a.stream, act: a, name: "graph." + shortKernel(a.name)})
+			}
+		case len(work) > 0:
+			op := b.byExt[c.ext]
+			if op == nil {
+				// A launch with no External id: the innermost op around it.
+				op = b.opAt(c.ts)
+			}
+			for _, a := range work {
+				items = append(items, &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.end, stream: a.stream, act: a, op: op, coll: b.commAt(c.ts)})
+			}
+		case strings.HasPrefix(c.name, "cudaEventRecord"):
+			items = append(items, &item{kind: scenarios.OpRecord, ts: c.ts, issue: c.end, stream: -1, corr: c.corr})
+		case c.name == "cudaStreamWaitEvent":
+			it := &item{kind: scenarios.OpWait, ts: c.ts, issue: c.end, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1}
+			if len(syncs) > 0 {
+				s := syncs[0]
+				it.stream, it.waitEvent, it.recStream, it.recCorr = s.stream, s.waitEvent, s.waitStream, s.waitCorr
+			}
+			items = append(items, it)
+		case c.name == "cudaStreamSynchronize":
+			it := &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1}
+			if len(syncs) > 0 && syncs[0].stream >= 0 {
+				it.stream = syncs[0].stream
+			} else {
+				it.device = true
+				it.note = "cudaStreamSynchronize without a cuda_sync entry naming its stream: imported as a device sync"
+			}
+			items = append(items, it)
+		case c.name == "cudaDeviceSynchronize" || c.name == "cudaCtxSynchronize":
+			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, device: true})
+		case c.name == "cudaEventSynchronize":
+			it := &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1, corr: c.corr, device: true}
+			if len(syncs) > 0 {
+				it.waitEvent, it.recStream, it.recCorr = syncs[0].waitEvent, syncs[0].waitStream, syncs[0].waitCorr
+			}
+			items = append(items, it)
+		}
+	}
+	if graphs > 0 {
+		p.notef("%d graph launches inside an eager step: their kernels are opaque kernels on the replay streams", graphs)
+	}
+	return b.finish(items)
+}
+
+// opAt is the innermost cpu_op whose range holds t.
+func (b *builder) opAt(t float64) *cpuOp {
+	var best *cpuOp
+	for _, op := range b.rt.ops {
+		if op.cat == "cpu_op" && t >= op.ts && t <= op.end && (best == nil || op.end-op.ts < best.end-best.ts) {
+			best = op
+		}
+	}
+	return best
+}
+
+// finish resolves kernels' tensors, pairs records with waits, adds the
+// allocator's record_stream order, and writes the ops with their host gaps.
+func (b *builder) finish(items []*item) error {
+	p := b.p
+	sortItems(items)
+	names := namer{}
+	collSeen := map[*cpuOp]bool{}
+	collN := map[string]int{}
+	var out []*item
+	var lastEnd float64 = math.Inf(-1)
+	for _, it := range items {
+		if it.kind != scenarios.OpKernel {
+			out = append(out, it)
+			continue
+		}
+		lastEnd = max(lastEnd, it.act.ts+it.act.dur)
+		if c := it.coll; c != nil {
+			if collSeen[c] {
+				continue // a collective's further kernels are part of it
+			}
+			collSeen[c] = true
+			if ok := b.collective(it, c, collN); ok {
+				out = append(out, it)
+				continue
+			}
+		}
+		label := ""
+		if it.op != nil {
+			label = b.annotation(it.op.ts)
+		}
+		if it.name == "" {
+			it.name = kernelName(label, it.op, it.act)
+		} else {
+			it.name = sanitize(it.name)
+		}
+		it.name = names.unique(it.name)
+		if it.op != nil {
+			b.access(it, label)
+		}
+		if len(it.writes) == 0 {
+			// Nothing the importer can name: the kernel writes its own
+			// stream's scratch tensor, so it orders nothing and races
+			// with nothing.
+			key := "scratch." + streamName(it.stream)
+			b.tensor(key, 1)
+			it.writes = []string{key}
+			b.touch(it, "")
+		}
+		p.kernels++
+		out = append(out, it)
+	}
+	out = b.recordStream(out)
+	if err := b.pair(out); err != nil {
+		return err
+	}
+	nameOf := b.names()
+	for _, it := range out {
+		for i, k := range it.reads {
+			it.reads[i] = nameOf[k]
+		}
+		for i, k := range it.writes {
+			it.writes[i] = nameOf[k]
+		}
+	}
+	// Streams in first-use order; events in record order.
+	seen := map[int64]bool{}
+	var streams []int64
+	for _, it := range out {
+		if it.stream >= 0 && !it.device && !seen[it.stream] && (it.kind == scenarios.OpKernel || it.kind == scenarios.OpAllReduce) {
+			seen[it.stream] = true
+			streams = append(streams, it.stream)
+		}
+	}
+	for _, it := range out {
+		if it.stream >= 0 && !it.device && !seen[it.stream] {
+			seen[it.stream] = true
+			streams = append(streams, it.stream)
+		}
+	}
+	for _, s := range streams {
+		p.streams = append(p.streams, streamName(s))
+	}
+	if len(p.streams) == 0 {
+		p.streams = []string{"main"}
+	}
+	first := math.NaN()
+	prev := 0.0
+	for _, it := range out {
+		if it.kind == scenarios.OpRecord && it.event == "" || it.kind == scenarios.OpWait && it.event == "" {
+			continue // a record no wait pairs with, or a wait with no record
+		}
+		op := scenarios.OpSpec{Kind: it.kind}
+		if it.stream >= 0 && !it.device {
+			op.Stream = streamName(it.stream)
+		}
+		switch it.kind {
+		case scenarios.OpKernel:
+			op.Name = it.name
+			op.Reads = it.reads
+			op.Writes = it.writes
+			op.TimeNs = max(ns(it.act.dur), 1)
+		case scenarios.OpAllReduce:
+			op.Name, op.Comm, op.In, op.Out, op.Strategy = it.name, it.event, it.reads[0], it.writes[0], "nccl"
+		case scenarios.OpRecord, scenarios.OpWait:
+			op.Name = it.event
+			if it.kind == scenarios.OpRecord {
+				p.records++
+			} else {
+				p.waits++
+			}
+		case scenarios.OpSync:
+			op.Name = scenarios.SyncDevice
+			if !it.device {
+				op.Name = streamName(it.stream)
+			}
+			op.Stream = ""
+			p.syncs++
+		}
+		if it.note != "" {
+			p.notes = append(p.notes, it.note)
+		}
+		if math.IsNaN(first) {
+			first = it.issue
+		} else if p.mode == "eager" {
+			op.HostNs = max(ns(it.issue-prev), 1)
+		}
+		prev = it.issue
+		p.ops = append(p.ops, op)
+	}
+	if p.mode == "eager" && !math.IsNaN(first) && lastEnd > first {
+		p.stepNs = ns(lastEnd - first)
+	}
+	if b.et == nil {
+		p.notef("no execution trace: each kernel writes the blocks its operator allocated ([memory] events) and reads nothing the importer can name, so a read of freed memory cannot show; record one with torch.profiler.ExecutionTraceObserver and pass it with --et")
+	} else if b.noET > 0 {
+		p.notef("%d kernels' operators are not in the execution trace: they write the blocks their operator allocated and read nothing named", b.noET)
+	}
+	if len(p.ops) > scenarios.MaxOps {
+		return fmt.Errorf("%s: the step has %d ops on rank %d, more than a scenario file holds (%d); import a shorter step (--step, --step-index)", p.file, len(p.ops), p.rank, scenarios.MaxOps)
+	}
+	return nil
+}
+
+// collective turns the first kernel of a record_param_comms op into a
+// collective op, when the format has one for it.
+func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
+	p := b.p
+	coll := strings.ReplaceAll(strings.ToLower(c.coll), "_", "")
+	if coll != "allreduce" {
+		p.notef("%s on process group %q: kept as an opaque kernel (this format version has no %s op)", c.coll, c.pg, c.coll)
+		return false
+	}
+	if !c.hasRanks || len(c.pgRanks) == 0 {
+		p.notef("%s on process group %q has no readable \"Process Group Ranks\": kept as an opaque kernel", c.coll, c.pg)
+		return false
+	}
+	comm := sanitize("pg" + c.pg)
+	n[comm]++
+	it.kind = scenarios.OpAllReduce
+	it.name = fmt.Sprintf("%s.allreduce.%d", comm, n[comm])
+	it.event = comm
+	bytes := max(c.nelems, 1) * dtypeBytes(c.dtype)
+	key := "c:" + it.name
+	b.tensor(key, bytes)
+	it.reads, it.writes = []string{key}, []string{key}
+	b.tensors[key].readFirst = true
+	b.tensors[key].touched = true
+	b.tensors[key].labels = []string{it.name + ".buf"}
+	p.colls[comm] = c.pgRanks
+	p.collectives++
+	return true
+}
+
+// pair gives every wait the record it waits on and both their streams.
+//
+// Exact when the cuda_sync entry names the record (its correlation id and
+// stream, libkineto's wait_on_cuda_event_record_corr_id and wait_on_stream).
+// Otherwise a guess: the latest cudaEventRecord before the wait in host
+// order (PyTorch's Stream.wait_stream and Event.wait issue the two back to
+// back), on the stream the host launched to last before the record other
+// than the waiting one. A wait whose stream is unknown (no cuda_sync entry)
+// takes the stream of the next kernel issued after it.
+func (b *builder) pair(out []*item) error {
+	p := b.p
+	evN := 0
+	lastLaunch := func(i int, not int64) int64 {
+		for j := i - 1; j >= 0; j-- {
+			if k := out[j]; (k.kind == scenarios.OpKernel || k.kind == scenarios.OpAllReduce) && k.stream != not {
+				return k.stream
+			}
+		}
+		return -1
+	}
+	guessedRec, guessedWait := 0, 0
+	for i, it := range out {
+		if it.kind != scenarios.OpWait && !(it.kind == scenarios.OpSync && it.waitEvent >= 0) {
+			continue
+		}
+		if it.event != "" {
+			continue // an allocator wait from recordStream, already paired
+		}
+		if it.kind == scenarios.OpWait && it.stream < 0 {
+			for j := i + 1; j < len(out); j++ {
+				if out[j].kind == scenarios.OpKernel || out[j].kind == scenarios.OpAllReduce {
+					it.stream = out[j].stream
+					break
+				}
+			}
+			guessedWait++
+			if it.stream < 0 {
+				continue
+			}
+		}
+		rec := -1
+		exact := false
+		for j := i - 1; j >= 0; j-- {
+			if out[j].kind != scenarios.OpRecord {
+				continue
+			}
+			if it.recCorr >= 0 {
+				if out[j].corr == it.recCorr {
+					rec, exact = j, true
+					break
+				}
+				continue
+			}
+			rec = j
+			break
+		}
+		if rec < 0 {
+			p.notef("a %s at host time %.3f µs has no cudaEventRecord before it in the step: dropped", it.kind, it.ts)
+			continue
+		}
+		r := out[rec]
+		if r.stream < 0 {
+			if it.recStream >= 0 {
+				r.stream = it.recStream
+			} else {
+				not := it.stream
+				if it.kind == scenarios.OpSync {
+					not = -2
+				}
+				r.stream = lastLaunch(rec, not)
+				guessedRec++
+			}
+		}
+		if !exact {
+			p.guesses++
+		}
+		if r.stream < 0 {
+			p.notef("a wait at host time %.3f µs: the stream its event was recorded on is unknown: dropped", it.ts)
+			continue
+		}
+		if it.kind == scenarios.OpSync {
+			// cudaEventSynchronize: the host waits for the record's stream.
+			it.stream, it.device, it.waitEvent = r.stream, false, -1
+			continue
+		}
+		if r.stream == it.stream {
+			continue // a stream waiting on itself orders nothing new
+		}
+		if r.event == "" {
+			evN++
+			r.event = "e" + strconv.Itoa(evN)
+			p.events = append(p.events, r.event)
+		}
+		it.event = r.event
+	}
+	if guessedRec > 0 {
+		p.notef("%d event records: the trace does not say which stream they were recorded on (wait_on_stream is -1); each is taken to be the stream the host launched to last before it, other than the waiting stream (a guess)", guessedRec)
+	}
+	if guessedWait > 0 {
+		p.notef("%d stream waits without a cuda_sync entry: each is taken to be on the stream of the next kernel (a guess; record with enable_cuda_sync_events=True)", guessedWait)
+	}
+	if p.guesses > 0 {
+		p.notef("%d waits paired with the latest event record before them in host order (the trace has no record correlation id: a guess)", p.guesses)
+	}
+	return nil
+}
+
+// names gives every tensor its scenario name: the annotations of the ops
+// that wrote it, in host order ("x/w": a block written under "x", freed, and
+// handed out again for "w"), else "t<storage>" (or "blk<address>").
+func (b *builder) names() map[string]string {
+	out := map[string]string{}
+	used := map[string]bool{}
+	for _, k := range b.order {
+		t := b.tensors[k]
+		name := strings.Join(t.labels, "/")
+		if name == "" {
+			switch k[0] {
+			case 's':
+				name = "t" + k[1:]
+			case 'a':
+				name = "blk" + k[1:]
+			default:
+				name = k
+			}
+		}
+		name = sanitize(name)
+		if used[name] {
+			name = sanitize(name + "@" + k)
+		}
+		used[name] = true
+		out[k] = name
+		b.named = append(b.named, namedTensor{name: name, t: t})
+	}
+	return out
+}
+
+type namedTensor struct {
+	name string
+	t    *tensor
+}
+
+// recordStream adds the order the caching allocator keeps for a block that
+// was freed after record_stream and handed out again in the step: the
+// allocator records an event on each stream the block was recorded on when
+// it is freed (c10/cuda/CUDACachingAllocator.cpp, insert_events) and hands
+// the block out only once those events have completed (process_events, the
+// cudaEventQuery "Event Sync" entries in the trace). The importer writes
+// that as a record on each such stream at the free and a wait before the
+// kernel that writes the reused block. The execution trace does not name
+// record_stream's stream ("<Stream>"), so the streams are the ones, other
+// than the reusing kernel's, whose kernels used the block before: a guess.
+func (b *builder) recordStream(out []*item) []*item {
+	var rs []*cpuOp
+	for _, op := range b.rt.ops {
+		if op.name == "aten::record_stream" && b.rt.window.has(op.ts) {
+			rs = append(rs, op)
+		}
+	}
+	if len(rs) == 0 {
+		return out
+	}
+	if b.et == nil {
+		b.p.notef("%d record_stream calls: without an execution trace the importer cannot tell which block each protects; the allocator's order is left out", len(rs))
+		return out
+	}
+	n := 0
+	for _, op := range rs {
+		eo := b.et[op.rf]
+		if eo == nil || len(eo.Inputs) == 0 {
+			continue
+		}
+		key := "s" + strconv.FormatInt(eo.Inputs[0].Storage, 10)
+		ri := -1
+		for i, it := range out {
+			if it.kind == scenarios.OpKernel && it.ts > op.ts && contains(it.writes, key) && !contains(it.reads, key) {
+				ri = i
+				break
+			}
+		}
+		if ri < 0 {
+			continue // not reused within the step
+		}
+		w := out[ri].stream
+		var users []int64
+		for _, it := range out[:ri] {
+			if it.kind == scenarios.OpKernel && it.stream != w && (contains(it.reads, key) || contains(it.writes, key)) && !containsInt(users, it.stream) {
+				users = append(users, it.stream)
+			}
+		}
+		if len(users) == 0 {
+			continue
+		}
+		free := out[ri].ts
+		for _, m := range b.rt.mem {
+			if m.bytes < 0 && m.ts > op.ts && m.ts < out[ri].ts && -m.bytes >= b.tensors[key].bytes {
+				free = m.ts
+				break
+			}
+		}
+		for _, s := range users {
+			n++
+			ev := "rs" + strconv.Itoa(n)
+			b.p.events = append(b.p.events, ev)
+			out = append(out,
+				&item{kind: scenarios.OpRecord, ts: free, issue: free, stream: s, event: ev},
+				&item{kind: scenarios.OpWait, ts: out[ri].ts, before: true, issue: out[ri].ts, stream: w, event: ev})
+		}
+		b.p.notef("record_stream: the block of execution-trace storage %s was freed after record_stream and reused by %s on %s: ordered after the work of %d other streams that used it before the free, as the caching allocator orders it (the streams are a guess: the execution trace does not name record_stream's stream)", key[1:], out[ri].name, streamName(w), len(users))
+	}
+	sortItems(out)
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func containsInt(xs []int64, x int64) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// sortItems orders items by host time; an inserted wait goes before the
+// items of its time.
+func sortItems(xs []*item) {
+	sort.SliceStable(xs, func(i, j int) bool {
+		if xs[i].ts != xs[j].ts {
+			return xs[i].ts < xs[j].ts
+		}
+		return xs[i].before && !xs[j].before
+	})
+}

@@ -1,0 +1,163 @@
+package importer
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TensorRef is one tensor an execution-trace node names: the storage (ET's
+// storage id, which follows the data pointer), the element offset and count,
+// and the element size. Only CUDA tensors are kept.
+type TensorRef struct {
+	Storage  int64
+	Offset   int64
+	Numel    int64
+	ItemSize int64
+}
+
+// Bytes is the extent of the storage the reference reaches.
+func (t TensorRef) Bytes() int64 { return (t.Offset + t.Numel) * t.ItemSize }
+
+// ETOp is an execution-trace node: the operator's name and the CUDA tensors
+// it reads (inputs) and writes (outputs).
+type ETOp struct {
+	Name    string
+	Inputs  []TensorRef
+	Outputs []TensorRef
+}
+
+type etNode struct {
+	Name    string `json:"name"`
+	Inputs  etIO   `json:"inputs"`
+	Outputs etIO   `json:"outputs"`
+	Attrs   []struct {
+		Name  string          `json:"name"`
+		Value json.RawMessage `json:"value"`
+	} `json:"attrs"`
+}
+
+type etIO struct {
+	Values []json.RawMessage `json:"values"`
+}
+
+// ReadET streams the execution trace at path (torch.profiler's
+// ExecutionTraceObserver output: {"schema": …, "nodes": [ … ]}) and returns
+// the operators whose rf_id is in want (nil: every one), by rf_id.
+// The tensor tuple [id, storage, offset, numel, itemsize, device] is the
+// one torch/csrc/profiler/standalone/execution_trace_observer.cpp writes
+// (convertIValue); mlcommons/chakra's et_converter reads the same fields.
+func ReadET(path string, want map[int64]bool) (map[int64]*ETOp, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out, err := readET(f, path, want)
+	var ie *Error
+	if errors.As(err, &ie) && ie.Offset >= 0 && ie.Line == 0 {
+		ie.Line, ie.Col = locate(path, ie.Offset, ie.skipSpace)
+	}
+	return out, err
+}
+
+func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
+	fail := func(ev int, format string, a ...any) error {
+		return &Error{File: file, Event: ev, Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fail(-1, "not an execution trace; expected a JSON object with \"nodes\"")
+	}
+	out := map[int64]*ETOp{}
+	seen := false
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, fail(-1, "%s; expected a key", jsonMsg(err))
+		}
+		if kt != "nodes" {
+			if err := skip(dec); err != nil {
+				return nil, fail(-1, "%s in the value of %v", jsonMsg(err), kt)
+			}
+			continue
+		}
+		seen = true
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return nil, fail(-1, "\"nodes\" is not an array")
+		}
+		for i := 0; dec.More(); i++ {
+			var n etNode
+			off := dec.InputOffset()
+			if err := dec.Decode(&n); err != nil {
+				e := fail(i, "node: %s; expected {id, name, inputs, outputs, attrs}", jsonMsg(err)).(*Error)
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) || e.Offset < off {
+					e.Offset, e.skipSpace = off, true
+				}
+				return nil, e
+			}
+			rf := int64(-1)
+			for _, a := range n.Attrs {
+				if a.Name == "rf_id" {
+					if err := json.Unmarshal(a.Value, &rf); err != nil {
+						e := fail(i, "node %q: rf_id is not an integer", n.Name).(*Error)
+						e.Offset, e.skipSpace = off, true
+						return nil, e
+					}
+				}
+			}
+			if rf < 0 || (want != nil && !want[rf]) {
+				continue
+			}
+			op := &ETOp{Name: n.Name}
+			for _, v := range n.Inputs.Values {
+				op.Inputs = tensors(v, op.Inputs, 0)
+			}
+			for _, v := range n.Outputs.Values {
+				op.Outputs = tensors(v, op.Outputs, 0)
+			}
+			out[rf] = op
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, fail(-1, "%s; expected ] closing \"nodes\"", jsonMsg(err))
+		}
+	}
+	if !seen {
+		return nil, fail(-1, "no \"nodes\"; expected an execution trace from ExecutionTraceObserver")
+	}
+	return out, nil
+}
+
+// tensors appends the CUDA tensors in an ET value: a tensor tuple, or a
+// list of values (TensorList, GenericList), at most 8 levels deep.
+func tensors(v json.RawMessage, out []TensorRef, depth int) []TensorRef {
+	if depth > 8 || len(v) == 0 || v[0] != '[' {
+		return out
+	}
+	var xs []json.RawMessage
+	if json.Unmarshal(v, &xs) != nil {
+		return out
+	}
+	if len(xs) == 6 {
+		var dev string
+		var n [5]int64
+		ok := json.Unmarshal(xs[5], &dev) == nil
+		for i := 0; ok && i < 5; i++ {
+			ok = json.Unmarshal(xs[i], &n[i]) == nil
+		}
+		if ok {
+			if strings.HasPrefix(dev, "cuda") && n[3] >= 0 && n[4] > 0 && n[2] >= 0 && n[4] <= 64 && n[3] < 1<<50 && n[2] < 1<<50 {
+				out = append(out, TensorRef{Storage: n[1], Offset: n[2], Numel: n[3], ItemSize: n[4]})
+			}
+			return out
+		}
+	}
+	for _, x := range xs {
+		out = tensors(x, out, depth+1)
+	}
+	return out
+}

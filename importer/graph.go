@@ -1,0 +1,220 @@
+package importer
+
+import (
+	"math"
+	"strings"
+
+	"github.com/collsim/collsim/scenarios"
+)
+
+// graph builds the program of a step that replays a CUDA graph.
+//
+// Kineto reports a replay's kernels under the cudaGraphLaunch's correlation
+// id, on the streams the graph executor picked, which need not be the
+// capture streams (libkineto/src/CuptiActivity.cpp: kernel records carry the
+// stream CUPTI saw; this trace's capture on stream 21 replayed on 7 and
+// 142). The capture itself is in the trace as runtime calls with no device
+// activity and no stream. So the importer:
+//
+//   - takes the capture's launches in host order, with their operators (and
+//     so their tensors, from the execution trace);
+//   - matches each replayed kernel to a captured launch: same kind
+//     (kernel, memset, memcpy), and the operator's name in the kernel's name
+//     ("sin" in "sin_kernel_cuda") when one fits, else the first free launch
+//     of that kind (a guess, counted in the output);
+//   - puts each captured launch on its kernel's replay stream, with the
+//     replay's duration;
+//   - maps the capture's event records and waits onto replay streams (a
+//     record on the stream of the launch before it, a wait on the stream of
+//     the launch after it) and forks every other stream from the first at
+//     the start and joins it back at the end, which the capture rules need.
+//
+// Kernels on one replay stream keep their replay order, which is real; the
+// order between replay streams is what the capture's events give, so a race
+// reported on an imported graph may be one the real graph's edges prevent.
+func (b *builder) graph(launch *call) error {
+	rt, p := b.rt, b.p
+	p.mode = "graph"
+	var replay []*devAct
+	for _, a := range rt.dev[launch.corr] {
+		if a.cat != "cuda_sync" {
+			replay = append(replay, a)
+		}
+	}
+	if rt.captures > 1 {
+		p.notef("%d graph captures before the step: the replayed graph is taken to be the last one (a guess)", rt.captures)
+	}
+	var items, launches []*item
+	for _, c := range rt.calls {
+		if !c.capture {
+			continue
+		}
+		switch {
+		case isLaunchCall(c.name):
+			op := b.byExt[c.ext]
+			if op == nil {
+				op = b.opAt(c.ts)
+			}
+			it := &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.ts, stream: -1, op: op, coll: b.commAt(c.ts), note: callKind(c.name)}
+			items = append(items, it)
+			launches = append(launches, it)
+		case strings.HasPrefix(c.name, "cudaEventRecord"):
+			items = append(items, &item{kind: scenarios.OpRecord, ts: c.ts, issue: c.ts, stream: -1, corr: c.corr})
+		case c.name == "cudaStreamWaitEvent":
+			items = append(items, &item{kind: scenarios.OpWait, ts: c.ts, issue: c.ts, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1})
+		}
+	}
+	guessed, extra := 0, 0
+	for _, a := range replay {
+		kind := actKind(a)
+		pick := -1
+		for i, l := range launches {
+			if l.act == nil && l.note == kind && l.op != nil && nameFits(a.name, l.op.name) {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 {
+			for i, l := range launches {
+				if l.act == nil && l.note == kind {
+					pick = i
+					guessed++
+					break
+				}
+			}
+		}
+		if pick < 0 {
+			extra++
+			items = append(items, &item{kind: scenarios.OpKernel, ts: math.MaxFloat64 / 2, stream: a.stream, act: a, name: "graph." + shortKernel(a.name)})
+			continue
+		}
+		launches[pick].act, launches[pick].stream = a, a.stream
+	}
+	var kept []*item
+	dropped := 0
+	for _, it := range items {
+		it.note = ""
+		if it.kind == scenarios.OpKernel && it.act == nil {
+			dropped++
+			continue
+		}
+		kept = append(kept, it)
+	}
+	items = kept
+	if guessed > 0 {
+		p.notef("graph replay: %d of %d replayed kernels matched to a captured launch by kind and order only (a guess)", guessed, len(replay))
+	}
+	if extra > 0 {
+		p.notef("graph replay: %d replayed kernels match no captured launch: opaque kernels at the end", extra)
+	}
+	if dropped > 0 {
+		p.notef("graph replay: %d captured launches have no replayed kernel: left out", dropped)
+	}
+	for i, it := range items {
+		switch it.kind {
+		case scenarios.OpRecord:
+			for j := i - 1; j >= 0; j-- {
+				if items[j].kind == scenarios.OpKernel {
+					it.stream = items[j].stream
+					break
+				}
+			}
+		case scenarios.OpWait:
+			for j := i + 1; j < len(items); j++ {
+				if items[j].kind == scenarios.OpKernel {
+					it.stream = items[j].stream
+					break
+				}
+			}
+		}
+	}
+	// Fork every replay stream from the first at the start, join it back
+	// at the end.
+	first := int64(-1)
+	var others []int64
+	for _, it := range items {
+		if it.kind != scenarios.OpKernel {
+			continue
+		}
+		if first < 0 {
+			first = it.stream
+		} else if it.stream != first && !containsInt(others, it.stream) {
+			others = append(others, it.stream)
+		}
+	}
+	if len(others) > 0 {
+		// Each other stream forks from the first after the last kernel of
+		// the first stream that had ended when the stream's first kernel
+		// started in the replay (at the start when none had).
+		for _, s := range others {
+			var firstOn *item
+			for _, it := range items {
+				if it.kind == scenarios.OpKernel && it.stream == s {
+					firstOn = it
+					break
+				}
+			}
+			at := math.Inf(-1)
+			for _, it := range items {
+				if it.kind == scenarios.OpKernel && it.stream == first && it.act.ts+it.act.dur <= firstOn.act.ts && it.ts < firstOn.ts {
+					at = max(at, it.ts)
+				}
+			}
+			ev := "fork." + streamName(s)
+			p.events = append(p.events, ev)
+			items = append(items,
+				&item{kind: scenarios.OpRecord, ts: math.Nextafter(at, math.Inf(1)), stream: first, event: ev},
+				&item{kind: scenarios.OpWait, ts: math.Nextafter(math.Nextafter(at, math.Inf(1)), math.Inf(1)), stream: s, event: ev})
+		}
+		for _, s := range others {
+			ev := "join." + streamName(s)
+			p.events = append(p.events, ev)
+			items = append(items,
+				&item{kind: scenarios.OpRecord, ts: math.MaxFloat64, stream: s, event: ev},
+				&item{kind: scenarios.OpWait, ts: math.MaxFloat64, stream: first, event: ev})
+		}
+		p.notef("graph replay: kernels ran on %d streams; the order between them comes from the capture's event records and waits mapped onto replay streams, a fork of each stream after the first stream's last kernel that had ended when it started in the replay, and a join at the end (guesses)", len(others)+1)
+	}
+	if err := b.finish(items); err != nil {
+		return err
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, a := range replay {
+		lo, hi = min(lo, a.ts), max(hi, a.ts+a.dur)
+	}
+	if hi > lo {
+		p.stepNs = ns(hi - lo)
+	}
+	return nil
+}
+
+func callKind(name string) string {
+	switch {
+	case strings.Contains(name, "Memset"):
+		return "memset"
+	case strings.Contains(name, "Memcpy"):
+		return "memcpy"
+	}
+	return "kernel"
+}
+
+func actKind(a *devAct) string {
+	switch a.cat {
+	case "gpu_memset", "Memset":
+		return "memset"
+	case "gpu_memcpy", "Memcpy":
+		return "memcpy"
+	}
+	return "kernel"
+}
+
+// nameFits reports whether an operator's name appears in a kernel's name:
+// "aten::sin" in "…sin_kernel_cuda…", "aten::mul" in "…MulFunctor…".
+func nameFits(kernel, op string) bool {
+	s := strings.ToLower(shortOp(op))
+	s = strings.TrimSuffix(s, "_")
+	if len(s) < 2 {
+		return false
+	}
+	return strings.Contains(strings.ToLower(kernel), s)
+}

@@ -1,0 +1,250 @@
+package importer
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// What one rank's trace holds for the imported step, read in three
+// streaming passes (window, host side, device side): only the step's events
+// are kept, so memory follows the step, not the file.
+
+type cpuOp struct {
+	idx      int
+	name     string
+	cat      string
+	ts, end  float64
+	ext, rf  int64
+	coll     string // record_param_comms: collective name
+	pg       string
+	pgRanks  []int
+	nelems   int64
+	dtype    string
+	hasRanks bool
+}
+
+type call struct {
+	idx     int
+	name    string
+	ts, end float64
+	corr    int64
+	ext     int64
+	capture bool // inside the graph capture the step replays
+}
+
+type memEvent struct {
+	idx   int
+	ts    float64
+	addr  string
+	bytes int64
+}
+
+type devAct struct {
+	idx        int
+	cat, name  string
+	ts, dur    float64
+	stream     int64
+	corr       int64
+	syncKind   string
+	waitEvent  int64
+	waitStream int64
+	waitCorr   int64
+}
+
+// span is a closed time range on one host thread.
+type span struct {
+	lo, hi float64
+}
+
+func (s span) has(t float64) bool { return t >= s.lo && t <= s.hi }
+
+// rankTrace is the kept part of one rank's trace.
+type rankTrace struct {
+	file     string
+	gpu      string
+	step     string // the annotation imported ("" for the whole trace)
+	tid      ID
+	window   span
+	capture  *span // the graph capture before the step, if any
+	captures int   // graph captures seen before the step
+	events   int
+	ops      []*cpuOp
+	calls    []*call
+	mem      []*memEvent
+	dev      map[int64][]*devAct // by correlation
+}
+
+// StepDefault names the annotations tried, in order, when Options.Step is
+// empty: torch.profiler's schedule steps, then a record_function("step").
+var StepDefault = []string{"ProfilerStep#", "step"}
+
+func matchStep(name, want string) (rank int, ok bool) {
+	if want != "" {
+		return 0, name == want
+	}
+	if strings.HasPrefix(name, StepDefault[0]) {
+		return 0, true
+	}
+	return 1, name == StepDefault[1]
+}
+
+func isHostOp(e *Event) bool {
+	return e.Ph == "X" && (e.Cat == "cpu_op" || e.Cat == "user_annotation" || e.Cat == "Operator")
+}
+
+func isRuntime(e *Event) bool {
+	return e.Ph == "X" && (e.Cat == "cuda_runtime" || e.Cat == "cuda_driver" || e.Cat == "Runtime")
+}
+
+func isDevice(e *Event) bool {
+	if e.Ph != "X" {
+		return false
+	}
+	switch e.Cat {
+	case "kernel", "gpu_memset", "gpu_memcpy", "cuda_sync", "Kernel", "Memset", "Memcpy":
+		return true
+	case "gpu_user_annotation", "cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "python_function", "overhead", "Trace":
+		return false
+	}
+	// An unknown kind that ran on a device stream: an opaque kernel.
+	return e.Args.Stream >= 0 && e.Args.Corr >= 0
+}
+
+// readRank reads one rank's trace: the step to import (the idx-th
+// annotation named step, see [StepDefault]) and everything in it.
+func readRank(path, step string, idx int) (*rankTrace, error) {
+	rt := &rankTrace{file: path, dev: map[int64][]*devAct{}}
+	// Pass 1: the step's window, its host thread, the graph captures.
+	type cand struct {
+		pri     int
+		ts, end float64
+		tid     ID
+		idx     int
+		name    string
+	}
+	var cands []cand
+	launches := map[ID]int{}
+	type capRange struct {
+		tid    ID
+		lo, hi float64
+	}
+	var caps []capRange
+	open := map[ID]float64{}
+	var meta Meta
+	err := ScanFile(path, &meta, func(e *Event) error {
+		rt.events++
+		if isHostOp(e) {
+			if pri, ok := matchStep(e.Name, step); ok {
+				cands = append(cands, cand{pri, e.Ts, e.End(), e.Tid, e.Index, e.Name})
+			}
+		}
+		if isRuntime(e) {
+			launches[e.Tid]++
+			switch e.Name {
+			case "cudaStreamBeginCapture", "cudaStreamBeginCaptureToGraph":
+				open[e.Tid] = e.Ts
+			case "cudaStreamEndCapture":
+				if lo, ok := open[e.Tid]; ok {
+					caps = append(caps, capRange{e.Tid, lo, e.End()})
+					delete(open, e.Tid)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt.gpu = meta.GPU
+	if len(cands) > 0 {
+		best := cands[0].pri
+		for _, c := range cands {
+			best = min(best, c.pri)
+		}
+		var cs []cand
+		for _, c := range cands {
+			if c.pri == best {
+				cs = append(cs, c)
+			}
+		}
+		sort.SliceStable(cs, func(i, j int) bool { return cs[i].ts < cs[j].ts })
+		if idx >= len(cs) {
+			return nil, &Error{File: path, Event: -1, Msg: fmt.Sprintf("the trace has %d step annotations named %q; step index %d is out of range", len(cs), cs[0].name, idx)}
+		}
+		c := cs[idx]
+		rt.step, rt.window, rt.tid = c.name, span{c.ts, c.end}, c.tid
+	} else {
+		if step != "" {
+			return nil, &Error{File: path, Event: -1, Msg: fmt.Sprintf("no annotation named %q; expected record_function(%q) around the step to import", step, step)}
+		}
+		rt.window = span{math.Inf(-1), math.Inf(1)}
+		best := -1
+		for tid, n := range launches {
+			if n > best || (n == best && tid < rt.tid) {
+				best, rt.tid = n, tid
+			}
+		}
+	}
+	for _, c := range caps {
+		if c.tid != rt.tid || c.hi > rt.window.hi {
+			continue
+		}
+		if c.hi <= rt.window.lo {
+			rt.captures++
+			if rt.capture == nil || c.lo > rt.capture.lo {
+				rt.capture = &span{c.lo, c.hi}
+			}
+		}
+	}
+	inScope := func(e *Event) bool {
+		return e.Tid == rt.tid && (rt.window.has(e.Ts) || (rt.capture != nil && rt.capture.has(e.Ts)))
+	}
+	// Pass 2: the host side.
+	corrs := map[int64]bool{}
+	err = ScanFile(path, nil, func(e *Event) error {
+		switch {
+		case isHostOp(e) && inScope(e):
+			op := &cpuOp{idx: e.Index, name: e.Name, cat: e.Cat, ts: e.Ts, end: e.End(), ext: e.Args.ExternalID, rf: e.Args.RecordFn}
+			if e.Name == "record_param_comms" {
+				op.coll, op.pg, op.nelems, op.dtype = e.Args.Collective, e.Args.PGName, e.Args.InNelems, e.Args.DType
+				op.pgRanks, op.hasRanks = ranksOf(e.Args.PGRanksRaw)
+			}
+			rt.ops = append(rt.ops, op)
+		case isRuntime(e) && inScope(e):
+			c := &call{idx: e.Index, name: e.Name, ts: e.Ts, end: e.End(), corr: e.Args.Corr, ext: e.Args.ExternalID}
+			c.capture = rt.capture != nil && rt.capture.has(e.Ts) && !rt.window.has(e.Ts)
+			rt.calls = append(rt.calls, c)
+			if c.corr >= 0 {
+				corrs[c.corr] = true
+			}
+		case e.Ph == "i" && e.Name == "[memory]" && e.Args.DeviceType == 1 && inScope(e):
+			rt.mem = append(rt.mem, &memEvent{idx: e.Index, ts: e.Ts, addr: e.Args.Addr.String(), bytes: e.Args.Bytes})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Pass 3: the device side of the kept calls.
+	err = ScanFile(path, nil, func(e *Event) error {
+		if !isDevice(e) || !corrs[e.Args.Corr] {
+			return nil
+		}
+		a := &devAct{idx: e.Index, cat: e.Cat, name: e.Name, ts: e.Ts, dur: e.Dur, stream: e.Args.Stream, corr: e.Args.Corr,
+			syncKind: e.Args.SyncKind, waitEvent: e.Args.WaitEvent, waitStream: e.Args.WaitStream, waitCorr: e.Args.WaitCorr}
+		rt.dev[a.corr] = append(rt.dev[a.corr], a)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(rt.ops, func(i, j int) bool { return rt.ops[i].ts < rt.ops[j].ts })
+	sort.SliceStable(rt.calls, func(i, j int) bool { return rt.calls[i].ts < rt.calls[j].ts })
+	sort.SliceStable(rt.mem, func(i, j int) bool { return rt.mem[i].ts < rt.mem[j].ts })
+	for _, as := range rt.dev {
+		sort.SliceStable(as, func(i, j int) bool { return as[i].ts < as[j].ts })
+	}
+	return rt, nil
+}
