@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/collsim/collsim/importer"
 	"github.com/spf13/cobra"
@@ -76,23 +74,4 @@ Exit status 0 when the file was written, 2 on unreadable input
 	f.IntVar(&o.StepIndex, "step-index", 0, "which occurrence of the step annotation (0: the first)")
 	f.StringVar(&o.Name, "name", "", "scenario name (default: the first trace's file name)")
 	return cmd
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// folder, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
