@@ -16,6 +16,7 @@ import (
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/explore"
 	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
 )
 
 func init() { register(newExploreCmd) }
@@ -342,7 +343,7 @@ func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, se
 		planned = budget / opt.Shard.Count
 	}
 	h := explore.CheckpointHeader{Checkpoint: explore.CheckpointVersion, Budget: budget, Outcomes: f.outcomes, Shard: opt.Shard,
-		Exploration: explore.Exploration{Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...), Config: t.Config, Strategy: s.Name(), Seed: seed}}
+		Exploration: explore.Exploration{Scenario: t.Scenario.Name, Variant: t.Variant, Sets: append([]string{}, t.Sets...), Config: t.Config, Strategy: s.Name(), Seed: sim.Seed(seed)}}
 	switch {
 	case path == "" && independent && planned >= checkpointThreshold:
 		path, auto = defaultCheckpointName(h.Exploration, budget, opt.Shard), true
