@@ -177,10 +177,21 @@ const (
 	OpBroadcast     OpKind = "broadcast"
 	OpSend          OpKind = "send"
 	OpRecv          OpKind = "recv"
+	// Memory lifetime through the rank's caching allocator (ranks/alloc.go),
+	// decided in host issue order: alloc takes a tensor's storage from the
+	// pool of its stream, free drops the last reference, record_stream
+	// marks a use by another stream.
+	OpAlloc        OpKind = "alloc"
+	OpFree         OpKind = "free"
+	OpRecordStream OpKind = "record_stream"
 )
 
 // opKinds lists every op kind in the order the format's documentation does.
-var opKinds = []OpKind{OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpRecord, OpWait, OpSync}
+var opKinds = []OpKind{OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpRecord, OpWait, OpSync,
+	OpAlloc, OpFree, OpRecordStream}
+
+// memory reports whether k is a caching-allocator op.
+func (k OpKind) memory() bool { return k == OpAlloc || k == OpFree || k == OpRecordStream }
 
 // collective reports whether k is a collective of the family (not send or
 // receive).

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
@@ -190,13 +191,17 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	n := cfg.TP
 	bufs := make([]map[string]*ranks.Buffer, n)
 	flagged := false
+	managed := s.managed()
 	for r := range n {
 		bufs[r] = map[string]*ranks.Buffer{}
 		for i := range s.Tensors {
 			t := &s.Tensors[i]
+			flagged = flagged || t.Output
+			if managed[t.Name] {
+				continue // its alloc op takes it from the allocator
+			}
 			b := w.Alloc(r, t.Name, t.Bytes, t.chunks(cfg))
 			b.Output = t.Output
-			flagged = flagged || t.Output
 			if t.hasInit() {
 				if _, ok := t.initValue(r, 0); ok {
 					w.Init(b, func(c int) uint64 { v, _ := t.initValue(r, c); return v })
@@ -228,8 +233,10 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 			}
 			w.SetProgram(r, prog)
 			for _, t := range s.Tensors {
-				if (flagged && t.Output) || (!flagged && written[t.Name]) {
-					b.Compare[r] = append(b.Compare[r], bufs[r][t.Name])
+				// A freed tensor is gone from bufs: its block may hold
+				// another tensor by the end.
+				if x := bufs[r][t.Name]; x != nil && ((flagged && t.Output) || (!flagged && written[t.Name])) {
+					b.Compare[r] = append(b.Compare[r], x)
 				}
 			}
 		}
@@ -263,6 +270,21 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 		return nil, fmt.Errorf("rank %d: undefined tensor %q", r, name)
 	}
 	written := map[string]bool{}
+	var alloc *ranks.Allocator
+	for _, op := range p.Ops {
+		if op.Kind == OpAlloc && alloc == nil {
+			alloc = w.NewAllocator(r, cfg.Bug.Caching != "off")
+		}
+	}
+	if alloc != nil && r == 0 && !reference {
+		defer func() {
+			for _, l := range alloc.Log {
+				if len(b.Notes) < 8 && strings.Contains(l, "reuses") {
+					b.Notes = append(b.Notes, "rank 0 allocator: "+l)
+				}
+			}
+		}()
+	}
 	for _, op := range p.Ops {
 		st, err := index(p.Streams, op.Stream, "stream")
 		if err != nil {
@@ -283,6 +305,35 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				}
 			}
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Sync, Stream: sst, Host: sim.Time(op.HostNs)})
+			if sst < 0 && alloc != nil {
+				// Every deferred free's recorded uses are done.
+				alloc.Synchronize()
+			}
+		case OpAlloc:
+			t := s.tensor(op.Name)
+			if t == nil {
+				return nil, nil, fmt.Errorf("rank %d: undefined tensor %q", r, op.Name)
+			}
+			x, err := alloc.Malloc(t.Name, p.Streams[st], t.Bytes, t.chunks(cfg))
+			if err != nil {
+				return nil, nil, err
+			}
+			x.Output = t.Output
+			bufs[t.Name] = x
+		case OpFree, OpRecordStream:
+			x, err := buf(op.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			if op.Kind == OpFree {
+				err = alloc.Free(x)
+				delete(bufs, op.Name)
+			} else {
+				err = alloc.RecordStream(x, p.Streams[st])
+			}
+			if err != nil {
+				return nil, nil, err
+			}
 		case OpRecord, OpWait:
 			ev, err := index(p.Events, op.Name, "event")
 			if err != nil {

@@ -27,8 +27,19 @@ func (s *Spec) Validate() error {
 	if s.Graph != nil && s.Graph.Builder == "" {
 		s.validateGraph(e, tensors, comms)
 	}
+	managed := s.managed()
+	for name := range managed {
+		if t := tensors[name]; t != nil && t.hasInit() {
+			key := "init"
+			if len(t.InitPerRank) > 0 {
+				key = "init_per_rank"
+			}
+			e.add(t.pos.at(key), "tensor %q is allocated by an alloc op, so it starts with whatever its block last held; remove %s and write it with a kernel", name, key)
+		}
+	}
 	for i := range s.Programs {
 		s.validateProgram(e, &s.Programs[i], tensors, comms)
+		s.validateLifetime(e, &s.Programs[i], tensors, managed)
 	}
 	baseMsgs := map[string]bool{}
 	s.validateConfig(s.Base, func(p Pos, msg string) {
@@ -385,7 +396,12 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 	// NCCL all-reduces' communicator order. An op the rest of validation
 	// reports (an unknown stream or event) ends the check there.
 	prog := &ranks.Program{Streams: p.Streams, Events: p.Events}
-	for _, op := range p.Ops {
+	var at []int // at[i] is the index in p.Ops of prog.Ops[i]
+	for oi, op := range p.Ops {
+		if op.Kind.memory() {
+			continue // the allocator acts on the host: nothing is captured
+		}
+		at = append(at, oi)
 		h := ranks.HostOp{Stream: stream(op.Stream), Event: -1}
 		switch op.Kind {
 		case OpSync:
@@ -423,7 +439,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 	if v == nil {
 		return
 	}
-	op := p.Ops[v.Op]
+	op := p.Ops[at[v.Op]]
 	st := p.Streams[max(stream(op.Stream), 0)]
 	switch v.Rule {
 	case ranks.CaptureSync:
@@ -524,4 +540,100 @@ func ncclOrderKey(cfg Config, comm string) string {
 		return "nccl:implicit"
 	}
 	return "nccl:" + comm
+}
+
+// managed lists the tensors some alloc op allocates: their storage comes
+// from the rank's caching allocator while they are live, and they exist
+// only between their alloc and their free.
+func (s *Spec) managed() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range s.Programs {
+		for _, op := range p.Ops {
+			if op.Kind == OpAlloc {
+				out[op.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+// opTensors lists the tensors op uses, with the field each is named in.
+func opTensors(op *OpSpec) (names, fields []string) {
+	for i, r := range op.Reads {
+		names, fields = append(names, r), append(fields, item("reads", i))
+	}
+	for i, w := range op.Writes {
+		names, fields = append(names, w), append(fields, item("writes", i))
+	}
+	if op.In != "" {
+		names, fields = append(names, op.In), append(fields, "in")
+	}
+	if op.Out != "" {
+		names, fields = append(names, op.Out), append(fields, "out")
+	}
+	return names, fields
+}
+
+// validateLifetime walks a program in host order and checks that every
+// allocator-managed tensor is used only while it is live: allocated once,
+// used after its alloc, freed once, never used after its free (the host
+// dropped it), and not an output when it is freed (its block may hold
+// another tensor by the end).
+func (s *Spec) validateLifetime(e *errs, p *ProgramSpec, tensors map[string]*TensorSpec, managed map[string]bool) {
+	const (
+		unborn = iota
+		live
+		dead
+	)
+	state := map[string]int{}
+	line := map[string]int{}
+	for i := range p.Ops {
+		op := &p.Ops[i]
+		if op.Kind.memory() {
+			if tensors[op.Name] == nil {
+				e.add(op.pos.at("name"), "%s of undefined tensor %q (declare it under tensors)", op.Kind, op.Name)
+				continue
+			}
+		}
+		switch op.Kind {
+		case OpAlloc:
+			if state[op.Name] != unborn {
+				e.add(op.pos.at("name"), "alloc of %q, already allocated at line %d; each tensor is allocated once per program", op.Name, line[op.Name])
+				continue
+			}
+			state[op.Name], line[op.Name] = live, op.pos.at("name").Line
+		case OpFree, OpRecordStream:
+			switch state[op.Name] {
+			case unborn:
+				if !managed[op.Name] {
+					e.add(op.pos.at("name"), "%s of %q, which no alloc op allocates; only tensors from alloc have a lifetime", op.Kind, op.Name)
+				} else {
+					e.add(op.pos.at("name"), "%s of %q before its alloc", op.Kind, op.Name)
+				}
+				continue
+			case dead:
+				e.add(op.pos.at("name"), "%s of %q, already freed at line %d", op.Kind, op.Name, line[op.Name])
+				continue
+			}
+			if op.Kind == OpFree {
+				state[op.Name], line[op.Name] = dead, op.pos.at("name").Line
+				if t := tensors[op.Name]; t.Output {
+					e.add(op.pos.at("name"), "free of %q, an output: an output is compared at the end, when its block may hold another tensor; keep it live", op.Name)
+				}
+			}
+		default:
+			names, fields := opTensors(op)
+			for j, name := range names {
+				if !managed[name] {
+					continue
+				}
+				switch state[name] {
+				case unborn:
+					e.add(op.pos.at(fields[j]), "%s %q uses tensor %q before its alloc", op.Kind, op.Name, name)
+				case dead:
+					e.add(op.pos.at(fields[j]), "%s %q uses tensor %q after its free at line %d: the host no longer holds it", op.Kind, op.Name, name, line[name])
+				}
+			}
+		}
+	}
 }

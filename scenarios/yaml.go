@@ -832,6 +832,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 }
 
 var opKeys = []string{"kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
+	"alloc", "free", "record_stream",
 	"stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
 // opStrategies are the strategy values an op may name: auto and every
@@ -851,6 +852,9 @@ var opAllowed = map[OpKind][]string{
 	OpRecord:        {"record", "stream"},
 	OpWait:          {"wait", "stream"},
 	OpSync:          {"sync"},
+	OpAlloc:         {"alloc", "stream"},
+	OpFree:          {"free"},
+	OpRecordStream:  {"record_stream", "stream"},
 }
 
 func opKindList() string {
@@ -882,8 +886,12 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		op.Kind = ""
 		return op
 	}
-	// Every op may carry the host gap before it (HostNs).
-	allowed := append(slices.Clip(opAllowed[op.Kind]), "host")
+	// Every op the host issues may carry the host gap before it (HostNs);
+	// the allocator ops issue nothing.
+	allowed := opAllowed[op.Kind]
+	if !op.Kind.memory() {
+		allowed = append(slices.Clip(allowed), "host")
+	}
 	for _, k := range o.order {
 		ok := false
 		for _, a := range allowed {
@@ -920,6 +928,8 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		}
 		op.Blocks = int(o.int("blocks", 1, MaxBlocks))
 		op.Root = int(o.int("root", 0, MaxRanks-1))
+	case op.Kind == OpRecordStream:
+		o.require("stream")
 	case op.Kind == OpSend || op.Kind == OpRecv:
 		key := "in"
 		if op.Kind == OpRecv {
