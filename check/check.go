@@ -241,8 +241,15 @@ type VariantReport struct {
 	WitnessSeed       *sim.Seed `json:"witness_seed"`
 	// WitnessSchedule is the index (1-based) of the explored schedule that
 	// first gave the verdict, 0 when the nominal schedule did.
-	WitnessSchedule int    `json:"witness_schedule"`
-	TraceHash       string `json:"trace_hash"`
+	WitnessSchedule int `json:"witness_schedule"`
+	// WitnessStrategy is how the witness schedule was made: "random"
+	// (Timed, seeded jitter and skew) or "pct" (Untimed, PCT priorities);
+	// empty when the nominal schedule gave the verdict.
+	WitnessStrategy string `json:"witness_strategy,omitempty"`
+	// PCTSteps is the k a PCT witness was made with (the decisions of the
+	// nominal untimed run); 0 unless WitnessStrategy is "pct".
+	PCTSteps  int    `json:"pct_steps,omitempty"`
+	TraceHash string `json:"trace_hash"`
 
 	Doc           string         `json:"-"`
 	Notes         []string       `json:"notes,omitempty"` // build and transform notes ("skipped: mid-branch collective")
@@ -264,8 +271,50 @@ func ScheduleSeed(base uint64, i int) uint64 {
 // decision.
 const RandomPerMille = 300
 
-// RunVariant runs the nominal schedule of variant v plus cfg.Budget seeded
-// random schedules (timing jitter and rank skew) and judges the worst.
+// PCTDepth is the bug depth the PCT schedules of [RunVariant] target.
+const PCTDepth = 3
+
+// Exploration strategies of [RunVariant]'s schedules (VariantReport's
+// WitnessStrategy).
+const (
+	StrategyRandom = "random"
+	StrategyPCT    = "pct"
+)
+
+// MixedSchedule returns the strategy, engine mode and chooser of
+// exploration schedule i ≥ 1 of [RunVariant] with base seed base: odd
+// schedules are seeded random timing (jitter and rank skew, Timed mode),
+// even ones PCT (Untimed mode: any enabled micro-op may go next, with
+// PCT's priorities; steps is PCT's k, the decisions of a nominal untimed
+// run). Each is seeded with [ScheduleSeed](base, i). The two have
+// different blind spots: random timing rarely reverses an order the cost
+// model makes likely (a spinning kernel that takes the GPU first on every
+// rank), PCT ignores durations and skew. Half each, a variant's verdict
+// does not hang on which one a command picks by default.
+func MixedSchedule(base uint64, i, steps int) (strategy string, mode sim.Mode, ch sim.Chooser, seed uint64) {
+	seed = ScheduleSeed(base, i)
+	if i%2 == 0 {
+		return StrategyPCT, sim.Untimed, sim.NewPCT(seed, PCTDepth, steps), seed
+	}
+	return StrategyRandom, sim.Timed, sim.NewRandom(seed, RandomPerMille), seed
+}
+
+// WitnessChooser returns the engine mode and a fresh chooser of the
+// schedule behind r's verdict: the witness when exploration found
+// something worse than nominal, otherwise the nominal schedule.
+func (r *VariantReport) WitnessChooser() (sim.Mode, sim.Chooser) {
+	switch {
+	case r.WitnessSeed == nil:
+		return sim.Timed, sim.Nominal{}
+	case r.WitnessStrategy == StrategyPCT:
+		return sim.Untimed, sim.NewPCT(uint64(*r.WitnessSeed), PCTDepth, r.PCTSteps)
+	}
+	return sim.Timed, sim.NewRandom(uint64(*r.WitnessSeed), RandomPerMille)
+}
+
+// RunVariant runs the nominal schedule of variant v plus cfg.Budget
+// explored schedules, half seeded random timing and half PCT
+// ([MixedSchedule]), and judges the worst.
 func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*VariantReport, error) {
 	cfg, err := sc.VariantConfig(v, opt.Extra)
 	if err != nil {
@@ -279,7 +328,7 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 	if ref.err != nil {
 		rep.Notes = append(rep.Notes, ref.err.Error())
 	}
-	nom, err := runCapped(sc, cfg, ref, sim.Nominal{}, opt.MaxFindings)
+	nom, err := runCapped(sc, cfg, ref, sim.Timed, sim.Nominal{}, opt.MaxFindings)
 	if err != nil {
 		return nil, err
 	}
@@ -289,9 +338,20 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 	rep.TraceHash = nom.TraceHash
 	rep.NominalResult = nom.Verdict
 	best := nom
+	steps := 0
+	if cfg.Budget >= 2 {
+		// PCT's k: the scheduling decisions of the nominal untimed run.
+		cnt := &sim.Counter{}
+		o, err := RunSchedule(sc, cfg, ref, sim.Untimed, cnt)
+		if err != nil {
+			return nil, err
+		}
+		o.Release()
+		steps = cnt.N
+	}
 	for i := 1; i <= cfg.Budget; i++ {
-		seed := ScheduleSeed(cfg.Seed, i)
-		o, err := runCapped(sc, cfg, ref, sim.NewRandom(seed, RandomPerMille), opt.MaxFindings)
+		strategy, mode, ch, seed := MixedSchedule(cfg.Seed, i, steps)
+		o, err := runCapped(sc, cfg, ref, mode, ch, opt.MaxFindings)
 		if err != nil {
 			return nil, err
 		}
@@ -300,6 +360,10 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 			best = o
 			ws := sim.Seed(seed)
 			rep.WitnessSeed = &ws
+			rep.WitnessStrategy, rep.PCTSteps = strategy, 0
+			if strategy == StrategyPCT {
+				rep.PCTSteps = steps
+			}
 			rep.WitnessHash = o.TraceHash
 			rep.WitnessSchedule = i
 		}

@@ -5,10 +5,10 @@ import (
 	"github.com/collsim/collsim/sim"
 )
 
-// runCapped is RunSchedule in timed mode with the world keeping at most
-// maxFindings findings of each kind (0: its default).
-func runCapped(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, ch sim.Chooser, maxFindings int) (*Outcome, error) {
-	b, err := ref.Build(sc, cfg, sim.NewEngine(sim.Timed, ch))
+// runCapped is RunSchedule with the world keeping at most maxFindings
+// findings of each kind (0: its default).
+func runCapped(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser, maxFindings int) (*Outcome, error) {
+	b, err := ref.Build(sc, cfg, sim.NewEngine(mode, ch))
 	if err != nil {
 		return nil, err
 	}

@@ -289,4 +289,4 @@ func exploreParallel(t *Target, s Independent, indices []int, workers int, expir
 	return err
 }
 
-var _ sim.Chooser = (*pctChooser)(nil)
+var _ sim.Chooser = (*sim.PCT)(nil)

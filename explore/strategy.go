@@ -2,7 +2,6 @@ package explore
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/sim"
@@ -104,12 +103,7 @@ func (*PCT) Mode() sim.Mode { return sim.Untimed }
 // Begin implements [Strategy].
 func (p *PCT) Begin(i int) (sim.Chooser, uint64, bool) {
 	s := check.ScheduleSeed(p.Seed, i)
-	rng := rand.New(rand.NewPCG(s, s^0x5851f42d4c957f2d))
-	c := &pctChooser{rng: rng, d: max(p.Depth, 1), prio: map[int32]uint64{}}
-	for range c.d - 1 {
-		c.change = append(c.change, 1+rng.IntN(max(p.Steps, 1)))
-	}
-	return c, s, true
+	return sim.NewPCT(s, p.Depth, p.Steps), s, true
 }
 
 // End implements [Strategy].
@@ -120,49 +114,12 @@ func (*PCT) Complete() bool { return false }
 
 func (*PCT) independent() {}
 
-type pctChooser struct {
-	rng    *rand.Rand
-	d      int
-	prio   map[int32]uint64
-	change []int // change points, by index i: step k_i lowers to d-1-i
-	step   int
-}
-
-func (c *pctChooser) Choose(sim.Decision, int) int { return 0 }
-
-func (c *pctChooser) ChooseItem(items []sim.Item) int {
-	best, bestP := 0, uint64(0)
-	for k, it := range items {
-		p, ok := c.prio[it.Actor]
-		if !ok {
-			p = uint64(c.d) + c.rng.Uint64()>>8
-			c.prio[it.Actor] = p
-		}
-		if k == 0 || p > bestP {
-			best, bestP = k, p
-		}
-	}
-	c.step++
-	for i, k := range c.change {
-		if k == c.step {
-			c.prio[items[best].Actor] = uint64(c.d - 1 - i)
-		}
-	}
-	return best
-}
-
-// countingChooser is Nominal that counts item choices.
-type countingChooser struct{ n int }
-
-func (c *countingChooser) Choose(sim.Decision, int) int { return 0 }
-func (c *countingChooser) ChooseItem([]sim.Item) int    { c.n++; return 0 }
-
 // nominalChoices is the number of scheduling decisions of the nominal
 // untimed run of t: PCT's k.
 func nominalChoices(t *Target) (int, error) {
-	c := &countingChooser{}
+	c := &sim.Counter{}
 	if _, err := t.Run(sim.Untimed, c); err != nil {
 		return 0, err
 	}
-	return c.n, nil
+	return c.N, nil
 }

@@ -149,13 +149,12 @@ type ValueDiff struct {
 // otherwise the nominal schedule — and returns it as a report variant. It
 // fails if the re-run does not reproduce the recorded trace hash.
 func Capture(sc *scenarios.Scenario, vr *check.VariantReport) (*Variant, error) {
-	var ch sim.Chooser = sim.Nominal{}
+	mode, ch := vr.WitnessChooser()
 	want := vr.TraceHash
 	if vr.WitnessSeed != nil {
-		ch = sim.NewRandom(uint64(*vr.WitnessSeed), check.RandomPerMille)
 		want = vr.WitnessHash
 	}
-	v, err := Schedule(sc, vr.Config, vr.Name, ch)
+	v, err := ScheduleMode(sc, vr.Config, vr.Name, mode, ch)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +168,9 @@ func Capture(sc *scenarios.Scenario, vr *check.VariantReport) (*Variant, error) 
 		s := *vr.WitnessSeed
 		v.Seed = &s
 		v.Schedule = fmt.Sprintf("seed %d", s)
+		if vr.WitnessStrategy == check.StrategyPCT {
+			v.Schedule = fmt.Sprintf("pct seed %d", s)
+		}
 	}
 	v.Doc, v.Notes, v.Expect = vr.Doc, vr.Notes, vr.Expect
 	v.Met, v.Schedules = vr.Met, vr.Schedules

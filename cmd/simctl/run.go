@@ -133,7 +133,11 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 		}
 		fmt.Fprintf(w, "   schedules: %d (nominal: %s)", v.Schedules, v.NominalResult)
 		if v.WitnessSeed != nil {
-			fmt.Fprintf(w, "; witness seed %d (trace %s)", *v.WitnessSeed, v.WitnessHash)
+			strat := ""
+			if v.WitnessStrategy == check.StrategyPCT {
+				strat = "pct, "
+			}
+			fmt.Fprintf(w, "; witness seed %d (%strace %s)", *v.WitnessSeed, strat, v.WitnessHash)
 		}
 		fmt.Fprintln(w)
 		// At most three findings of each kind; the JSON has them all.
