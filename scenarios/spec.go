@@ -36,6 +36,9 @@ type Spec struct {
 	File   string
 	pos    posMap
 	varPos []posMap
+	// written lists the knobs the file itself sets at the top level or
+	// under knobs:, by knob key, in file order (see usedKnobs).
+	written []string
 }
 
 // GraphSpec is the op-graph form: either a named builder or explicit ops.

@@ -22,6 +22,7 @@ func (s *Spec) Validate() error {
 		s.pos = posMap{}
 	}
 	s.validateForm(e)
+	s.validateKnobs(e)
 	tensors := s.validateTensors(e)
 	comms := s.validateComms(e)
 	if s.Graph != nil && s.Graph.Builder == "" {

@@ -587,7 +587,9 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		}
 		if err := s.Base.Set(topKnob[top], txt); err != nil {
 			d.add(posOf(v), "%s: %s", top, knobMsg(err))
+			continue
 		}
+		s.written = append(s.written, topKnob[top])
 	}
 	if s.Base.Replays > MaxReplays {
 		d.add(s.pos.at("replays"), "replays: at most %d", MaxReplays)
@@ -608,7 +610,10 @@ func (d *decoder) spec(n ast.Node) *Spec {
 			}
 			if err := s.Base.Set(k, txt); err != nil {
 				d.add(posOf(ko.get(k)), "knobs %s: %s", k, knobMsg(err))
+				continue
 			}
+			s.written = append(s.written, k)
+			s.pos["knobs."+k] = ko.kpos[k]
 		}
 	}
 	if v := o.get("communicators"); v != nil {
@@ -1011,6 +1016,7 @@ func (d *decoder) variant(n ast.Node) (Variant, posMap) {
 				continue
 			}
 			v.Sets = append(v.Sets, key+"="+txt)
+			pm["set."+key] = so.kpos[k]
 		}
 	}
 	return v, pm

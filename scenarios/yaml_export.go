@@ -40,8 +40,8 @@ func SpecOf(sc *Scenario) (*Spec, error) {
 	return nil, fmt.Errorf("scenario %q: its Go builder has no scenario-file form: %w", sc.Name, ErrNotExpressible)
 }
 
-// MarshalSpec writes s as YAML in the documented layout. Every knob is
-// written out, so the file does not depend on the defaults.
+// MarshalSpec writes s as YAML in the documented layout. Every knob its
+// form reads is written out, so the file does not depend on the defaults.
 func MarshalSpec(s *Spec) []byte {
 	var b strings.Builder
 	p := func(indent int, format string, a ...any) {
@@ -60,8 +60,9 @@ func MarshalSpec(s *Spec) []byte {
 	p(0, "replays: %d", c.Replays)
 	p(0, "chunks: %d", c.Chunks)
 	p(0, "knobs:")
+	used := s.usedKnobs()
 	for _, k := range knobs {
-		if _, top := topKeyOf(k.key); top {
+		if _, top := topKeyOf(k.key); top || !used[k.key] {
 			continue
 		}
 		val := k.get(&c)

@@ -1,0 +1,129 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Which knobs a file's form reads. A knob a form does not read would change
+// nothing, so a file (or a variant) that sets it is told so at its line
+// instead of having it silently ignored. Setting such a knob to its default
+// value is accepted: it changes nothing either way, and exports written
+// before this check listed every knob.
+
+// commonKnobs are read by every form.
+var commonKnobs = []string{"arch", "tp", "chunks", "seed", "budget"}
+
+// formKnobs lists what each graph builder reads besides commonKnobs. A new
+// graph form must add its row (TestEveryFormDeclaresItsKnobs).
+var formKnobs = map[string][]string{
+	"moe":        {"dp", "mode", "replays", "phase", "strategy", "workspace", "placement", "order", "shared", "layers", "tokens", "hidden"},
+	"trt-dit":    {"strategy", "engines", "layers", "tokens", "hidden"},
+	"trt-moe-ep": {"strategy", "engines", "layers", "tokens", "hidden"},
+}
+
+// graphOpsKnobs and programKnobs are what a user op graph and per-rank
+// programs read.
+var (
+	graphOpsKnobs = []string{"mode", "replays", "phase", "strategy", "workspace", "placement"}
+	programKnobs  = []string{"mode", "replays", "strategy", "workspace", "nccl-order"}
+)
+
+// usedKnobs is the set of knobs s's form reads.
+func (s *Spec) usedKnobs() map[string]bool {
+	used := map[string]bool{}
+	add := func(keys []string) {
+		for _, k := range keys {
+			used[k] = true
+		}
+	}
+	add(commonKnobs)
+	switch {
+	case s.Graph != nil && s.Graph.Builder != "":
+		add(formKnobs[s.Graph.Builder])
+	case s.Graph != nil:
+		add(graphOpsKnobs)
+	default:
+		add(programKnobs)
+		if len(s.managed()) > 0 {
+			used["caching"] = true
+		}
+	}
+	return used
+}
+
+// knobDefault is knob key's value when a file leaves it out.
+func knobDefault(key string) string {
+	c := DefaultConfig()
+	for _, k := range knobs {
+		if k.key == key {
+			return k.get(&c)
+		}
+	}
+	return ""
+}
+
+// unusedKnob says why setting key to value does nothing in s, or "" when
+// the form reads it (or the value is the default).
+func (s *Spec) unusedKnob(used map[string]bool, key, value string) string {
+	if used[key] || value == knobDefault(key) {
+		return ""
+	}
+	var names []string
+	for k := range used {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("knob %q is not read by this file's form (%s), so it would change nothing; knobs it reads: %s", key, s.formName(), strings.Join(names, ", "))
+}
+
+// formName names s's form for messages.
+func (s *Spec) formName() string {
+	switch {
+	case s.Graph != nil && s.Graph.Builder != "":
+		return "graph builder " + s.Graph.Builder
+	case s.Graph != nil:
+		return "graph ops"
+	}
+	return "programs"
+}
+
+// validateKnobs reports every knob the file or a variant sets that its form
+// does not read, at the knob's line.
+func (s *Spec) validateKnobs(e *errs) {
+	if s.Graph != nil && s.Graph.Builder != "" {
+		if _, ok := formKnobs[s.Graph.Builder]; !ok {
+			return // an unknown builder is reported by the parser
+		}
+	}
+	used := s.usedKnobs()
+	for _, k := range s.written {
+		at := s.pos.at("knobs." + k)
+		if top, ok := topKeyOf(k); ok {
+			at = s.pos.at(top)
+		}
+		if msg := s.unusedKnob(used, k, s.knobValue(k)); msg != "" {
+			e.add(at, "%s", msg)
+		}
+	}
+	for i, v := range s.Variants {
+		vp := s.variantPos(i)
+		for _, set := range v.Sets {
+			k, val, _ := strings.Cut(set, "=")
+			if msg := s.unusedKnob(used, k, val); msg != "" {
+				e.add(vp.at("set."+k), "variant %q: %s", v.Name, msg)
+			}
+		}
+	}
+}
+
+// knobValue is the base value of knob key.
+func (s *Spec) knobValue(key string) string {
+	for _, k := range knobs {
+		if k.key == key {
+			return k.get(&s.Base)
+		}
+	}
+	return ""
+}
