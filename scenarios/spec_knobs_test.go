@@ -18,7 +18,7 @@ func TestUnusedKnobs(t *testing.T) {
 	const ops = "communicators: [{name: w, ranks: all}]\ntensors: [{name: x, bytes: 4096}, {name: y, bytes: 4096}]\ngraph: {ops: [{name: ar, kind: allreduce, inputs: [x], output: y, comm: w}]}\n"
 	tests := []struct {
 		name, knobs, body, set string
-		wantErr              string // "" for no error; else line:col: substring
+		wantErr                string // "" for no error; else line:col: substring
 	}{
 		{"programs read strategy", "strategy: nccl", programs, "", ""},
 		{"programs read nccl-order", "nccl-order: implicit", programs, "", ""},
