@@ -3,78 +3,165 @@ package ranks
 import (
 	"errors"
 	"fmt"
-	"sort"
 )
 
-// Caching-allocator constants, from PyTorch's CUDACachingAllocator.cpp:
-// requests are rounded up to kMinBlockSize (512 bytes); requests up to
-// kSmallSize (1 MiB) are served from the small pool, larger ones from the
-// large pool, and a block never moves between pools.
+// The CUDA caching allocator as PyTorch has it: c10/cuda/CUDACachingAllocator.cpp
+// (pytorch/pytorch, read at commit 001074d2). Every constant and rule below
+// names the function it follows.
 const (
-	AllocRound     int64 = 512
+	// AllocRound is kMinBlockSize: every request is rounded up to a
+	// multiple of 512 bytes (round_size).
+	AllocRound int64 = 512
+	// AllocSmallSize is kSmallSize: requests up to 1 MiB are served from
+	// the small pool, larger ones from the large pool (get_pool); a block
+	// never moves between pools.
 	AllocSmallSize int64 = 1 << 20
+	// AllocSmallSegment is kSmallBuffer: the small pool's segments are
+	// 2 MiB (get_allocation_size).
+	AllocSmallSegment int64 = 2 << 20
+	// AllocLargeSegment is kLargeBuffer: a large request under
+	// kMinLargeAlloc (10 MiB) takes a 20 MiB segment.
+	AllocLargeSegment int64 = 20 << 20
+	// AllocMinLarge is kMinLargeAlloc: from 10 MiB a segment is the request
+	// rounded up to kRoundLarge (2 MiB).
+	AllocMinLarge   int64 = 10 << 20
+	allocRoundLarge int64 = 2 << 20
+	// allocBase is where the model's first segment starts: addresses are
+	// synthetic (cudaMalloc's are the driver's), segments follow each other
+	// 2 MiB-aligned in the order they are made.
+	allocBase int64 = 0x7f00_0000_0000
 )
 
 // ErrAlloc wraps every allocator misuse (double free, unknown tensor).
 var ErrAlloc = errors.New("allocator")
 
-// Block is one caching-allocator block: a range of device memory owned by
-// the stream it was first allocated on. Every tensor handed this block
-// aliases the same memory: the same value chunks and the same
-// happens-before shadow, so a use after free is seen by the race detector
-// and in the values.
+// KindCaptureError is a program whose CUDA graph capture the driver
+// invalidates (cudaErrorStreamCaptureInvalidated): a cudaMalloc or cudaFree
+// during capture, as PyTorch does for every tensor with
+// PYTORCH_NO_CUDA_MEMORY_CACHING=1, or a host synchronize. The graph is never
+// made, so nothing runs.
+const KindCaptureError = "capture-error"
+
+// Segment is one cudaMalloc the allocator made: it is carved into blocks.
+type Segment struct {
+	ID     int
+	Base   int64
+	Size   int64
+	Stream string // blocks of a segment belong to the stream that made it
+	Small  bool   // small pool (2 MiB segments) or large pool
+	// Pool is 0 for the allocator's own pools, k for the private pool of
+	// the k-th graph capture (allocations during capture come from it and
+	// stay with the graph).
+	Pool     int
+	Released bool // returned to the driver (empty_cache, or freed without caching)
+
+	head *span // first block by address
+	// tensors that lived in this segment, in allocation order (for
+	// address-range overlaps)
+	tensors []*Buffer
+}
+
+// span is one block of a segment: a range that is free or handed out.
+// Blocks of a segment are linked by address; a free block merges with a
+// free neighbour (free_block, try_merge_blocks).
+type span struct {
+	seg        *Segment
+	ptr, size  int64
+	allocated  bool
+	prev, next *span
+	// uses: streams record_stream'ed on the tensor; pending: freed with
+	// uses outstanding, waiting for their events (insert_events) — not
+	// free for reuse, and not merged with its neighbours.
+	uses    []string
+	pending bool
+	owner   *Buffer
+}
+
+func (s *span) free() bool { return !s.allocated && !s.pending }
+
+// Block is where a tensor of the caching allocator lives: its address,
+// rounded size, segment and the stream whose pool it came from. It is
+// fixed when the tensor is allocated.
 type Block struct {
 	ID     int
 	Rank   int
-	Stream string // the stream whose pool owns the block
-	Bytes  int64  // rounded size
-	// Tensors lists, in order, the tensors that lived in this block.
+	Stream string // the stream whose pool the block came from
+	Ptr    int64
+	Bytes  int64 // the block's size: the request rounded, or the whole free block it took
+	Seg    *Segment
+	// Tensors lists, in order, the earlier tensors whose memory this one
+	// overlaps, then this tensor (a write through one is seen by the
+	// others' readers: a use after free).
 	Tensors []string
 
-	vals  []Value
-	sh    []shadow
-	inUse bool
-	// pending is set when the block was freed with record_stream uses
-	// outstanding: it returns to the pool only after those uses complete.
-	pending bool
-	uses    []string // record_stream streams
+	sp *span
+	// ov[c] lists the chunks of other tensors whose memory overlaps the
+	// tensor's chunk c: a write through either is a write to both (exec.go
+	// writeAliases). nil when it overlaps nothing.
+	ov [][]aliasRef
 }
 
 // Allocator is one rank's CUDA caching allocator, run in host issue order
 // (the allocator is a host-side structure: its decisions are a function of
 // the order of malloc, free and record_stream calls, never of device time).
 //
-// The rule it models: a block freed by a tensor allocated on stream A goes
-// back to A's pool at once and is handed to the next fitting allocation on
-// A, even while another stream may still read it, unless [Allocator.RecordStream]
-// marked it used by that stream; then the free is deferred until those uses
-// complete. The allocator does not know about events: if the streams were
-// joined before the free, the reuse is ordered by happens-before and is
-// safe; if not, it is a use after free, which the race detector reports.
+// What it models: sizes rounded to 512 B; a small (≤ 1 MiB) and a large
+// pool, with 2 MiB, 20 MiB or rounded segments (get_allocation_size);
+// best fit by (stream, size, address) among the free blocks of the
+// request's pool (BlockComparatorSize, get_free_block): a block is only
+// reused by its own stream; a found block is split when the rest is worth
+// keeping (should_split: ≥ 512 B in the small pool, > 1 MiB in the large);
+// a freed block merges with its free neighbours (free_block). A tensor
+// freed while other streams may still read it is reused at once unless
+// record_stream marked those streams; then the free waits for their events.
+// Reuse is by address: a later tensor whose byte range overlaps a freed
+// one's shares its memory, chunk by overlapping chunk, so the race detector
+// and the values see a use after free wherever the ranges meet, also when
+// a request twice the size lands at the freed address.
 //
 // Deferred frees: PyTorch records an event on each used stream and returns
-// the block when a later malloc finds those events complete. The host runs
-// ahead of the device here, so the model answers "not complete" until the
-// host synchronizes ([Allocator.Synchronize]); that is the safe direction.
+// the block when a later malloc finds those events complete
+// (process_events). The host runs ahead of the device here, so the model
+// answers "not complete" until the host synchronizes ([Allocator.Synchronize]);
+// that is the safe direction (the H200 run of validation/lifetime.py saw
+// the block come back within the same eager step when the device had
+// caught up; see docs/fidelity.md).
+//
+// Graph capture ([Allocator.BeginCapture]): allocations come from a
+// private pool of the capture, whose blocks are freed and reused within the
+// capture as usual and never handed to allocations outside it; frees with
+// record_stream uses are deferred until after the capture
+// (needs_events_deferred_until_no_capture). Without caching, a malloc
+// during capture is a cudaMalloc, which invalidates the capture: the
+// allocator records a capture-error finding ([Allocator.Findings]).
 type Allocator struct {
 	w       *World
 	rank    int
 	caching bool
+	segs    []*Segment
 	blocks  []*Block
 	owner   map[*Buffer]*Block
-	// Log records every decision, in order ("malloc L0.rt_out 16 KiB on main:
-	// reuses block #0 (freed by L0.x_norm)").
+	next    int64 // base of the next segment
+	capture int   // current private pool (0: not capturing)
+	pools   int   // private pools made
+	// deferred: blocks freed during a capture with record_stream uses
+	deferred []*span
+	// Log records every decision, in order ("malloc L0.rt_out (64 KiB) on
+	// main: 0x7f0000010000, reuses freed memory of L0.x_norm").
 	Log []string
+	// Findings are the capture errors the allocation pattern causes.
+	Findings []Finding
 }
 
 // NewAllocator returns rank's allocator. With caching false every malloc
 // gets fresh memory and a free releases it (cudaFree synchronizes the
 // device), as PYTORCH_NO_CUDA_MEMORY_CACHING=1 does.
 func (w *World) NewAllocator(rank int, caching bool) *Allocator {
-	return &Allocator{w: w, rank: rank, caching: caching, owner: map[*Buffer]*Block{}}
+	return &Allocator{w: w, rank: rank, caching: caching, owner: map[*Buffer]*Block{}, next: allocBase}
 }
 
-// RoundSize is the block size a request of n bytes is served with.
+// RoundSize is the block size a request of n bytes is served with
+// (round_size).
 func RoundSize(n int64) int64 {
 	if n < AllocRound {
 		return AllocRound
@@ -82,108 +169,317 @@ func RoundSize(n int64) int64 {
 	return (n + AllocRound - 1) / AllocRound * AllocRound
 }
 
-func small(n int64) bool { return n <= AllocSmallSize }
+// SegmentSize is the size of the segment a request of (rounded) size n
+// makes when no free block fits (get_allocation_size).
+func SegmentSize(n int64) int64 {
+	switch {
+	case n <= AllocSmallSize:
+		return AllocSmallSegment
+	case n < AllocMinLarge:
+		return AllocLargeSegment
+	}
+	return (n + allocRoundLarge - 1) / allocRoundLarge * allocRoundLarge
+}
 
-// Malloc allocates a tensor of bytes and chunks on stream. It reuses the
-// best-fitting free block of stream's pool (same small/large pool, at least
-// the rounded size, at least as many value chunks; smallest first, then
-// lowest id) or creates a new block.
+// shouldSplit reports whether a free block of size have, found for a
+// request of size n, is split (should_split).
+func shouldSplit(small bool, have, n int64) bool {
+	rest := have - n
+	if small {
+		return rest >= AllocRound
+	}
+	return rest > AllocSmallSize
+}
+
+// bestFit is get_free_block: the smallest free block of the pool with at
+// least size bytes, of the same stream, lowest address first.
+func (a *Allocator) bestFit(stream string, small bool, pool int, size int64) *span {
+	var best *span
+	for _, sg := range a.segs {
+		if sg.Released || sg.Stream != stream || sg.Small != small || sg.Pool != pool {
+			continue
+		}
+		for s := sg.head; s != nil; s = s.next {
+			if !s.free() || s.size < size {
+				continue
+			}
+			if best == nil || s.size < best.size || s.size == best.size && s.ptr < best.ptr {
+				best = s
+			}
+		}
+	}
+	return best
+}
+
+// newSegment is alloc_block: a cudaMalloc of size bytes for stream's pool.
+func (a *Allocator) newSegment(stream string, small bool, size int64) *span {
+	sg := &Segment{ID: len(a.segs), Base: a.next, Size: size, Stream: stream, Small: small, Pool: a.capture}
+	a.next += (size + allocRoundLarge - 1) / allocRoundLarge * allocRoundLarge
+	sg.head = &span{seg: sg, ptr: sg.Base, size: size}
+	a.segs = append(a.segs, sg)
+	return sg.head
+}
+
+// Malloc allocates a tensor of bytes and chunks on stream: the best-fitting
+// free block of stream's pool, split if worth it, or a new segment. The
+// tensor's chunks alias those of every earlier tensor whose byte range
+// overlaps theirs.
 func (a *Allocator) Malloc(name, stream string, bytes int64, chunks int) (*Buffer, error) {
 	if bytes <= 0 || chunks <= 0 {
 		return nil, fmt.Errorf("%w: malloc %q: size %d bytes, %d chunks: want both positive", ErrAlloc, name, bytes, chunks)
 	}
+	if chunks > maxChunks {
+		return nil, fmt.Errorf("%w: malloc %q: %d chunks; at most %d", ErrAlloc, name, chunks, maxChunks)
+	}
 	size := RoundSize(bytes)
-	var best *Block
+	small := size <= AllocSmallSize
+	var sp *span
+	how := "new segment"
 	if a.caching {
-		for _, b := range a.blocks {
-			if b.inUse || b.pending || b.Stream != stream || small(b.Bytes) != small(size) || b.Bytes < size || len(b.vals) < chunks {
-				continue
+		sp = a.bestFit(stream, small, a.capture, size)
+		if sp != nil {
+			how = "reuses a free block"
+		}
+	}
+	if sp == nil {
+		seg := SegmentSize(size)
+		if !a.caching {
+			seg = size // cudaMalloc of the request itself
+			if a.capture > 0 {
+				a.Findings = append(a.Findings, Finding{
+					Kind:     KindCaptureError,
+					Ranks:    []int{a.rank},
+					Ops:      []string{name},
+					Streams:  []string{stream},
+					Resource: fmt.Sprintf("rank %d tensor %q", a.rank, name),
+					Message: fmt.Sprintf("rank %d: allocating %s (%s) during graph capture calls cudaMalloc without the caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1): the capture is invalidated (cudaErrorStreamCaptureInvalidated) and no graph is made",
+						a.rank, name, fmtBytes(bytes)),
+				})
 			}
-			if best == nil || b.Bytes < best.Bytes {
-				best = b
+		}
+		sp = a.newSegment(stream, small, seg)
+	}
+	if a.caching && shouldSplit(small, sp.size, size) {
+		rest := &span{seg: sp.seg, ptr: sp.ptr + size, size: sp.size - size, prev: sp, next: sp.next}
+		if sp.next != nil {
+			sp.next.prev = rest
+		}
+		sp.next, sp.size = rest, size
+	}
+	sp.allocated, sp.uses = true, nil
+	buf := a.w.Alloc(a.rank, name, bytes, chunks)
+	blk := &Block{ID: len(a.blocks), Rank: a.rank, Stream: stream, Ptr: sp.ptr, Bytes: sp.size, Seg: sp.seg, sp: sp}
+	sp.owner = buf
+	buf.Block = blk
+	a.blocks = append(a.blocks, blk)
+	a.owner[buf] = blk
+	over := a.alias(buf, sp.seg)
+	for _, o := range over {
+		blk.Tensors = append(blk.Tensors, o.Name)
+	}
+	blk.Tensors = append(blk.Tensors, name)
+	msg := fmt.Sprintf("malloc %s (%s) on %s: %#x in segment #%d (%s), %s", name, fmtBytes(bytes), stream, sp.ptr, sp.seg.ID, fmtBytes(sp.seg.Size), how)
+	if len(over) > 0 {
+		msg += fmt.Sprintf("; overlaps freed %s", names(over))
+	}
+	a.Log = append(a.Log, msg)
+	return buf, nil
+}
+
+// alias links b's chunks with the overlapping chunks of every earlier
+// tensor of seg, both ways, and returns those tensors. A tensor's chunk c
+// covers bytes [c·n/C, (c+1)·n/C) of its n requested bytes.
+func (a *Allocator) alias(b *Buffer, seg *Segment) []*Buffer {
+	var over []*Buffer
+	lo, hi := b.Block.Ptr, b.Block.Ptr+b.Bytes
+	for _, o := range seg.tensors {
+		olo, ohi := o.Block.Ptr, o.Block.Ptr+o.Bytes
+		if olo >= hi || lo >= ohi {
+			continue
+		}
+		over = append(over, o)
+		for c := range b.Vals {
+			clo, chi := chunkRange(b, c)
+			for d := range o.Vals {
+				dlo, dhi := chunkRange(o, d)
+				if dlo < chi && clo < dhi {
+					b.addAlias(c, o.id, d)
+					o.addAlias(d, b.id, c)
+				}
 			}
 		}
 	}
-	buf := &Buffer{Name: name, Rank: a.rank, Bytes: bytes, id: int32(len(a.w.bufs))}
-	if best != nil {
-		buf.Vals, buf.sh = best.vals[:chunks:chunks], best.sh[:chunks:chunks]
-		a.Log = append(a.Log, fmt.Sprintf("malloc %s (%d B) on %s: reuses block #%d (%d B, last held %s)", name, bytes, stream, best.ID, best.Bytes, best.Tensors[len(best.Tensors)-1]))
-	} else {
-		best = &Block{ID: len(a.blocks), Rank: a.rank, Stream: stream, Bytes: size, vals: make([]Value, chunks), sh: make([]shadow, chunks)}
-		a.blocks = append(a.blocks, best)
-		buf.Vals, buf.sh = best.vals, best.sh
-		a.Log = append(a.Log, fmt.Sprintf("malloc %s (%d B) on %s: new block #%d (%d B)", name, bytes, stream, best.ID, size))
+	seg.tensors = append(seg.tensors, b)
+	return over
+}
+
+func chunkRange(b *Buffer, c int) (int64, int64) {
+	n, k := b.Bytes, int64(len(b.Vals))
+	return b.Block.Ptr + int64(c)*n/k, b.Block.Ptr + int64(c+1)*n/k
+}
+
+func (b *Buffer) addAlias(c int, other int32, chunk int) {
+	blk := b.Block
+	if blk.ov == nil {
+		blk.ov = make([][]aliasRef, len(b.Vals))
 	}
-	best.inUse, best.uses = true, nil
-	best.Tensors = append(best.Tensors, name)
-	buf.Block = best
-	a.owner[buf] = best
-	a.w.bufs = append(a.w.bufs, buf)
-	return buf, nil
+	blk.ov[c] = append(blk.ov[c], aliasRef{buf: other, chunk: int32(chunk)})
 }
 
 // RecordStream marks b as used by stream (tensor.record_stream): its block
 // will not be reused before that stream's uses complete.
 func (a *Allocator) RecordStream(b *Buffer, stream string) error {
 	blk, ok := a.owner[b]
-	if !ok || !blk.inUse {
+	if !ok {
 		return fmt.Errorf("%w: record_stream on %q, which is not a live tensor of rank %d", ErrAlloc, b.Name, a.rank)
 	}
 	if stream != blk.Stream {
-		blk.uses = append(blk.uses, stream)
+		blk.sp.uses = append(blk.sp.uses, stream)
 	}
 	return nil
 }
 
 // Free releases b (the last Python reference dropped). Without
-// record_stream uses the block is free for the next allocation on its
-// stream at once.
+// record_stream uses its block is free for the next allocation on its
+// stream at once, merged with its free neighbours.
 func (a *Allocator) Free(b *Buffer) error {
 	blk, ok := a.owner[b]
-	if !ok || !blk.inUse {
+	if !ok {
 		return fmt.Errorf("%w: free of %q, which is not a live tensor of rank %d", ErrAlloc, b.Name, a.rank)
 	}
 	delete(a.owner, b)
-	blk.inUse = false
+	sp := blk.sp
+	sp.allocated, sp.owner = false, nil
 	switch {
 	case !a.caching:
-		// cudaFree: the memory goes back to the driver; the next malloc
-		// gets new memory.
-		blk.pending = true
-		a.Log = append(a.Log, fmt.Sprintf("free %s: block #%d released to the driver (no caching)", b.Name, blk.ID))
-	case len(blk.uses) > 0:
-		blk.pending = true
-		a.Log = append(a.Log, fmt.Sprintf("free %s: block #%d deferred until its uses on %v complete (record_stream)", b.Name, blk.ID, blk.uses))
+		// cudaFree: the memory goes back to the driver (and cudaFree
+		// synchronizes the device, so whatever reuses it is ordered).
+		sp.seg.Released = true
+		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x released to the driver (no caching)", b.Name, sp.ptr))
+	case len(sp.uses) > 0:
+		sp.pending = true
+		if a.capture > 0 {
+			a.deferred = append(a.deferred, sp)
+		}
+		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x deferred until its uses on %v complete (record_stream)", b.Name, sp.ptr, sp.uses))
 	default:
-		a.Log = append(a.Log, fmt.Sprintf("free %s: block #%d back in stream %s's pool", b.Name, blk.ID, blk.Stream))
+		a.release(sp)
+		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x back in stream %s's pool", b.Name, blk.Ptr, blk.Stream))
 	}
 	return nil
 }
 
-// Synchronize is a device synchronize seen by the allocator: every deferred
-// free completes (its recorded uses are done) and the block returns to its
-// stream's pool.
-func (a *Allocator) Synchronize() {
-	for _, b := range a.blocks {
-		if b.pending && a.caching {
-			b.pending = false
-			b.uses = nil
+// release makes sp free and merges it with free neighbours (free_block).
+func (a *Allocator) release(sp *span) {
+	sp.pending, sp.uses = false, nil
+	if p := sp.prev; p != nil && p.free() {
+		p.size += sp.size
+		p.next = sp.next
+		if sp.next != nil {
+			sp.next.prev = p
+		}
+		sp = p
+	}
+	if n := sp.next; n != nil && n.free() {
+		sp.size += n.size
+		sp.next = n.next
+		if n.next != nil {
+			n.next.prev = sp
 		}
 	}
 }
 
-// Blocks returns the allocator's blocks by id.
-func (a *Allocator) Blocks() []*Block {
-	out := append([]*Block(nil), a.blocks...)
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+// Synchronize is a device synchronize seen by the allocator: every
+// deferred free completes (its recorded uses are done) and the block
+// returns to its stream's pool. Frees deferred by a capture in progress
+// stay deferred.
+func (a *Allocator) Synchronize() {
+	if !a.caching {
+		return
+	}
+	for _, sg := range a.segs {
+		for s := sg.head; s != nil; {
+			next := s.next
+			if s.pending && !a.deferredInCapture(s) {
+				a.release(s)
+			}
+			s = next
+		}
+	}
 }
+
+func (a *Allocator) deferredInCapture(s *span) bool {
+	if a.capture == 0 {
+		return false
+	}
+	for _, d := range a.deferred {
+		if d == s {
+			return true
+		}
+	}
+	return false
+}
+
+// EmptyCache is torch.cuda.empty_cache(): after a synchronize, every
+// segment of the allocator's own pools that is entirely free goes back to
+// the driver (release_cached_blocks). Segments of graphs' private pools
+// stay with their graphs.
+func (a *Allocator) EmptyCache() {
+	a.Synchronize()
+	for _, sg := range a.segs {
+		if !sg.Released && sg.Pool == 0 && sg.head.free() && sg.head.next == nil {
+			sg.Released = true
+			a.Log = append(a.Log, fmt.Sprintf("empty_cache: segment #%d (%s at %#x) released", sg.ID, fmtBytes(sg.Size), sg.Base))
+		}
+	}
+}
+
+// BeginCapture starts a CUDA graph capture: until [Allocator.EndCapture],
+// every allocation comes from the capture's private pool.
+func (a *Allocator) BeginCapture() {
+	a.pools++
+	a.capture = a.pools
+}
+
+// EndCapture ends the capture. The private pool stays with the graph;
+// frees it deferred for record_stream now wait for a synchronize.
+func (a *Allocator) EndCapture() {
+	a.capture = 0
+	a.deferred = nil
+}
+
+// Blocks returns the allocator's blocks in allocation order.
+func (a *Allocator) Blocks() []*Block { return append([]*Block(nil), a.blocks...) }
+
+// Segments returns the allocator's segments in the order they were made.
+func (a *Allocator) Segments() []*Segment { return append([]*Segment(nil), a.segs...) }
 
 // describe names the block for reports.
 func (b *Block) describe() string {
-	s := fmt.Sprintf("caching-allocator block #%d of stream %s's pool", b.ID, b.Stream)
+	s := fmt.Sprintf("caching-allocator block %#x+%s of segment #%d, stream %s's pool", b.Ptr, fmtBytes(b.Bytes), b.Seg.ID, b.Stream)
 	if len(b.Tensors) > 1 {
-		s += fmt.Sprintf(", which held %v in turn", b.Tensors)
+		s += fmt.Sprintf(", memory that %v held in turn", b.Tensors)
 	}
 	return s
+}
+
+func names(bs []*Buffer) string {
+	s := ""
+	for i, b := range bs {
+		if i > 0 {
+			s += ", "
+		}
+		s += b.Name
+	}
+	return s
+}
+
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
 }

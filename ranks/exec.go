@@ -394,18 +394,28 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	if b.private {
 		// Nothing to check; the writer is kept for LastWriter. (Its clock
 		// is never compared: only its own lane touches the chunk.)
-		if b.Block != nil {
-			b.sh[c].w = epoch{lane: t.lane, clock: 1, task: t.id} // aliases share the shadows
-		} else {
-			if b.lastW == nil {
-				b.lastW = w.int32s(len(b.Vals))[:len(b.Vals)]
-			}
-			b.lastW[c] = 1 + t.id
+		if b.lastW == nil {
+			b.lastW = w.int32s(len(b.Vals))[:len(b.Vals)]
 		}
+		b.lastW[c] = 1 + t.id
 		b.Vals[c] = v
 		w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+		if b.Block != nil && b.Block.ov != nil {
+			w.writeAliases(t, b, c, v)
+		}
 		return
 	}
+	w.checkWrite(t, b, c)
+	b.Vals[c] = v
+	w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+	if b.Block != nil && b.Block.ov != nil {
+		w.writeAliases(t, b, c, v)
+	}
+}
+
+// checkWrite checks a write of chunk c of b against the chunk's last write
+// and reads, and makes it the chunk's last write.
+func (w *World) checkWrite(t *task, b *Buffer, c int) {
 	sh := &b.sh[c]
 	cur := w.vc[t.lane]
 	if !w.hb(sh.w, cur) {
@@ -423,8 +433,27 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	}
 	sh.w = w.epoch(t)
 	sh.r0, sh.more = noEpoch, sh.more[:0]
-	b.Vals[c] = v
-	w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+}
+
+// writeAliases carries a write of chunk c of b to the chunks of other
+// tensors whose memory overlaps it (a caching allocator handed the
+// addresses out again, alloc.go): it is checked against their accesses
+// and their readers see the new value. A read needs no such step: every
+// write to the memory reached its shadow.
+func (w *World) writeAliases(t *task, b *Buffer, c int, v Value) {
+	for _, r := range b.Block.ov[c] {
+		o := w.bufs[r.buf]
+		if o.private {
+			if o.lastW == nil {
+				o.lastW = w.int32s(len(o.Vals))[:len(o.Vals)]
+			}
+			o.lastW[r.chunk] = 1 + t.id
+		} else {
+			w.checkWrite(t, o, int(r.chunk))
+		}
+		o.Vals[r.chunk] = v
+		w.eng.Mix2(uint64(o.id)<<20|uint64(r.chunk)|1<<63, v.N)
+	}
 }
 
 func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {

@@ -51,11 +51,17 @@ type Buffer struct {
 	Sym   *Symmetric // non-nil for a copy of a symmetric buffer
 }
 
+// aliasRef is one chunk of another buffer (by id, resolved in the world
+// that runs: World.bufs).
+type aliasRef struct {
+	buf, chunk int32
+}
+
 // storage identifies the memory b's chunks live in: its caching-allocator
-// block (which later tensors alias) or the buffer itself.
+// segment (whose tensors may overlap one another) or the buffer itself.
 func (b *Buffer) storage() any {
 	if b.Block != nil {
-		return b.Block
+		return b.Block.Seg
 	}
 	return b
 }

@@ -17,9 +17,10 @@ import (
 //
 // An instance shares nothing that a run mutates with the template or with
 // other instances: buffers, value chunks and their shadows, signal pads,
-// FIFOs, symmetric buffers, caching-allocator blocks and kernels are all
+// FIFOs, symmetric buffers and kernels are all
 // new. Only what no run ever writes is shared: names, stream and event
-// lists, groups, value provenance (immutable), allocator logs, and the
+// lists, groups, value provenance (immutable), allocator logs, blocks and
+// address overlaps, and the
 // kernels' micro-ops, which name the template's buffers, pads and FIFOs;
 // the instance resolves those to its own by id as it runs (World.bufOf,
 // padOf, fifoOf), and generated kernels are rebound. A world kept by an
@@ -35,10 +36,8 @@ type Template struct {
 	pads          []*SignalPad
 	fifos         []*Fifo
 	syms          []*Symmetric
-	blocks        []*Block
 	kernels       []*KernelSpec
 	bufSym        []int32              // per buffer: index into syms, or -1
-	bufBlock      []int32              // per buffer: index into blocks, or -1
 	symPads       [][]int32            // per symmetric buffer: its pads, as indexes into pads
 	fifoIx        map[*Fifo]int32      // read-only once made
 	padIx         map[*SignalPad]int32 // read-only once made
@@ -60,7 +59,7 @@ func NewTemplate(w *World) (*Template, error) {
 	if w.ran {
 		return nil, fmt.Errorf("%w: it has already run", ErrNotTemplate)
 	}
-	t := &Template{w: w, bufSym: make([]int32, len(w.bufs)), bufBlock: make([]int32, len(w.bufs))}
+	t := &Template{w: w, bufSym: make([]int32, len(w.bufs))}
 	padIx := map[*SignalPad]int32{}
 	pad := func(p *SignalPad) int32 {
 		if p == nil {
@@ -77,12 +76,11 @@ func NewTemplate(w *World) (*Template, error) {
 	}
 	own := func(b *Buffer) bool { return b == nil || (int(b.id) < len(w.bufs) && w.bufs[b.id] == b) }
 	symIx := map[*Symmetric]int32{}
-	blockIx := map[*Block]int32{}
 	for i, b := range w.bufs {
 		if int(b.id) != i {
 			return nil, fmt.Errorf("%w: buffer %q is not at its id", ErrNotTemplate, b.Name)
 		}
-		t.bufSym[i], t.bufBlock[i] = -1, -1
+		t.bufSym[i] = -1
 		if s := b.Sym; s != nil {
 			j, ok := symIx[s]
 			if !ok {
@@ -102,21 +100,7 @@ func NewTemplate(w *World) (*Template, error) {
 			}
 			t.bufSym[i] = j
 		}
-		if blk := b.Block; blk != nil {
-			// A tensor of a caching allocator aliases a prefix of its block.
-			if len(b.Vals) == 0 || len(b.Vals) > len(blk.vals) || &b.Vals[0] != &blk.vals[0] || &b.sh[0] != &blk.sh[0] {
-				return nil, fmt.Errorf("%w: tensor %q does not start its block", ErrNotTemplate, b.Name)
-			}
-			j, ok := blockIx[blk]
-			if !ok {
-				j = int32(len(t.blocks))
-				blockIx[blk] = j
-				t.blocks = append(t.blocks, blk)
-			}
-			t.bufBlock[i] = j
-		} else {
-			t.nVals += len(b.Vals)
-		}
+		t.nVals += len(b.Vals)
 	}
 	fifoIx := map[*Fifo]int32{}
 	fifo := func(f *Fifo) {
@@ -211,12 +195,6 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	nw.Srcs.bufs, nw.Srcs.provs = &nw.bufs, &nw.provTab
 
 	// Memory: buffers, then what they point to.
-	blocks := make([]Block, len(t.blocks))
-	for i, b := range t.blocks {
-		blocks[i] = *b
-		blocks[i].vals = append([]Value(nil), b.vals...)
-		blocks[i].sh = make([]shadow, len(b.sh))
-	}
 	bufs := nw.mem.bufs.get(len(w.bufs))
 	vals := nw.mem.vals.get(t.nVals)
 	nw.bufs = make([]*Buffer, len(w.bufs))
@@ -225,14 +203,9 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		*nb = *b
 		nb.lastW = nil
 		n := len(b.Vals)
-		if j := t.bufBlock[i]; j >= 0 {
-			blk := &blocks[j]
-			nb.Block, nb.Vals, nb.sh = blk, blk.vals[:n:n], blk.sh[:n:n]
-		} else {
-			nb.Vals, nb.sh = vals[:n:n], nil // shadows come at Run
-			copy(nb.Vals, b.Vals)
-			vals = vals[n:]
-		}
+		nb.Vals, nb.sh = vals[:n:n], nil // shadows come at Run
+		copy(nb.Vals, b.Vals)
+		vals = vals[n:]
 		nw.bufs[i] = nb
 	}
 	pads := make([]SignalPad, len(t.pads))

@@ -209,19 +209,19 @@ func (w *World) chunkMem(n int) []Value {
 	return v
 }
 
-// allocShadows gives every checked buffer (not private, not an allocator
-// block's, whose shadows come with the block) its zero shadows, when the
-// run starts and privacy is known: a private buffer's would never be read.
+// allocShadows gives every checked buffer (not private) its zero shadows,
+// when the run starts and privacy is known: a private buffer's would never
+// be read.
 func (w *World) allocShadows() {
 	n := 0
 	for _, b := range w.bufs {
-		if b.sh == nil && b.Block == nil && !b.private {
+		if b.sh == nil && !b.private {
 			n += len(b.Vals)
 		}
 	}
 	sh := w.mem.shadows.get(n)
 	for _, b := range w.bufs {
-		if b.sh == nil && b.Block == nil && !b.private {
+		if b.sh == nil && !b.private {
 			k := len(b.Vals)
 			b.sh, sh = sh[:k:k], sh[k:]
 		}

@@ -25,11 +25,15 @@ after free). record_stream, a join before the free, or no caching avoids it.`,
 			Bug: BugKnobs{RecordStream: "off", JoinBeforeFree: "off", Caching: "on", RoutedDtype: "bf16"},
 		},
 		Variants: []Variant{
-			{Name: "buggy", Expect: "race|corruption", Doc: "x_norm freed on main with aux still reading it; main's next allocation reuses its block"},
+			{Name: "buggy", Expect: "race|corruption", Doc: "x_norm freed on main with aux still reading it; main's next allocation reuses its memory"},
 			{Name: "record-stream", Sets: []string{"record_stream=on"}, Expect: "ok", Doc: "x_norm.record_stream(aux): the free waits for aux's use"},
 			{Name: "joined", Sets: []string{"join_before_free=on"}, Expect: "ok", Doc: "main waits on aux's event before dropping x_norm"},
 			{Name: "no-caching", Sets: []string{"caching=off"}, Expect: "ok", Doc: "PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor gets fresh memory"},
-			{Name: "fp32-routed", Sets: []string{"routed_dtype=fp32"}, Expect: "ok", Doc: "the routed output is twice x_norm's size: the freed block does not fit, a new one is made"},
+			{Name: "fp32-routed", Sets: []string{"routed_dtype=fp32"}, Expect: "race|corruption", Doc: "rt_out twice x_norm's size: the freed x_norm merged with free memory next to it, and the best fit still overlaps it (PyTorch places it so)"},
+			{Name: "tokens-1", Sets: []string{"tokens=1"}, Expect: "race|corruption", Doc: "1 token: 8 KiB tensors in the small pool; rt_out lands on x_norm"},
+			{Name: "tokens-64-fp32", Sets: []string{"tokens=64", "routed_dtype=fp32"}, Expect: "ok", Doc: "64 tokens, fp32 rt_out (1 MiB): the best-fitting free block overlaps nothing aux still reads"},
+			{Name: "tokens-128-fp32", Sets: []string{"tokens=128", "routed_dtype=fp32"}, Expect: "ok", Doc: "128 tokens, fp32 rt_out (2 MiB) is a large-pool request: the small pool's freed x_norm is never handed to it"},
+			{Name: "tokens-256", Sets: []string{"tokens=256"}, Expect: "race|corruption", Doc: "256 tokens: 2 MiB tensors in the large pool's 20 MiB segments; rt_out lands on x_norm"},
 		},
 		Build: buildLifetime,
 	})
@@ -128,7 +132,7 @@ func buildLifetime(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 		b.Compare = append(b.Compare, []*ranks.Buffer{out})
 		if r == 0 && !opt.Reference {
 			for _, l := range a.Log {
-				if len(b.Notes) < 6 && strings.Contains(l, "reuses") {
+				if len(b.Notes) < 6 && strings.Contains(l, "overlaps") {
 					b.Notes = append(b.Notes, "rank 0 allocator: "+l)
 				}
 			}

@@ -13,7 +13,7 @@ func TestRunFamily(t *testing.T) {
 		name string
 		want []string
 	}{
-		{"aux-stream-lifetime", []string{"caching-allocator block #1 of stream main's pool", "stream aux"}},
+		{"aux-stream-lifetime", []string{"caching-allocator block 0x7f0000010000+64 KiB of segment #0, stream main's pool", "overlaps freed L0.x_norm", "stream aux"}},
 		{"shared-expert-times-w", []string{"op L0.shared's contribution is counted 4 times"}},
 		{"graph-double-shared-expert", []string{"op L0.shared is captured 2× in the graph"}},
 		{"symm-two-streams-one-group", []string{"wait-for cycle", "blocks rank 1's host thread"}},
