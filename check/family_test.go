@@ -35,11 +35,13 @@ func TestFamilyVerdicts(t *testing.T) {
 		finding           []string // kind, then substrings of one finding's message
 	}{
 		// caching allocator: reuse of a block aux still reads.
-		{"aux-stream-lifetime", "buggy", nil, "corruption", []string{"race", "caching-allocator block #1 of stream main's pool", "stream aux", "stream main"}},
+		{"aux-stream-lifetime", "buggy", nil, "corruption", []string{"race", "caching-allocator block 0x7f0000010000+64 KiB of segment #0, stream main's pool", "stream aux", "stream main"}},
 		{"aux-stream-lifetime", "buggy", []string{"record_stream=on"}, "ok", nil},
 		{"aux-stream-lifetime", "buggy", []string{"join_before_free=on"}, "ok", nil},
 		{"aux-stream-lifetime", "buggy", []string{"caching=off"}, "ok", nil},
-		{"aux-stream-lifetime", "buggy", []string{"routed_dtype=fp32"}, "ok", nil},
+		// PyTorch puts the twice-as-large rt_out over the freed x_norm too.
+		{"aux-stream-lifetime", "buggy", []string{"routed_dtype=fp32"}, "corruption", []string{"race", "L1.x_norm", "L1.rt_scale"}},
+		{"aux-stream-lifetime", "buggy", []string{"routed_dtype=fp32", "tokens=128"}, "ok", nil},
 		{"aux-stream-lifetime", "record-stream", []string{"record_stream=off"}, "corruption", nil},
 		// unsharded reference: the shared expert counted W times.
 		{"shared-expert-times-w", "buggy", nil, "corruption", []string{"corruption", "op L0.shared's contribution is counted 4 times"}},
