@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -17,12 +18,16 @@ const (
 	Corruption = ranks.KindCorruption
 	Dropped    = ranks.KindDropped
 	Hang       = ranks.KindHang
+	// CaptureError: the CUDA graph capture was invalidated (a cudaMalloc
+	// without the caching allocator, a host synchronize): no graph, nothing
+	// ran.
+	CaptureError = ranks.KindCaptureError
 	// BuildError: the program never ran (an engine failed to build). It is
 	// the most severe: nothing about the run can be trusted or measured.
 	BuildError = ranks.KindBuildError
 )
 
-var severity = map[string]int{OK: 0, Race: 1, Mismatch: 2, Corruption: 3, Dropped: 4, Hang: 5, BuildError: 6}
+var severity = map[string]int{OK: 0, Race: 1, Mismatch: 2, Corruption: 3, Dropped: 4, Hang: 5, CaptureError: 6, BuildError: 7}
 
 // Worse reports whether verdict a is more severe than b.
 func Worse(a, b string) bool { return severity[a] > severity[b] }
@@ -140,7 +145,25 @@ func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference
 // against ref.
 func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 	b.World.DeferMessages() // most schedules are judged by kind: messages on Explain
+	for _, f := range b.Findings {
+		if f.Kind == CaptureError {
+			// A capture the allocation pattern invalidates: nothing runs.
+			o := &Outcome{Built: b, Result: &ranks.Result{}, Verdict: CaptureError}
+			o.Findings = append(o.Findings, b.Findings...)
+			return o, nil
+		}
+	}
 	res, err := b.World.Run()
+	var ce *ranks.CaptureError
+	if errors.As(err, &ce) {
+		// The driver invalidates the capture at the op that breaks a
+		// capture rule (a host synchronize, work on a stream outside the
+		// capture): a capture-error finding, not a failed command.
+		o := &Outcome{Built: b, Result: &ranks.Result{}, Verdict: CaptureError}
+		o.Findings = append(o.Findings, b.Findings...)
+		o.Findings = append(o.Findings, ranks.Finding{Kind: CaptureError, Ranks: []int{ce.Rank}, Message: ce.Error(), Resource: fmt.Sprintf("rank %d's graph capture", ce.Rank)})
+		return o, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,13 @@ func TestFamilyVerdicts(t *testing.T) {
 		{"aux-stream-lifetime", "buggy", []string{"routed_dtype=fp32"}, "corruption", []string{"race", "L1.x_norm", "L1.rt_scale"}},
 		{"aux-stream-lifetime", "buggy", []string{"routed_dtype=fp32", "tokens=128"}, "ok", nil},
 		{"aux-stream-lifetime", "record-stream", []string{"record_stream=off"}, "corruption", nil},
+		// Capture rules: without caching the first allocation inside the
+		// capture is a cudaMalloc (validation/capture_errors.py: the H200
+		// reports cudaErrorStreamCaptureInvalidated there); a host sync in
+		// a captured program.
+		{"aux-stream-lifetime", "buggy", []string{"mode=graph", "caching=off"}, "capture-error", []string{"capture-error", "L0.x_norm", "cudaErrorStreamCaptureInvalidated"}},
+		{"aux-stream-lifetime", "buggy", []string{"mode=graph"}, "corruption", nil},
+		{"symm-two-streams-one-group", "host-sync", []string{"mode=graph"}, "capture-error", []string{"capture-error", "cudaStreamSynchronize(s1) during capture"}},
 		// unsharded reference: the shared expert counted W times.
 		{"shared-expert-times-w", "buggy", nil, "corruption", []string{"corruption", "op L0.shared's contribution is counted 4 times"}},
 		{"shared-expert-times-w", "buggy", []string{"tp=8"}, "corruption", []string{"corruption", "counted 8 times"}},

@@ -11,7 +11,7 @@ import (
 // Severity is a strict total order: ok < race < mismatch < corruption <
 // dropped < hang < build-error; Meets accepts alternatives.
 func TestSeverityOrder(t *testing.T) {
-	order := []string{check.OK, check.Race, check.Mismatch, check.Corruption, check.Dropped, check.Hang, check.BuildError}
+	order := []string{check.OK, check.Race, check.Mismatch, check.Corruption, check.Dropped, check.Hang, check.CaptureError, check.BuildError}
 	for i, a := range order {
 		for j, b := range order {
 			require.Equal(t, i > j, check.Worse(a, b), "%s vs %s", a, b)

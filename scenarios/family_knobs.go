@@ -39,11 +39,11 @@ func (c *Config) familySummary() string {
 	return s
 }
 
-// BuildFailed reports whether the build found a build error: the program
-// never ran, so its outputs are not compared.
+// BuildFailed reports whether the build found a build error or a capture
+// error: the program never ran, so its outputs are not compared.
 func (b *Built) BuildFailed() bool {
 	for _, f := range b.Findings {
-		if f.Kind == ranks.KindBuildError {
+		if f.Kind == ranks.KindBuildError || f.Kind == ranks.KindCaptureError {
 			return true
 		}
 	}

@@ -55,6 +55,7 @@ func buildLifetime(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 	b := &Built{World: f.w}
 	for r := range cfg.TP {
 		a := f.w.NewAllocator(r, cfg.Bug.Caching != "off")
+		graph := cfg.Mode == "graph" && !opt.Reference
 		// Every size below is positive for any knob values and every free is
 		// of a live tensor, so the allocator errors after the first malloc
 		// cannot happen; they are checked where they could.
@@ -66,6 +67,12 @@ func buildLifetime(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 			return nil, err
 		}
 		f.w.Init(x, func(c int) uint64 { return uint64(3 + c) })
+		if graph {
+			// The step after the static input is captured: its allocations
+			// come from the graph's private pool (or, without caching,
+			// break the capture at the first one).
+			a.BeginCapture()
+		}
 		in := x
 		var out *ranks.Buffer
 		for l := range cfg.Layers {
@@ -128,6 +135,12 @@ func buildLifetime(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error
 			_ = a.Free(rtO)
 			_ = a.Free(shO)
 			in = out
+		}
+		if graph {
+			a.EndCapture()
+		}
+		if len(a.Findings) > 0 {
+			b.Findings = append(b.Findings, a.Findings[0]) // the op that breaks the capture
 		}
 		b.Compare = append(b.Compare, []*ranks.Buffer{out})
 		if r == 0 && !opt.Reference {
