@@ -22,7 +22,7 @@ func newBenchCmd(stdout, _ io.Writer) *cobra.Command {
 same events, explored tp8-shared-expert schedules per second, a 512-rank NCCL
 ring all-reduce with values and race detection, and a 1024-rank × 61-layer
 nominal schedule (time and peak heap). Ratios come from one run: quote those.`,
-		Example: `  simctl bench
+		Example: `  simctl bench  # not run: minutes of CPU; --quick is the smoke run
   simctl bench --quick --format json
   simctl bench --row engine-vs-btree --row ring512-ms`,
 		Args: cobra.NoArgs,

@@ -3,12 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -21,10 +27,8 @@ type docCommand struct {
 	exit int // expected exit status: 0, or the N of a trailing "# exit N"
 	// stdout, when set, is the file a trailing "> FILE" sends stdout to.
 	stdout string
-	// block is the line of the ```sh fence: the commands of one block run
-	// in one directory, in order, so a later one can use an earlier one's
-	// files (explore --witness w.json, then replay w.json).
-	block int
+	// skip, when set, is the reason of a trailing "# not run: REASON".
+	skip string
 }
 
 // docCommands extracts every line that begins with "simctl" from the ```sh
@@ -36,25 +40,29 @@ func docCommands(t *testing.T, path string) []docCommand {
 	defer f.Close()
 	var out []docCommand
 	in := false
-	block := 0
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		switch {
 		case strings.HasPrefix(line, "```"):
 			in = !in && strings.TrimSpace(strings.TrimPrefix(line, "```")) == "sh"
-			block = n
 			continue
 		case !in || !strings.HasPrefix(line, "simctl"):
 			continue
 		}
-		cmd := docCommand{file: path, line: n, block: block}
-		if i := strings.Index(line, "#"); i >= 0 {
-			comment := strings.TrimSpace(line[i+1:])
+		cmd := docCommand{file: path, line: n}
+		// A comment starts at a word that begins with '#', as in sh
+		// (ProfilerStep#3 is one word).
+		if i := strings.Index(line, " #"); i >= 0 {
+			comment := strings.TrimSpace(line[i+2:])
 			line = line[:i]
 			if rest, ok := strings.CutPrefix(comment, "exit "); ok {
 				cmd.exit, err = strconv.Atoi(strings.Fields(rest)[0])
 				require.NoError(t, err, "%s:%d: bad exit comment", path, n)
+			}
+			if rest, ok := strings.CutPrefix(comment, "not run:"); ok {
+				cmd.skip = strings.TrimSpace(rest)
+				require.NotEmpty(t, cmd.skip, "%s:%d: '# not run:' says why", path, n)
 			}
 		}
 		if i := strings.LastIndex(line, " > "); i >= 0 {
@@ -107,69 +115,136 @@ func splitWords(s string) ([]string, error) {
 	return words, nil
 }
 
+// docPages are the pages whose commands TestDocsCommands runs: README.md
+// and every Markdown file under docs/.
+func docPages(t *testing.T, root string) []string {
+	t.Helper()
+	pages := []string{filepath.Join(root, "README.md")}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			pages = append(pages, p)
+		}
+		return err
+	})
+	require.NoError(t, err)
+	return pages
+}
+
+// buildSimctl builds the command once into dir, as the README's install
+// line does, and returns its path: the docs are run with the binary a
+// reader has, not with `go run` or this test's own process.
+func buildSimctl(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "simctl")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build ./cmd/simctl:\n%s", out)
+	return bin
+}
+
 // TestDocsCommands runs every `simctl` command shown in a ```sh block of
-// README.md and docs/*.md through run, in a fresh directory, and checks its
-// exit status (0 unless the line ends with "# exit N") and that the files it
-// names with --trace and --html were written. The docs cannot rot.
+// README.md and of every page under docs/ with the built simctl binary, and
+// checks its exit status and the files it names with --trace, --html,
+// --witness and --out. The docs cannot rot. The conventions a page's
+// commands follow are in docs/README.md ("Commands in these pages"):
+//
+//   - each page runs in its own fresh directory, its commands in page order,
+//     so a command can use a file an earlier one made (explore --witness
+//     w.json, then replay w.json; show NAME --yaml > my.yaml, then run
+//     my.yaml);
+//   - a relative path that names a file of the repository (docs/examples/…,
+//     validation/traces/…) is copied there before the command runs;
+//   - "# exit N" at the end of a line expects exit status N;
+//   - "# not run: REASON" keeps a command out (it needs what a test
+//     machine lacks); the test log names it and the reason.
 func TestDocsCommands(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	bin := buildSimctl(t, t.TempDir())
+	total := 0
+	for _, page := range docPages(t, root) {
+		cmds := docCommands(t, page)
+		total += len(cmds)
+		if len(cmds) == 0 {
+			continue
+		}
+		rel, _ := filepath.Rel(root, page)
+		dir := t.TempDir()
+		// The reader's own scenario file, which older pages name.
+		ex, err := os.ReadFile(filepath.Join(root, "docs", "examples", "two-stream.yaml"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "my.yaml"), ex, 0o644))
+		for _, c := range cmds {
+			t.Run(fmt.Sprintf("%s:%d", rel, c.line), func(t *testing.T) {
+				if c.skip != "" {
+					t.Skipf("not run: %s", c.skip)
+				}
+				for _, a := range c.args {
+					copyRepoFile(t, root, dir, a)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, bin, c.args...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "NO_COLOR=1")
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				err := cmd.Run()
+				code := 0
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					code = ee.ExitCode()
+				} else {
+					require.NoError(t, err)
+				}
+				if c.stdout != "" {
+					require.NoError(t, os.WriteFile(filepath.Join(dir, c.stdout), stdout.Bytes(), 0o644))
+				}
+				require.Equal(t, c.exit, code, "simctl %s\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), stdout.String(), stderr.String())
+				if code == 2 {
+					require.NotEmpty(t, stderr.String(), "a usage error says what is wrong")
+				} else {
+					require.NotEmpty(t, stdout.String(), "simctl %s prints something", strings.Join(c.args, " "))
+				}
+				for i, a := range c.args {
+					if (a == "--trace" || a == "--html" || a == "--witness" || a == "--out") && i+1 < len(c.args) && code != 2 {
+						st, err := os.Stat(filepath.Join(dir, c.args[i+1]))
+						require.NoError(t, err, "%s %s was not written", a, c.args[i+1])
+						require.NotZero(t, st.Size())
+					}
+				}
+			})
+		}
+	}
+	require.NotZero(t, total, "the docs show simctl commands")
+}
+
+// copyRepoFile copies arg into dir when it is a relative path that names a
+// file of the repository and dir does not have it yet (a later command may
+// use a file an earlier one wrote under the same name).
+func copyRepoFile(t *testing.T, root, dir, arg string) {
+	t.Helper()
+	if _, v, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
+		arg = v // --flag=path
+	}
+	if arg == "" || filepath.IsAbs(arg) || strings.HasPrefix(arg, "-") || strings.Contains(arg, "..") {
+		return
+	}
+	src := filepath.Join(root, arg)
+	st, err := os.Stat(src)
+	if err != nil || !st.Mode().IsRegular() {
+		return
+	}
+	dst := filepath.Join(dir, arg)
+	if _, err := os.Stat(dst); err == nil {
+		return
+	}
+	data, err := os.ReadFile(src)
 	require.NoError(t, err)
-	files = append(files, filepath.Join(root, "README.md"))
-	var cmds []docCommand
-	for _, f := range files {
-		cmds = append(cmds, docCommands(t, f)...)
-	}
-	require.NotEmpty(t, cmds, "the docs show simctl commands")
-	dirs := map[string]string{} // file:block → directory
-	parent := t
-	for _, c := range cmds {
-		rel, _ := filepath.Rel(root, c.file)
-		t.Run(fmt.Sprintf("%s:%d", rel, c.line), func(t *testing.T) {
-			key := fmt.Sprintf("%s:%d", c.file, c.block)
-			if d, ok := dirs[key]; ok {
-				t.Chdir(d)
-			} else {
-				d, err := os.MkdirTemp("", "simctl-docs-")
-				require.NoError(t, err)
-				parent.Cleanup(func() { os.RemoveAll(d) })
-				dirs[key] = d
-				t.Chdir(d)
-			}
-			// The docs name docs/examples/*.yaml from the repository root,
-			// and "my.yaml" for the reader's own file: both exist here.
-			ex, err := filepath.Glob(filepath.Join(root, "docs", "examples", "*.yaml"))
-			require.NoError(t, err)
-			require.NoError(t, os.MkdirAll(filepath.Join("docs", "examples"), 0o755))
-			for _, f := range ex {
-				data, err := os.ReadFile(f)
-				require.NoError(t, err)
-				require.NoError(t, os.WriteFile(filepath.Join("docs", "examples", filepath.Base(f)), data, 0o644))
-				if filepath.Base(f) == "two-stream.yaml" {
-					require.NoError(t, os.WriteFile("my.yaml", data, 0o644))
-				}
-			}
-			var stdout, stderr bytes.Buffer
-			code := run(c.args, &stdout, &stderr)
-			if c.stdout != "" {
-				require.NoError(t, os.WriteFile(c.stdout, stdout.Bytes(), 0o644))
-			}
-			require.Equal(t, c.exit, code, "simctl %s\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), stdout.String(), stderr.String())
-			if code == 2 {
-				require.NotEmpty(t, stderr.String(), "a usage error says what is wrong")
-			} else {
-				require.NotEmpty(t, stdout.String(), "simctl %s prints something", strings.Join(c.args, " "))
-			}
-			for i, a := range c.args {
-				if (a == "--trace" || a == "--html") && i+1 < len(c.args) && code != 2 {
-					st, err := os.Stat(c.args[i+1])
-					require.NoError(t, err, "%s %s was not written", a, c.args[i+1])
-					require.NotZero(t, st.Size())
-				}
-			}
-		})
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	require.NoError(t, os.WriteFile(dst, data, 0o644))
 }
 
 func TestSplitWords(t *testing.T) {

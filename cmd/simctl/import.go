@@ -34,7 +34,7 @@ ProfilerStep#N, else "step"; the whole trace when there is none).
 Exit status 0 when the file was written, 2 on unreadable input
 (file:line:column: event N: what was wrong).`,
 		Example: `  simctl import validation/traces/a_eager.json --et validation/traces/a_eager.et.json -o a.yaml
-  simctl import rank0.json.gz rank1.json.gz --step ProfilerStep#3 -o step3.yaml`,
+  simctl import rank0.json.gz rank1.json.gz --step ProfilerStep#3 -o step3.yaml  # not run: your own traces`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.Traces = args

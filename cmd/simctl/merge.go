@@ -24,8 +24,9 @@ like) and prints the summary a single machine would have printed for the same
 budget: with --format json, byte for byte (the text form differs only in its
 wall-clock line). The shards must have explored the same scenario, variant,
 overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
-		Example: `  for i in 0 1 2 3; do simctl explore tp8-shared-expert --variant fixed --budget 400 --shard $i/4 > s$i.json; done
-  simctl merge s0.json s1.json s2.json s3.json --format json`,
+		Example: `  simctl explore tp8-shared-expert --variant fixed --budget 40 --set layers=1 --shard 0/2 > s0.json
+  simctl explore tp8-shared-expert --variant fixed --budget 40 --set layers=1 --shard 1/2 > s1.json
+  simctl merge s0.json s1.json --format json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {

@@ -36,7 +36,8 @@ With --shrink it then sets recorded choices back to nominal (0) while the
 finding persists, writes the smaller witness (to --out, default FILE with
 .min.json) and replays that one too.`,
 		Example: `  simctl replay w.json
-  simctl replay w.json --shrink --out w.min.json`,
+  simctl replay w.json --shrink --out w.min.json
+  simctl replay w.min.json --html r.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return runReplay(stdout, args[0], f)

@@ -30,8 +30,9 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 		Use:   "run NAME|FILE",
 		Short: "Run a scenario's variants: nominal schedule plus seeded exploration, with verdicts",
 		Example: `  simctl run tp8-shared-expert
-  simctl run tp8-shared-expert --variant buggy --set workspace=per-call
-  simctl run tp8-shared-expert --variant tp4-buggy --set strategy=multimem --format json
+  simctl run tp8-shared-expert --variant buggy,fixed --set budget=20
+  simctl run tp8-shared-expert --variant buggy --set workspace=per-call --no-expect
+  simctl run tp8-shared-expert --variant tp4-buggy --set strategy=multimem --format json --no-expect
   simctl run docs/examples/two-stream.yaml`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeScenarios,
