@@ -241,7 +241,44 @@ type OpSpec struct {
 	// the communicator's ranks, or next / prev (the neighbours in
 	// communicator order, wrapping around).
 	Peer string
+	// When lists conditions on knobs: the op is part of the program only
+	// in a configuration where every one holds.
+	When []Cond
 	pos  posMap
+}
+
+// Cond is one condition of an op's when: knob Key has Value.
+type Cond struct {
+	Key, Value string
+}
+
+// holds reports whether every condition of op holds under cfg.
+func (op *OpSpec) holds(cfg Config) bool {
+	for _, c := range op.When {
+		if knobGet(&cfg, c.Key) != c.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// opsFor is the program's ops in a configuration: those whose when holds.
+// A program without conditions is returned as is.
+func (p *ProgramSpec) opsFor(cfg Config) []OpSpec {
+	cond := false
+	for i := range p.Ops {
+		cond = cond || len(p.Ops[i].When) > 0
+	}
+	if !cond {
+		return p.Ops
+	}
+	var out []OpSpec
+	for _, op := range p.Ops {
+		if op.holds(cfg) {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 // Pos is a line and column in a file (1-based; 0 when unknown).

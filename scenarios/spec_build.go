@@ -270,8 +270,9 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 		return nil, fmt.Errorf("rank %d: undefined tensor %q", r, name)
 	}
 	written := map[string]bool{}
+	ops := p.opsFor(cfg)
 	var alloc *ranks.Allocator
-	for _, op := range p.Ops {
+	for _, op := range ops {
 		if op.Kind == OpAlloc && alloc == nil {
 			alloc = w.NewAllocator(r, cfg.Bug.Caching != "off")
 		}
@@ -285,7 +286,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			}
 		}()
 	}
-	for _, op := range p.Ops {
+	for _, op := range ops {
 		st, err := index(p.Streams, op.Stream, "stream")
 		if err != nil {
 			return nil, nil, err

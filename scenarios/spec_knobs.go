@@ -49,6 +49,13 @@ func (s *Spec) usedKnobs() map[string]bool {
 		if len(s.managed()) > 0 {
 			used["caching"] = true
 		}
+		for _, p := range s.Programs {
+			for _, op := range p.Ops {
+				for _, c := range op.When {
+					used[c.Key] = true
+				}
+			}
+		}
 	}
 	return used
 }
@@ -98,6 +105,15 @@ func (s *Spec) validateKnobs(e *errs) {
 		}
 	}
 	used := s.usedKnobs()
+	for _, p := range s.Programs {
+		for _, op := range p.Ops {
+			for _, c := range op.When {
+				if knobGet(&s.Base, c.Key) == "" {
+					e.add(op.pos.at("when"), "%s %q: when %s: the knob has no default value, so the base configuration would decide nothing; set it under knobs:", op.Kind, op.Name, c.Key)
+				}
+			}
+		}
+	}
 	for _, k := range s.written {
 		at := s.pos.at("knobs." + k)
 		if top, ok := topKeyOf(k); ok {
@@ -123,6 +139,16 @@ func (s *Spec) knobValue(key string) string {
 	for _, k := range knobs {
 		if k.key == key {
 			return k.get(&s.Base)
+		}
+	}
+	return ""
+}
+
+// knobGet is knob key's value in c ("" for no such knob).
+func knobGet(c *Config, key string) string {
+	for _, k := range knobs {
+		if k.key == key {
+			return k.get(c)
 		}
 	}
 	return ""

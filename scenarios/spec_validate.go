@@ -40,7 +40,6 @@ func (s *Spec) Validate() error {
 	}
 	for i := range s.Programs {
 		s.validateProgram(e, &s.Programs[i], tensors, comms)
-		s.validateLifetime(e, &s.Programs[i], tensors, managed)
 	}
 	baseMsgs := map[string]bool{}
 	s.validateConfig(s.Base, func(p Pos, msg string) {
@@ -209,8 +208,6 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 		}
 		events[ev] = true
 	}
-	recorded := map[string]bool{}
-	colls := map[string]string{}
 	tensor := func(op *OpSpec, field, name, role string) {
 		if i := strings.IndexByte(field, '#'); i >= 0 {
 			role = field[:i]
@@ -245,17 +242,6 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			if op.Comm != "" && comms[op.Comm] == nil {
 				e.add(op.pos.at("comm"), "%s %q uses undefined communicator %q", op.Kind, op.Name, op.Comm)
 			}
-			// A collective's name identifies it across ranks: once per
-			// program. A send and a receive share the name of their
-			// transfer, so one program may hold one of each.
-			class := "collective"
-			if op.Kind == OpSend || op.Kind == OpRecv {
-				class = string(op.Kind)
-			}
-			if prev, dup := colls[op.Name]; dup && (prev == class || prev == "collective" || class == "collective") {
-				e.add(op.pos.at("name"), "%s %q issued twice in one program; a collective's name identifies it across ranks, give each call its own name (a send and a receive may share one)", op.Kind, op.Name)
-			}
-			colls[op.Name] = class
 		case OpSync:
 			if op.Name != SyncDevice && !slices.Contains(p.Streams, op.Name) {
 				e.add(op.pos.at("name"), "sync of undefined stream %q; expected one of this program's streams, or %q", op.Name, SyncDevice)
@@ -264,13 +250,9 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			if !events[op.Name] {
 				e.add(op.pos.at("name"), "record of undefined event %q; declare it under this program's events", op.Name)
 			}
-			recorded[op.Name] = true
 		case OpWait:
-			switch {
-			case !events[op.Name]:
+			if !events[op.Name] {
 				e.add(op.pos.at("name"), "wait on undefined event %q; declare it under this program's events", op.Name)
-			case !recorded[op.Name]:
-				e.add(op.pos.at("name"), "wait on event %q, which is never recorded before it: a wait binds to the most recent record issued before it, so this one would order nothing", op.Name)
 			}
 		}
 	}
@@ -333,21 +315,25 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 		owner[i] = -1
 	}
 	tasks := 0
+	managed := s.managed()
 	for pi, p := range s.Programs {
+		ops := p.opsFor(cfg)
+		checkOrder(&p, ops, report)
+		s.validateLifetime(ops, managed, report)
 		rs, err := p.Ranks.Resolve(n)
 		if err != nil {
 			report(p.pos.at("ranks"), fmt.Sprintf("program: %v", err))
 			continue
 		}
-		tasks += len(rs) * len(p.Ops) * replays
+		tasks += len(rs) * len(ops) * replays
 		for _, r := range rs {
 			if owner[r] >= 0 {
 				report(p.pos.at("ranks"), fmt.Sprintf("rank %d has two programs (this one and the one at line %d)", r, s.Programs[owner[r]].pos.at("").Line))
 				continue
 			}
 			owner[r] = pi
-			for i := range p.Ops {
-				s.checkCall(cfg, &p.Ops[i], r, commRanks, report)
+			for i := range ops {
+				s.checkCall(cfg, &ops[i], r, commRanks, report)
 			}
 		}
 	}
@@ -372,7 +358,8 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 // recorded in the capture, and every op must be joined back into the
 // origin (first) stream by the end (cudaErrorStreamCaptureUnjoined).
 func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]int, report func(Pos, string)) {
-	if len(p.Streams) == 0 || len(p.Ops) == 0 {
+	ops := p.opsFor(cfg)
+	if len(p.Streams) == 0 || len(ops) == 0 {
 		return
 	}
 	hw, err := cfg.Profile()
@@ -398,7 +385,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 	// reports (an unknown stream or event) ends the check there.
 	prog := &ranks.Program{Streams: p.Streams, Events: p.Events}
 	var at []int // at[i] is the index in p.Ops of prog.Ops[i]
-	for oi, op := range p.Ops {
+	for oi, op := range ops {
 		if op.Kind.memory() {
 			continue // the allocator acts on the host: nothing is captured
 		}
@@ -440,7 +427,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 	if v == nil {
 		return
 	}
-	op := p.Ops[at[v.Op]]
+	op := ops[at[v.Op]]
 	st := p.Streams[max(stream(op.Stream), 0)]
 	switch v.Rule {
 	case ranks.CaptureSync:
@@ -580,7 +567,8 @@ func opTensors(op *OpSpec) (names, fields []string) {
 // used after its alloc, freed once, never used after its free (the host
 // dropped it), and not an output when it is freed (its block may hold
 // another tensor by the end).
-func (s *Spec) validateLifetime(e *errs, p *ProgramSpec, tensors map[string]*TensorSpec, managed map[string]bool) {
+func (s *Spec) validateLifetime(ops []OpSpec, managed map[string]bool, report func(Pos, string)) {
+	e := reporter(report)
 	const (
 		unborn = iota
 		live
@@ -588,13 +576,11 @@ func (s *Spec) validateLifetime(e *errs, p *ProgramSpec, tensors map[string]*Ten
 	)
 	state := map[string]int{}
 	line := map[string]int{}
-	for i := range p.Ops {
-		op := &p.Ops[i]
-		if op.Kind.memory() {
-			if tensors[op.Name] == nil {
-				e.add(op.pos.at("name"), "%s of undefined tensor %q (declare it under tensors)", op.Kind, op.Name)
-				continue
-			}
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind.memory() && s.tensor(op.Name) == nil {
+			e.add(op.pos.at("name"), "%s of undefined tensor %q (declare it under tensors)", op.Kind, op.Name)
+			continue
 		}
 		switch op.Kind {
 		case OpAlloc:
@@ -618,7 +604,7 @@ func (s *Spec) validateLifetime(e *errs, p *ProgramSpec, tensors map[string]*Ten
 			}
 			if op.Kind == OpFree {
 				state[op.Name], line[op.Name] = dead, op.pos.at("name").Line
-				if t := tensors[op.Name]; t.Output {
+				if t := s.tensor(op.Name); t.Output {
 					e.add(op.pos.at("name"), "free of %q, an output: an output is compared at the end, when its block may hold another tensor; keep it live", op.Name)
 				}
 			}
@@ -635,6 +621,41 @@ func (s *Spec) validateLifetime(e *errs, p *ProgramSpec, tensors map[string]*Ten
 					e.add(op.pos.at(fields[j]), "%s %q uses tensor %q after its free at line %d: the host no longer holds it", op.Kind, op.Name, name, line[name])
 				}
 			}
+		}
+	}
+}
+
+// reporter adapts a report function to the errs.add shape.
+type reporter func(Pos, string)
+
+func (r reporter) add(p Pos, format string, a ...any) { r(p, fmt.Sprintf(format, a...)) }
+
+// checkOrder checks what depends on the order of a program's ops as one
+// configuration issues them: a wait binds to a record issued before it,
+// and a collective's name is issued once (a send and a receive may share
+// one).
+func checkOrder(p *ProgramSpec, ops []OpSpec, report func(Pos, string)) {
+	e := reporter(report)
+	recorded := map[string]bool{}
+	colls := map[string]string{}
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case op.Kind == OpRecord:
+			recorded[op.Name] = true
+		case op.Kind == OpWait:
+			if slices.Contains(p.Events, op.Name) && !recorded[op.Name] {
+				e.add(op.pos.at("name"), "wait on event %q, which is never recorded before it: a wait binds to the most recent record issued before it, so this one would order nothing", op.Name)
+			}
+		case op.Kind.comm():
+			class := "collective"
+			if op.Kind == OpSend || op.Kind == OpRecv {
+				class = string(op.Kind)
+			}
+			if prev, dup := colls[op.Name]; dup && (prev == class || prev == "collective" || class == "collective") {
+				e.add(op.pos.at("name"), "%s %q issued twice in one program; a collective's name identifies it across ranks, give each call its own name (a send and a receive may share one)", op.Kind, op.Name)
+			}
+			colls[op.Name] = class
 		}
 	}
 }

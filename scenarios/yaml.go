@@ -836,7 +836,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 	return p
 }
 
-var opKeys = []string{"kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
+var opKeys = []string{"when", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
 	"alloc", "free", "record_stream",
 	"stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
@@ -893,9 +893,9 @@ func (d *decoder) op(n ast.Node) OpSpec {
 	}
 	// Every op the host issues may carry the host gap before it (HostNs);
 	// the allocator ops issue nothing.
-	allowed := opAllowed[op.Kind]
+	allowed := append(slices.Clip(opAllowed[op.Kind]), "when")
 	if !op.Kind.memory() {
-		allowed = append(slices.Clip(allowed), "host")
+		allowed = append(allowed, "host")
 	}
 	for _, k := range o.order {
 		ok := false
@@ -907,6 +907,9 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		}
 	}
 	op.Stream = o.name("stream")
+	if v := o.get("when"); v != nil {
+		op.When = d.when(v)
+	}
 	if v := o.get("host"); v != nil {
 		op.HostNs = d.duration(v, "host gap")
 	}
@@ -963,6 +966,29 @@ func article(word string) string {
 		return "an"
 	}
 	return "a"
+}
+
+// when reads an op's conditions: a mapping of knob keys to values, each a
+// value the knob accepts.
+func (d *decoder) when(n ast.Node) []Cond {
+	o := d.mapping(n, "op when", knobKeys()...)
+	var out []Cond
+	for _, k := range o.order {
+		txt, ok := d.scalarText(o.get(k), "when "+k)
+		if !ok {
+			continue
+		}
+		probe := DefaultConfig()
+		if err := probe.Set(k, txt); err != nil {
+			d.add(posOf(o.get(k)), "when %s: %s", k, knobMsg(err))
+			continue
+		}
+		out = append(out, Cond{Key: k, Value: txt})
+	}
+	if len(out) == 0 && len(o.order) == 0 {
+		d.add(o.at, "op when: expected at least one knob: value")
+	}
+	return out
 }
 
 // checkPeer accepts next, prev or a communicator index.

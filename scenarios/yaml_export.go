@@ -214,6 +214,13 @@ func opLine(op OpSpec) string {
 	if op.HostNs != 0 {
 		parts = append(parts, fmt.Sprintf("host: %dns", op.HostNs))
 	}
+	if len(op.When) > 0 {
+		conds := make([]string, len(op.When))
+		for i, c := range op.When {
+			conds[i] = c.Key + ": " + knobVal(c.Value)
+		}
+		parts = append(parts, "when: {"+strings.Join(conds, ", ")+"}")
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
