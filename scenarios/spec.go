@@ -224,6 +224,10 @@ type OpSpec struct {
 	Writes []string
 	TimeNs int64 // 0: derived from bytes moved
 	Weight int64 // 0: a per-rank weight derived from the name
+	// Kernel resources (ranks.KernelSpec.Blocks and Spins): thread blocks
+	// that must be resident at once (0: fits anywhere), and whether it
+	// holds its SMs while it waits.
+	Spin bool
 	// HostNs, when positive, is the host time between the previous op's
 	// issue and this one's, in place of the launch or event cost (eager
 	// only): the gap a profiler trace recorded.
@@ -232,7 +236,8 @@ type OpSpec struct {
 	Comm     string
 	In, Out  string
 	Strategy string // empty: the strategy knob
-	// Blocks is a symmetric-memory kernel's grid size (0: one block).
+	// Blocks is a symmetric-memory kernel's grid size (0: one block), or
+	// a kernel's resident thread blocks.
 	Blocks int
 	// Root is a broadcast's root, as an index into the communicator's
 	// ranks (NCCL's root argument).
@@ -397,6 +402,7 @@ const (
 	MaxChunks       = 64
 	MaxTensorChunks = 4096 // a tensor's own chunks (an all-gather's output: ranks × chunks)
 	MaxBlocks       = 64   // a symmetric-memory kernel's grid
+	MaxKernelBlocks = 1 << 16
 	MaxVariants     = 64
 	MaxTensorBytes  = 1 << 40
 	MaxNameLen      = 128

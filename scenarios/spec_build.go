@@ -346,7 +346,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			}
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: kind, Stream: st, Event: ev, Host: sim.Time(op.HostNs)})
 		case OpKernel:
-			k := &ranks.KernelSpec{Name: op.Name, Kind: "kernel"}
+			k := &ranks.KernelSpec{Name: op.Name, Kind: "kernel", Blocks: op.Blocks, Spins: op.Spin}
 			var srcs []ranks.Src
 			var moved int64
 			for i, name := range op.Reads {

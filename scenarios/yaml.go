@@ -838,7 +838,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 
 var opKeys = []string{"when", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
 	"alloc", "free", "record_stream",
-	"stream", "reads", "writes", "time", "weight", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
+	"stream", "reads", "writes", "time", "weight", "spin", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
 // opStrategies are the strategy values an op may name: auto and every
 // concrete strategy of collectives.Strategies.
@@ -846,7 +846,7 @@ var opStrategies = []string{"auto", "nccl", "nccl-tree", "multimem", "p2p-onesho
 
 // opAllowed lists the keys each op kind takes.
 var opAllowed = map[OpKind][]string{
-	OpKernel:        {"kernel", "stream", "reads", "writes", "time", "weight"},
+	OpKernel:        {"kernel", "stream", "reads", "writes", "time", "weight", "blocks", "spin"},
 	OpAllReduce:     {"allreduce", "stream", "comm", "in", "out", "strategy", "blocks"},
 	OpAllGather:     {"allgather", "stream", "comm", "in", "out", "strategy", "blocks"},
 	OpReduceScatter: {"reducescatter", "stream", "comm", "in", "out", "strategy", "blocks"},
@@ -922,6 +922,8 @@ func (d *decoder) op(n ast.Node) OpSpec {
 			op.TimeNs = d.duration(v, "kernel time")
 		}
 		op.Weight = o.int("weight", 1, 1<<30)
+		op.Blocks = int(o.int("blocks", 1, MaxKernelBlocks))
+		op.Spin = o.bool("spin")
 	case op.Kind.collective():
 		o.require("comm", "in", "out")
 		op.Comm = o.name("comm")

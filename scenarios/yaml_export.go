@@ -195,6 +195,12 @@ func opLine(op OpSpec) string {
 		if op.Weight != 0 {
 			parts = append(parts, fmt.Sprintf("weight: %d", op.Weight))
 		}
+		if op.Blocks != 0 {
+			parts = append(parts, fmt.Sprintf("blocks: %d", op.Blocks))
+		}
+		if op.Spin {
+			parts = append(parts, "spin: true")
+		}
 	case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast:
 		parts = append(parts, "comm: "+quote(op.Comm), "in: "+quote(op.In), "out: "+quote(op.Out))
 		if op.Strategy != "" {
