@@ -10,8 +10,12 @@ import (
 // Knobs of the collective-family scenarios, appended to the common list.
 func init() {
 	knobs = append(knobs,
-		enumKnob("issue", "how ranks issue their collectives: consistent, swapped (odd ranks swap two calls), count-differs (odd ranks pass a larger count), op-differs (odd ranks call all-gather where even ranks call all-reduce), host-opposite (odd ranks issue the two communicators' calls in the opposite host order)",
-			[]string{"consistent", "swapped", "count-differs", "op-differs", "host-opposite"}, func(c *Config) *string { return &c.Issue }),
+		enumKnob("issue", "how ranks issue their collectives: consistent, swapped (odd ranks swap two calls), count-differs (odd ranks pass a larger count), op-differs (odd ranks call all-gather where even ranks call all-reduce), host-opposite (odd ranks issue the two communicators' calls in the opposite host order), skipped (a rank does not issue a call its peers issue; scenario files)",
+			[]string{"consistent", "swapped", "count-differs", "op-differs", "host-opposite", "skipped"}, func(c *Config) *string { return &c.Issue }),
+		enumKnob("dummy_run", "a rank with nothing to do still runs the step (vLLM's _dummy_run, Megatron's synthetic token) and so issues every collective its peers issue (scenario files, when:)",
+			[]string{"off", "on"}, func(c *Config) *string { return &c.Bug.DummyRun }),
+		enumKnob("producer_wait", "a consumer stream waits on the current stream only, or on every stream that wrote its input (scenario files, when:)",
+			[]string{"current", "all"}, func(c *Config) *string { return &c.Bug.ProducerWait }),
 		enumKnob("nccl-order", "NCCL launch order: per-comm (each communicator's kernels in host issue order, eager and captured: NCCL's strong stream, src/enqueue.cc), implicit (NCCL_LAUNCH_ORDER_IMPLICIT, NCCL ≥ 2.26: host program order across communicators), or graph-unordered (per-comm when eager, none inside a CUDA graph: RCCL's graph path, rocm/rccl #2179)",
 			[]string{"per-comm", "implicit", "graph-unordered"}, func(c *Config) *string { return &c.NCCLOrder }),
 		intKnob("sms", "streaming multiprocessors per GPU for kernel residency (unset: the hardware profile's count); spinning kernels hold their blocks' SMs while resident", 1, 1<<16, func(c *Config) *int { return &c.SMs }),
