@@ -1,0 +1,83 @@
+package importer_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/collsim/collsim/importer"
+)
+
+var fuzzSeeds = []string{
+	`{"traceEvents": []}`,
+	`[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": {"stream": 7, "correlation": 1}}]`,
+	`{"traceEvents": [{"ph": "X", "name": "k", "ts": 1, "dur": -2}]}`,
+	`{"traceEvents": [{"ph": "X", "ts": "soon"}]}`,
+	`{"deviceProperties": [{"name": "NVIDIA H200"}], "traceEvents": [{"ph": "i", "name": "[memory]", "ts": 1, "args": {"Addr": 12, "Bytes": -4, "Device Type": 1}}]}`,
+	`{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": 1, "dur": 9, "args": {"Collective name": "allreduce", "Process Group Ranks": "[0, 1]", "In msg nelems": 4, "dtype": "Float"}}]}`,
+	`{"traceEvents": [{"ph": "X", "tid": "Spans", "pid": 3.5}], "x": [[[{}]]]}`,
+	`{"nodes": [{"name": "aten::mul", "inputs": {"values": [[1, 2, 0, 4, 4, "cuda:0"]]}, "attrs": [{"name": "rf_id", "value": 3}]}]}`,
+}
+
+// FuzzScan: the streaming reader never panics; what it rejects is an
+// *importer.Error naming an event index (or -1 outside the event array).
+func FuzzScan(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n := 0
+		err := importer.Scan(bytes.NewReader(data), "f.json", func(e *importer.Event) error {
+			if e.Index != n {
+				t.Fatalf("event index %d, want %d", e.Index, n)
+			}
+			n++
+			return nil
+		})
+		if err != nil {
+			var ie *importer.Error
+			if !errors.As(err, &ie) {
+				t.Fatalf("error is not an *importer.Error: %v", err)
+			}
+			if ie.Event < -1 || ie.Event > n {
+				t.Fatalf("event index %d out of range (%d read): %v", ie.Event, n, err)
+			}
+		}
+	})
+}
+
+// FuzzImport: a whole import (three passes, building, validating the file
+// it writes) of any bytes as a trace and as an execution trace never
+// panics, and what it writes validates (Import checks that itself).
+func FuzzImport(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), []byte(fuzzSeeds[len(fuzzSeeds)-1]))
+	}
+	for _, name := range []string{"a_eager", "b_record_stream", "c_graph"} {
+		tr, err := os.ReadFile(filepath.Join(traces, name+".json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		et, err := os.ReadFile(filepath.Join(traces, name+".et.json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(tr, et)
+	}
+	f.Fuzz(func(t *testing.T, trace, et []byte) {
+		dir := t.TempDir()
+		tp, ep := filepath.Join(dir, "t.json"), filepath.Join(dir, "t.et.json")
+		if err := os.WriteFile(tp, trace, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(ep, et, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := importer.Import(importer.Options{Traces: []string{tp}, ET: []string{ep}})
+		if err == nil && len(res.YAML) == 0 {
+			t.Fatal("no error and no file")
+		}
+	})
+}
