@@ -471,14 +471,22 @@ func (r *dporRun) accesses(st *ranks.Step, first, commit bool) []access {
 		chunk := func(b *ranks.Buffer, c int) resKey {
 			return resKey{kind: resChunk, a: uint64(b.BufferID()), b: uint64(c)}
 		}
+		// A chunk and the chunks of other tensors its memory overlaps (a
+		// caching-allocator block reused after a free) are one resource.
+		mem := func(b *ranks.Buffer, c int, write bool) {
+			out = r.add(out, chunk(b, c), write, classMem)
+			b.Aliases(c, func(id, ch int) {
+				out = r.add(out, resKey{kind: resChunk, a: uint64(id), b: uint64(ch)}, write, classMem)
+			})
+		}
 		for _, s := range in.Srcs {
 			for i := 0; i < in.N; i++ {
-				out = r.add(out, chunk(s.Buf, s.Lo+i), false, classMem)
+				mem(s.Buf, s.Lo+i, false)
 			}
 		}
 		if in.Dst != nil && (in.Op == ranks.OpCompute || in.Op == ranks.OpRecv || in.Op == ranks.OpRecvSend) {
 			for i := 0; i < in.N; i++ {
-				out = r.add(out, chunk(in.Dst, in.DstLo+i), true, classMem)
+				mem(in.Dst, in.DstLo+i, true)
 			}
 		}
 		switch in.Op {

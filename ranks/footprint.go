@@ -154,6 +154,23 @@ func (w *World) NextStep(a int32) Step {
 // within one world, for footprints.
 func (b *Buffer) BufferID() int { return int(b.id) }
 
+// Aliases calls f with each chunk of another tensor (by BufferID) whose
+// memory overlaps chunk c of b: tensors from a caching [Allocator] that
+// reuse freed memory. A write through one is a write to the other
+// (exec.go writeAliases), so a footprint must name both: without them DPOR
+// took a read of a freed tensor and a write of the tensor reusing its
+// memory for independent steps and never reversed them (the use after
+// free of validation/traces/a_eager.json, whose recorded schedule is
+// clean, went unfound).
+func (b *Buffer) Aliases(c int, f func(id, chunk int)) {
+	if b.Block == nil || b.Block.ov == nil {
+		return
+	}
+	for _, r := range b.Block.ov[c] {
+		f(int(r.buf), int(r.chunk))
+	}
+}
+
 // Blocked lists, in task order, the engine actors of the tasks spinning on a
 // signal slot or a FIFO. After a run that hung, they are the steps that never
 // got to execute.
