@@ -33,12 +33,17 @@ type item struct {
 	recCorr   int64
 	device    bool // sync: every stream
 	note      string
+	// alloc / free / record_stream
+	tensorKey string
+	mem       *memEvent
+	rsOp      *cpuOp
 }
 
 // tensor is one block of device memory the program touches: an
 // execution-trace storage ("s12") or an allocation address ("a0x…").
 type tensor struct {
 	key       string
+	managed   bool // from an alloc op
 	bytes     int64
 	labels    []string // annotations of the ops that wrote it, in host order
 	readFirst bool
@@ -78,7 +83,16 @@ type builder struct {
 	comms   []*cpuOp
 	fallbk  int // kernels whose reads and writes fell back to allocations
 	named   []namedTensor
-	noET    int // kernels whose op the execution trace does not have
+	// Lifetime mode (an execution trace and [memory] events): tensors the
+	// step allocates are alloc/free-managed, and the simulated caching
+	// allocator decides which block each gets.
+	lifetime bool
+	live     map[int64]*liveTensor // by ET storage id
+	byAddr   map[string]int64      // live address → storage
+	claimed  map[*memEvent]bool
+	gen      int
+	uses     map[string][]int64 // streams whose kernels touched a tensor
+	noET     int                // kernels whose op the execution trace does not have
 }
 
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
@@ -168,6 +182,11 @@ func (b *builder) access(it *item, label string) {
 }
 
 func (b *builder) touch(it *item, label string) {
+	for _, k := range append(append([]string(nil), it.reads...), it.writes...) {
+		if b.uses != nil && !containsInt(b.uses[k], it.stream) {
+			b.uses[k] = append(b.uses[k], it.stream)
+		}
+	}
 	for _, k := range it.reads {
 		t := b.tensors[k]
 		if !t.touched {
@@ -308,6 +327,10 @@ func (n namer) unique(s string) string {
 func (b *builder) eager() error {
 	rt, p := b.rt, b.p
 	p.mode = "eager"
+	if b.et != nil && len(rt.mem) > 0 {
+		b.lifetime = true
+		b.live, b.byAddr, b.claimed, b.uses = map[int64]*liveTensor{}, map[string]int64{}, map[*memEvent]bool{}, map[string][]int64{}
+	}
 	var items []*item
 	var graphs int
 	for _, c := range rt.calls {
@@ -383,10 +406,85 @@ func (b *builder) opAt(t float64) *cpuOp {
 	return best
 }
 
+type liveTensor struct {
+	key  string
+	addr string
+}
+
+// memItems adds the step's frees and record_stream calls as items, in
+// lifetime mode.
+func (b *builder) memItems(items []*item) []*item {
+	if !b.lifetime {
+		return items
+	}
+	for _, m := range b.rt.mem {
+		if m.bytes < 0 && b.rt.window.has(m.ts) {
+			items = append(items, &item{kind: scenarios.OpFree, ts: m.ts, issue: m.ts, stream: -1, mem: m})
+		}
+	}
+	for _, op := range b.rt.ops {
+		if op.name == "aten::record_stream" && b.rt.window.has(op.ts) {
+			items = append(items, &item{kind: scenarios.OpRecordStream, ts: op.ts, issue: op.end, stream: -1, rsOp: op})
+		}
+	}
+	return items
+}
+
+// accessLive is access in lifetime mode: an output storage with no live
+// tensor takes the allocation its operator made ([memory] event of its size
+// inside the operator), which becomes an alloc op before the kernel; a
+// storage the step did not allocate is a plain tensor.
+func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
+	eo, found := b.et[it.op.rf]
+	if !found {
+		return nil, false
+	}
+	keyOf := func(s int64) string {
+		if l := b.live[s]; l != nil {
+			return l.key
+		}
+		return "s" + strconv.FormatInt(s, 10)
+	}
+	for _, w := range eo.Outputs {
+		if b.live[w.Storage] == nil {
+			var got *memEvent
+			for _, m := range b.rt.mem {
+				if m.bytes > 0 && !b.claimed[m] && m.ts >= it.op.ts && m.ts <= it.op.end && (got == nil || (m.bytes == w.Bytes() && got.bytes != w.Bytes())) && m.bytes >= w.Bytes() {
+					got = m
+				}
+			}
+			if got != nil {
+				b.claimed[got] = true
+				b.gen++
+				key := "s" + strconv.FormatInt(w.Storage, 10) + "." + strconv.Itoa(b.gen)
+				b.live[w.Storage] = &liveTensor{key: key, addr: got.addr}
+				b.byAddr[got.addr] = w.Storage
+				t := b.tensor(key, got.bytes)
+				t.managed = true
+				if label == "" {
+					label = shortOp(it.op.name) + ".out"
+				}
+				allocs = append(allocs, &item{kind: scenarios.OpAlloc, ts: got.ts, issue: got.ts, stream: it.stream, tensorKey: key, mem: got})
+			}
+		}
+		key := keyOf(w.Storage)
+		it.writes = appendOnce(it.writes, key)
+		b.tensor(key, w.Bytes())
+	}
+	for _, r := range eo.Inputs {
+		key := keyOf(r.Storage)
+		it.reads = appendOnce(it.reads, key)
+		b.tensor(key, r.Bytes())
+	}
+	b.touch(it, label)
+	return allocs, true
+}
+
 // finish resolves kernels' tensors, pairs records with waits, adds the
 // allocator's record_stream order, and writes the ops with their host gaps.
 func (b *builder) finish(items []*item) error {
 	p := b.p
+	items = b.memItems(items)
 	sortItems(items)
 	names := namer{}
 	collSeen := map[*cpuOp]bool{}
@@ -394,7 +492,42 @@ func (b *builder) finish(items []*item) error {
 	var out []*item
 	var lastEnd float64 = math.Inf(-1)
 	for _, it := range items {
-		if it.kind != scenarios.OpKernel {
+		switch it.kind {
+		case scenarios.OpKernel:
+		case scenarios.OpFree:
+			s, ok := b.byAddr[it.mem.addr]
+			if !ok {
+				continue // a block the step did not allocate
+			}
+			it.tensorKey = b.live[s].key
+			delete(b.live, s)
+			delete(b.byAddr, it.mem.addr)
+			out = append(out, it)
+			continue
+		case scenarios.OpRecordStream:
+			eo := b.et[it.rsOp.rf]
+			if eo == nil || len(eo.Inputs) == 0 || b.live[eo.Inputs[0].Storage] == nil {
+				continue
+			}
+			key := b.live[eo.Inputs[0].Storage].key
+			var alloc int64 = -1
+			for _, o := range out {
+				if o.kind == scenarios.OpAlloc && o.tensorKey == key {
+					alloc = o.stream
+				}
+			}
+			n := 0
+			for _, st := range b.uses[key] {
+				if st != alloc {
+					out = append(out, &item{kind: scenarios.OpRecordStream, ts: it.ts, issue: it.issue, stream: st, tensorKey: key})
+					n++
+				}
+			}
+			if n > 0 {
+				p.notef("record_stream on the tensor of execution-trace storage %s: the trace does not name its stream (\"<Stream>\"); taken to be the %d other streams whose kernels used it (a guess)", strings.Split(key[1:], ".")[0], n)
+			}
+			continue
+		default:
 			out = append(out, it)
 			continue
 		}
@@ -420,7 +553,16 @@ func (b *builder) finish(items []*item) error {
 		}
 		it.name = names.unique(it.name)
 		if it.op != nil {
-			b.access(it, label)
+			done := false
+			if b.lifetime {
+				var allocs []*item
+				if allocs, done = b.accessLive(it, label); done {
+					out = append(out, allocs...)
+				}
+			}
+			if !done {
+				b.access(it, label)
+			}
 		}
 		if len(it.writes) == 0 {
 			// Nothing the importer can name: the kernel writes its own
@@ -434,12 +576,17 @@ func (b *builder) finish(items []*item) error {
 		p.kernels++
 		out = append(out, it)
 	}
-	out = b.recordStream(out)
+	if !b.lifetime {
+		out = b.recordStream(out)
+	}
 	if err := b.pair(out); err != nil {
 		return err
 	}
 	nameOf := b.names()
 	for _, it := range out {
+		if it.tensorKey != "" {
+			it.tensorKey = nameOf[it.tensorKey]
+		}
 		for i, k := range it.reads {
 			it.reads[i] = nameOf[k]
 		}
@@ -493,6 +640,10 @@ func (b *builder) finish(items []*item) error {
 			} else {
 				p.waits++
 			}
+		case scenarios.OpAlloc, scenarios.OpRecordStream:
+			op.Name = it.tensorKey
+		case scenarios.OpFree:
+			op.Name, op.Stream = it.tensorKey, ""
 		case scenarios.OpSync:
 			op.Name = scenarios.SyncDevice
 			if !it.device {
@@ -504,12 +655,17 @@ func (b *builder) finish(items []*item) error {
 		if it.note != "" {
 			p.notes = append(p.notes, it.note)
 		}
-		if math.IsNaN(first) {
-			first = it.issue
-		} else if p.mode == "eager" {
-			op.HostNs = max(ns(it.issue-prev), 1)
+		// alloc, free and record_stream act on the allocator at build time
+		// and cost the simulated host nothing: their time stays in the gap
+		// before the next op.
+		if it.kind != scenarios.OpAlloc && it.kind != scenarios.OpFree && it.kind != scenarios.OpRecordStream {
+			if math.IsNaN(first) {
+				first = it.issue
+			} else if p.mode == "eager" {
+				op.HostNs = max(ns(it.issue-prev), 1)
+			}
+			prev = it.issue
 		}
-		prev = it.issue
 		p.ops = append(p.ops, op)
 	}
 	if p.mode == "eager" && !math.IsNaN(first) && lastEnd > first {
@@ -761,7 +917,7 @@ func (b *builder) recordStream(out []*item) []*item {
 			ev := "rs" + strconv.Itoa(n)
 			b.p.events = append(b.p.events, ev)
 			out = append(out,
-				&item{kind: scenarios.OpRecord, ts: free, issue: free, stream: s, event: ev},
+				&item{kind: scenarios.OpRecord, ts: free, before: true, issue: free, stream: s, event: ev},
 				&item{kind: scenarios.OpWait, ts: out[ri].ts, before: true, issue: out[ri].ts, stream: w, event: ev})
 		}
 		b.p.notef("record_stream: the block of execution-trace storage %s was freed after record_stream and reused by %s on %s: ordered after the work of %d other streams that used it before the free, as the caching allocator orders it (the streams are a guess: the execution trace does not name record_stream's stream)", key[1:], out[ri].name, streamName(w), len(users))

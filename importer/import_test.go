@@ -1,6 +1,8 @@
 package importer_test
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -85,39 +87,90 @@ func findOp(ops []scenarios.OpSpec, name string) (scenarios.OpSpec, bool) {
 	return scenarios.OpSpec{}, false
 }
 
-// Trace a: the block x lived in is handed to w; the aux stream reads it and
-// main writes it again, and nothing but the recorded timing orders the two.
-func TestEagerFreeAndReuseIsOneTensor(t *testing.T) {
+// Trace a: x is allocated on main, read on aux, freed by main while aux
+// may still read it, and w is allocated on main right after: the import
+// writes the lifetime (alloc, free) and leaves the block to the simulated
+// caching allocator, as the real one decided.
+func TestEagerLifetime(t *testing.T) {
 	ops := opsOf(importTrace(t, "a_eager", true))
-	sin, ok := findOp(ops, "y.sin")
-	require.True(t, ok)
-	cos, ok := findOp(ops, "w.cos")
-	require.True(t, ok)
-	require.Equal(t, []string{"x/w"}, sin.Reads)
-	require.Equal(t, []string{"x/w"}, cos.Writes)
-	require.NotEqual(t, sin.Stream, cos.Stream)
+	var seq []string
+	for _, op := range ops {
+		switch op.Kind {
+		case scenarios.OpAlloc, scenarios.OpFree, scenarios.OpRecordStream:
+			seq = append(seq, string(op.Kind)+":"+op.Name+"@"+op.Stream)
+		case scenarios.OpKernel:
+			seq = append(seq, op.Name+"@"+op.Stream)
+		}
+	}
+	require.Equal(t, []string{"alloc:x@stream7", "x.mul@stream7", "alloc:y@stream13", "y.sin@stream13", "alloc:mm@stream7", "mm.memset@stream7", "mm@stream7",
+		"free:x@", "alloc:w@stream7", "w.cos@stream7", "alloc:z@stream7", "z.add@stream7", "free:w@"}, seq)
+	sin, _ := findOp(ops, "y.sin")
+	require.Equal(t, []string{"x"}, sin.Reads)
 	// The fork before the read: main records, aux waits.
 	var kinds []string
 	for _, op := range ops {
-		kinds = append(kinds, string(op.Kind)+":"+op.Stream)
+		if op.Kind == scenarios.OpRecord || op.Kind == scenarios.OpWait {
+			kinds = append(kinds, string(op.Kind)+":"+op.Stream)
+		}
 	}
-	require.Equal(t, []string{"kernel:stream7", "record:stream7", "wait:stream13", "kernel:stream13"}, kinds[:4])
+	require.Equal(t, []string{"record:stream7", "wait:stream13", "record:stream13", "wait:stream7"}, kinds)
 }
 
-// Trace b: record_stream makes the allocator wait for aux before it hands
-// the block out again; the import orders w's kernel after aux's read.
-func TestRecordStreamOrdersTheReuse(t *testing.T) {
+// Trace b: x.record_stream(aux) becomes a record_stream op on the aux
+// stream, before x's free.
+func TestRecordStream(t *testing.T) {
 	res := importTrace(t, "b_record_stream", true)
 	ops := opsOf(res)
-	i := slices.IndexFunc(ops, func(op scenarios.OpSpec) bool { return op.Name == "w.cos" })
-	require.Positive(t, i)
-	w := ops[i-1]
-	require.Equal(t, scenarios.OpWait, w.Kind)
-	require.Equal(t, "stream7", w.Stream)
-	j := slices.IndexFunc(ops, func(op scenarios.OpSpec) bool { return op.Kind == scenarios.OpRecord && op.Name == w.Name })
-	require.Equal(t, "stream13", ops[j].Stream)
-	require.Less(t, slices.IndexFunc(ops, func(op scenarios.OpSpec) bool { return op.Name == "y.sin" }), j)
-	require.Contains(t, strings.Join(res.Ranks[0].Notes, "\n"), "record_stream")
+	rs := slices.IndexFunc(ops, func(op scenarios.OpSpec) bool { return op.Kind == scenarios.OpRecordStream })
+	require.GreaterOrEqual(t, rs, 0)
+	require.Equal(t, "x", ops[rs].Name)
+	require.Equal(t, "stream13", ops[rs].Stream)
+	free := slices.IndexFunc(ops, func(op scenarios.OpSpec) bool { return op.Kind == scenarios.OpFree && op.Name == "x" })
+	require.Less(t, rs, free)
+}
+
+// Without [memory] events (profile_memory off) tensors are the execution
+// trace's storages: a block handed out again is one tensor ("x/w"), and
+// record_stream becomes the order the caching allocator keeps: a record on
+// aux at the free and a wait before the kernel that writes the reused block.
+func TestBlocksWithoutMemoryEvents(t *testing.T) {
+	for _, name := range []string{"a_eager", "b_record_stream"} {
+		dir := t.TempDir()
+		tr := filepath.Join(dir, name+".json")
+		data, err := os.ReadFile(filepath.Join(traces, name+".json"))
+		require.NoError(t, err)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(data, &doc))
+		var kept []any
+		for _, e := range doc["traceEvents"].([]any) {
+			if e.(map[string]any)["name"] != "[memory]" {
+				kept = append(kept, e)
+			}
+		}
+		doc["traceEvents"] = kept
+		data, err = json.Marshal(doc)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(tr, data, 0o644))
+		res, err := importer.Import(importer.Options{Traces: []string{tr}, ET: []string{filepath.Join(traces, name+".et.json")}})
+		require.NoError(t, err)
+		ops := opsOf(res)
+		sin, _ := findOp(ops, "y.sin")
+		cos, _ := findOp(ops, "w.cos")
+		require.Equal(t, []string{"x/w"}, sin.Reads)
+		require.Equal(t, []string{"x/w"}, cos.Writes)
+		i := slices.IndexFunc(ops, func(op scenarios.OpSpec) bool { return op.Name == "w.cos" })
+		if name == "a_eager" {
+			require.NotEqual(t, scenarios.OpWait, ops[i-1].Kind)
+			continue
+		}
+		w := ops[i-1]
+		require.Equal(t, scenarios.OpWait, w.Kind)
+		require.Equal(t, "stream7", w.Stream)
+		j := slices.IndexFunc(ops, func(op scenarios.OpSpec) bool { return op.Kind == scenarios.OpRecord && op.Name == w.Name })
+		require.Equal(t, "stream13", ops[j].Stream)
+		require.Less(t, slices.IndexFunc(ops, func(op scenarios.OpSpec) bool { return op.Name == "y.sin" }), j)
+		require.Contains(t, strings.Join(res.Ranks[0].Notes, "\n"), "record_stream")
+	}
 }
 
 // Without the execution trace the importer says what it could not see.

@@ -32,7 +32,7 @@ func TestImportExploreFindsTheFreedRead(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "verdict: corruption")
 	require.Contains(t, stdout, "complete: true")
-	require.Contains(t, stdout, `tensor "x/w"`)
+	require.Contains(t, stdout, `tensor "x" (caching-allocator block`)
 	require.Contains(t, stdout, "stream stream13")
 	require.Contains(t, stdout, "stream stream7")
 	st, err := os.Stat(w)
