@@ -39,6 +39,9 @@ type Config struct {
 	Engines   string `json:"engines,omitempty"`
 	// SMs overrides the profile's SM count for residency (0: the profile's).
 	SMs int `json:"sms,omitempty"`
+	// Patch names the variant whose patch the programs of a scenario file
+	// take (spec_patch.go); empty: the file's own programs.
+	Patch string `json:"patch,omitempty"`
 	// Bug holds the knobs of the bug-class built-ins (family.go).
 	Bug BugKnobs `json:"bug,omitzero"`
 }

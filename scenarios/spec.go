@@ -36,6 +36,10 @@ type Spec struct {
 	File   string
 	pos    posMap
 	varPos []posMap
+	// patches[i] is variant i's patch; patched the programs it makes, by
+	// variant name (spec_patch.go).
+	patches [][]PatchSpec
+	patched map[string][]ProgramSpec
 	// written lists the knobs the file itself sets at the top level or
 	// under knobs:, by knob key, in file order (see usedKnobs).
 	written []string
@@ -217,7 +221,10 @@ const SyncDevice = "device"
 type OpSpec struct {
 	Kind OpKind
 	// Name is the kernel or collective name, or the event recorded / waited.
-	Name   string
+	Name string
+	// ID names the op for a variant's patch when its name does not (two
+	// records of one event); empty: the name.
+	ID     string
 	Stream string // empty: the program's first stream
 	// Kernel: writes[i] = weight·reads[0] + reads[1] + … (fresh values).
 	Reads  []string

@@ -60,7 +60,7 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 		// Size the symmetric workspace and signal pad for the largest call
 		// (set before the first call; a file whose calls all fit the
 		// defaults leaves them as they were).
-		for _, p := range s.Programs {
+		for _, p := range s.allPrograms() {
 			for _, op := range p.Ops {
 				if op.Comm != c.Name || !op.Kind.collective() {
 					continue
@@ -217,7 +217,11 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	b := &Built{World: w, Compare: make([][]*ranks.Buffer, n)}
 	noted := map[string]bool{}
 	have := make([]bool, n)
-	for _, p := range s.Programs {
+	progs, err := s.programsFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range progs {
 		rs, err := p.Ranks.Resolve(n)
 		if err != nil {
 			return nil, fmt.Errorf("program: %w", err)

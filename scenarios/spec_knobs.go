@@ -49,11 +49,16 @@ func (s *Spec) usedKnobs() map[string]bool {
 		if len(s.managed()) > 0 {
 			used["caching"] = true
 		}
-		for _, p := range s.Programs {
+		for _, p := range s.allPrograms() {
 			for _, op := range p.Ops {
 				for _, c := range op.When {
 					used[c.Key] = true
 				}
+			}
+		}
+		for _, ps := range s.patches {
+			if len(ps) > 0 {
+				used["patch"] = true
 			}
 		}
 	}
@@ -105,7 +110,7 @@ func (s *Spec) validateKnobs(e *errs) {
 		}
 	}
 	used := s.usedKnobs()
-	for _, p := range s.Programs {
+	for _, p := range s.allPrograms() {
 		for _, op := range p.Ops {
 			for _, c := range op.When {
 				if knobGet(&s.Base, c.Key) == "" {
@@ -116,6 +121,10 @@ func (s *Spec) validateKnobs(e *errs) {
 	}
 	for _, k := range s.written {
 		at := s.pos.at("knobs." + k)
+		if k == "patch" {
+			e.add(at, "knob patch is made by a variant's patch: list, not set in the file")
+			continue
+		}
 		if top, ok := topKeyOf(k); ok {
 			at = s.pos.at(top)
 		}
@@ -127,6 +136,9 @@ func (s *Spec) validateKnobs(e *errs) {
 		vp := s.variantPos(i)
 		for _, set := range v.Sets {
 			k, val, _ := strings.Cut(set, "=")
+			if k == "patch" {
+				continue // a patch on a graph file is reported by Validate
+			}
 			if msg := s.unusedKnob(used, k, val); msg != "" {
 				e.add(vp.at("set."+k), "variant %q: %s", v.Name, msg)
 			}

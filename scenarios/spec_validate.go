@@ -41,6 +41,20 @@ func (s *Spec) Validate() error {
 	for i := range s.Programs {
 		s.validateProgram(e, &s.Programs[i], tensors, comms)
 	}
+	s.patched = nil
+	for i := range s.patches {
+		if len(s.patches[i]) > 0 && s.Graph != nil {
+			e.add(s.variantPos(i).at("set.patch"), "variant %q: a patch changes programs, and this file has a graph", s.Variants[i].Name)
+		}
+	}
+	if s.Graph == nil {
+		s.patchAll(func(p Pos, msg string) { e.add(p, "%s", msg) })
+		for _, name := range sortedKeys(s.patched) {
+			for i := range s.patched[name] {
+				s.validateProgram(e, &s.patched[name][i], tensors, comms)
+			}
+		}
+	}
 	baseMsgs := map[string]bool{}
 	s.validateConfig(s.Base, func(p Pos, msg string) {
 		baseMsgs[msg] = true
@@ -307,7 +321,12 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 			report(t.pos.at("init_per_rank"), fmt.Sprintf("tensor %q: init_per_rank has %d rows but the world has %d ranks", t.Name, len(t.InitPerRank), n))
 		}
 	}
-	if len(s.Programs) == 0 {
+	progs, err := s.programsFor(cfg)
+	if err != nil {
+		report(s.pos.at("variants"), knobMsg(err))
+		return
+	}
+	if len(progs) == 0 {
 		return
 	}
 	owner := make([]int, n)
@@ -316,7 +335,7 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	}
 	tasks := 0
 	managed := s.managed()
-	for pi, p := range s.Programs {
+	for pi, p := range progs {
 		ops := p.opsFor(cfg)
 		checkOrder(&p, ops, report)
 		s.validateLifetime(ops, managed, report)
@@ -328,7 +347,7 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 		tasks += len(rs) * len(ops) * replays
 		for _, r := range rs {
 			if owner[r] >= 0 {
-				report(p.pos.at("ranks"), fmt.Sprintf("rank %d has two programs (this one and the one at line %d)", r, s.Programs[owner[r]].pos.at("").Line))
+				report(p.pos.at("ranks"), fmt.Sprintf("rank %d has two programs (this one and the one at line %d)", r, progs[owner[r]].pos.at("").Line))
 				continue
 			}
 			owner[r] = pi
@@ -346,8 +365,8 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 		}
 	}
 	if cfg.Mode == "graph" {
-		for i := range s.Programs {
-			s.checkCapture(cfg, &s.Programs[i], commRanks, report)
+		for i := range progs {
+			s.checkCapture(cfg, &progs[i], commRanks, report)
 		}
 	}
 }
@@ -535,7 +554,7 @@ func ncclOrderKey(cfg Config, comm string) string {
 // only between their alloc and their free.
 func (s *Spec) managed() map[string]bool {
 	out := map[string]bool{}
-	for _, p := range s.Programs {
+	for _, p := range s.allPrograms() {
 		for _, op := range p.Ops {
 			if op.Kind == OpAlloc {
 				out[op.Name] = true

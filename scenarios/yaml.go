@@ -640,9 +640,10 @@ func (d *decoder) spec(n ast.Node) *Spec {
 	if v := o.get("variants"); v != nil {
 		items := d.seqAtMost(v, "variants", MaxVariants, "")
 		for _, it := range items {
-			v, pm := d.variant(it)
+			v, pm, patch := d.variant(it)
 			s.Variants = append(s.Variants, v)
 			s.varPos = append(s.varPos, pm)
+			s.patches = append(s.patches, patch)
 		}
 		if len(items) == 0 && len(d.list) == 0 {
 			d.add(posOf(v), "variants: expected at least one variant")
@@ -836,7 +837,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 	return p
 }
 
-var opKeys = []string{"when", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
+var opKeys = []string{"id", "when", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
 	"alloc", "free", "record_stream",
 	"stream", "reads", "writes", "time", "weight", "spin", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
@@ -893,7 +894,7 @@ func (d *decoder) op(n ast.Node) OpSpec {
 	}
 	// Every op the host issues may carry the host gap before it (HostNs);
 	// the allocator ops issue nothing.
-	allowed := append(slices.Clip(opAllowed[op.Kind]), "when")
+	allowed := append(slices.Clip(opAllowed[op.Kind]), "id", "when")
 	if !op.Kind.memory() {
 		allowed = append(allowed, "host")
 	}
@@ -907,6 +908,7 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		}
 	}
 	op.Stream = o.name("stream")
+	op.ID = o.name("id")
 	if v := o.get("when"); v != nil {
 		op.When = d.when(v)
 	}
@@ -1007,10 +1009,11 @@ func checkPeer(s string) error {
 // verdicts a variant may expect.
 var verdictNames = []string{"ok", "race", "mismatch", "corruption", "dropped", "hang", "build-error"}
 
-func (d *decoder) variant(n ast.Node) (Variant, posMap) {
+func (d *decoder) variant(n ast.Node) (Variant, posMap, []PatchSpec) {
 	var v Variant
+	var patch []PatchSpec
 	pm := posMap{}
-	o := d.mapping(n, "variant", "name", "expect", "doc", "set")
+	o := d.mapping(n, "variant", "name", "expect", "doc", "set", "patch")
 	o.record(pm)
 	o.require("name")
 	v.Name = o.name("name")
@@ -1038,6 +1041,10 @@ func (d *decoder) variant(n ast.Node) (Variant, posMap) {
 				continue
 			}
 			key := knobAlias(k)
+			if key == "patch" {
+				d.add(so.kpos[k], "variant set: patch is made by a variant's own patch: list; write the steps there")
+				continue
+			}
 			probe := DefaultConfig()
 			if err := probe.Set(key, txt); err != nil {
 				d.add(posOf(so.get(k)), "variant set %s: %s", k, knobMsg(err))
@@ -1047,7 +1054,17 @@ func (d *decoder) variant(n ast.Node) (Variant, posMap) {
 			pm["set."+key] = so.kpos[k]
 		}
 	}
-	return v, pm
+	if x := o.get("patch"); x != nil {
+		items := d.seqAtMost(x, "variant patch", MaxOps, "")
+		for _, it := range items {
+			patch = append(patch, d.patch(it))
+		}
+		if len(items) > 0 && v.Name != "" {
+			v.Sets = append(v.Sets, "patch="+v.Name)
+			pm["set.patch"] = posOf(x)
+		}
+	}
+	return v, pm, patch
 }
 
 // nearest returns the allowed key closest to key by edit distance, when it

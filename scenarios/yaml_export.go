@@ -149,7 +149,7 @@ func MarshalSpec(s *Spec) []byte {
 		}
 	}
 	p(0, "variants:")
-	for _, v := range s.Variants {
+	for vi, v := range s.Variants {
 		p(1, "- name: %s", quote(v.Name))
 		if v.Expect != "" {
 			p(2, "expect: %s", quote(v.Expect))
@@ -157,11 +157,23 @@ func MarshalSpec(s *Spec) []byte {
 		if v.Doc != "" {
 			writeText(&b, 2, "doc", v.Doc)
 		}
-		if len(v.Sets) > 0 {
+		var sets []string
+		for _, kv := range v.Sets {
+			if !strings.HasPrefix(kv, "patch=") {
+				sets = append(sets, kv)
+			}
+		}
+		if len(sets) > 0 {
 			p(2, "set:")
-			for _, kv := range v.Sets {
+			for _, kv := range sets {
 				k, val, _ := strings.Cut(kv, "=")
 				p(3, "%s: %s", k, knobVal(val))
+			}
+		}
+		if vi < len(s.patches) && len(s.patches[vi]) > 0 {
+			p(2, "patch:")
+			for _, st := range s.patches[vi] {
+				p(3, "- %s", patchLine(st))
 			}
 		}
 	}
@@ -178,8 +190,33 @@ func MarshalSpec(s *Spec) []byte {
 	return []byte(b.String())
 }
 
+// patchLine writes one step of a variant's patch as a flow mapping.
+func patchLine(st PatchSpec) string {
+	var parts []string
+	switch st.Verb {
+	case "add":
+		parts = append(parts, "add: "+opLine(*st.Op))
+	case "replace":
+		parts = append(parts, "replace: "+quote(st.Ref), "with: "+opLine(*st.Op))
+	case "remove", "move":
+		parts = append(parts, st.Verb+": "+quote(st.Ref))
+	case "ranks":
+		parts = append(parts, "ranks: "+st.Ranks.String())
+	}
+	if st.Anchor != "" {
+		parts = append(parts, anchorKey(&st)+": "+quote(st.Anchor))
+	}
+	if st.Program >= 0 {
+		parts = append(parts, fmt.Sprintf("program: %d", st.Program))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
 func opLine(op OpSpec) string {
 	parts := []string{fmt.Sprintf("%s: %s", op.Kind, quote(op.Name))}
+	if op.ID != "" {
+		parts = append(parts, "id: "+quote(op.ID))
+	}
 	if op.Stream != "" && op.Kind != OpSync {
 		parts = append(parts, "stream: "+quote(op.Stream))
 	}
