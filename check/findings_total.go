@@ -18,6 +18,10 @@ func runCapped(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mod
 	return RunBuilt(b, ref)
 }
 
+// FindingTotals counts o's findings per kind, kept or not; see
+// findingTotals. Call it before o is released.
+func FindingTotals(o *Outcome) map[string]int { return findingTotals(o) }
+
 // findingTotals counts o's findings per kind, including those the world
 // left out past its per-kind cap: for each kind, the world's own count
 // (Result.Counts, taken before the cap) stands in for the findings of that

@@ -90,6 +90,11 @@ type Summary struct {
 	WitnessInfo *WitnessInfo `json:"witness,omitempty"`
 	// Example findings of the witness.
 	WitnessFindings []ranks.Finding `json:"witness_findings,omitempty"`
+	// WitnessFindingsTotal counts the witness's findings, including those
+	// past the per-kind cap (32) that WitnessFindings leaves out, which
+	// WitnessFindingsTruncated says.
+	WitnessFindingsTotal     int  `json:"witness_findings_total,omitempty"`
+	WitnessFindingsTruncated bool `json:"witness_findings_truncated,omitempty"`
 
 	Elapsed time.Duration `json:"-"`
 	// Records are the per-schedule records of a sharded run (see [Merge]).
@@ -135,6 +140,7 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 			best = sc.Verdict
 			sc.Explain()
 			r.Witness, r.Findings = newWitness(t, s, sc), sc.Findings
+			r.FindingsTotal = sc.FindingsTotal()
 		}
 		if opt.Shard.Count > 0 {
 			sum.Records = append(sum.Records, r)

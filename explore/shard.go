@@ -44,6 +44,9 @@ type Record struct {
 	Outputs  []RankOutputs   `json:"outputs,omitempty"`
 	Witness  *Witness        `json:"witness,omitempty"`
 	Findings []ranks.Finding `json:"findings,omitempty"`
+	// FindingsTotal counts the witness's findings, including those past
+	// the per-kind cap that Findings leaves out.
+	FindingsTotal int `json:"findings_total,omitempty"`
 }
 
 // ShardFileVersion is the version of [ShardFile].
@@ -111,6 +114,8 @@ func (m *merger) add(r *Record) {
 		sum.Witness = r.Witness
 		sum.WitnessInfo = r.Witness.Info()
 		sum.WitnessFindings = r.Findings
+		sum.WitnessFindingsTotal = max(r.FindingsTotal, len(r.Findings))
+		sum.WitnessFindingsTruncated = sum.WitnessFindingsTotal > len(r.Findings)
 	}
 	if m.progress != nil {
 		m.progress(sum.Schedules)

@@ -112,6 +112,16 @@ type Schedule struct {
 
 	explain func()
 	release func()
+	total   func() int // every finding, kept or not (before release)
+}
+
+// FindingsTotal counts s's findings, including those past the world's
+// per-kind cap that Findings leaves out; len(Findings) once s is released.
+func (s *Schedule) FindingsTotal() int {
+	if s.total != nil {
+		return s.total()
+	}
+	return len(s.Findings)
 }
 
 // Release hands s's world (see [check.Outcome.Release]) and its choice
@@ -178,7 +188,15 @@ func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
 		return nil, err
 	}
 	s := &Schedule{Verdict: o.Verdict, Findings: o.Findings, TraceHash: o.TraceHash, Choices: rec.Choices, Steps: o.Steps, explain: o.Explain}
+	s.total = func() int {
+		n := 0
+		for _, c := range check.FindingTotals(o) {
+			n += c
+		}
+		return n
+	}
 	s.release = func() {
+		s.total = nil
 		o.Release()
 		t.putChoices(s.Choices)
 		s.Choices = nil

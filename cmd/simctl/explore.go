@@ -304,6 +304,9 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 	}
 	fmt.Fprintln(w)
 	writeFindingSample(w, s.WitnessFindings, "--format json")
+	if s.WitnessFindingsTruncated {
+		fmt.Fprintf(w, "  (%d findings in all; the witness keeps at most 32 of each kind, listed with --format json)\n", s.WitnessFindingsTotal)
+	}
 }
 
 // writeWitness writes w to path (atomic.go), naming its scenario so that

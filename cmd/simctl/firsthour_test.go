@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -230,4 +231,28 @@ func TestTransformNotesEverywhere(t *testing.T) {
 	code, out, errs = simctl(t, append(append([]string{"show"}, args...), "--format", "json")...)
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, `"`+skip+`"`)
+}
+
+// explore's witness says how many findings it had, past the per-kind cap,
+// and a merge of shards says the same as one machine.
+func TestExploreWitnessFindingsTotal(t *testing.T) {
+	t.Chdir(t.TempDir())
+	args := []string{"explore", "moe-ep-dropped-allreduce", "--variant", "per-layer", "--budget", "2"}
+	code, out, errs := simctl(t, append(args, "--format", "json")...)
+	require.Equal(t, 0, code, errs)
+	var sum struct {
+		Total     int  `json:"witness_findings_total"`
+		Truncated bool `json:"witness_findings_truncated"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	require.Equal(t, 47+2, sum.Total, "47 dropped collectives and 2 corrupted outputs")
+	require.True(t, sum.Truncated)
+	for i, sh := range []string{"0/2", "1/2"} {
+		code, shard, errs := simctl(t, append(args, "--shard", sh)...)
+		require.Equal(t, 0, code, errs)
+		require.NoError(t, os.WriteFile(fmt.Sprintf("s%d.json", i), []byte(shard), 0o644))
+	}
+	code, merged, errs := simctl(t, "merge", "s0.json", "s1.json", "--format", "json")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, out, merged)
 }
