@@ -100,6 +100,9 @@ func (s *Scenario) VariantConfig(v Variant, extra []string) (Config, error) {
 	if err := c.ApplySets(extra); err != nil {
 		return c, err
 	}
+	if err := s.CheckBudget(c); err != nil { // budget.go: before anything is built
+		return c, err
+	}
 	return c, nil
 }
 

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,11 +64,19 @@ type checkpointer struct {
 func openCheckpoint(path string, h explore.CheckpointHeader, resume bool) (*checkpointer, []*explore.Record, error) {
 	var recs []*explore.Record
 	var f *os.File
+	var data []byte
 	if resume {
-		data, err := readFile(path, "checkpoint", maxShardBytes)
-		if err != nil {
+		var err error
+		data, err = readFile(path, "checkpoint", maxShardBytes)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || err == nil && !bytes.Contains(data, []byte("\n")):
+			// Killed before its header was written: nothing to resume.
+			resume = false
+		case err != nil:
 			return nil, nil, usagef("--resume: %w", err)
 		}
+	}
+	if resume {
 		got, rs, good, err := explore.ParseCheckpoint(data)
 		if err != nil {
 			return nil, nil, usagef("--resume %s: %w", quoteName(path), err)

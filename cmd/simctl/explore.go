@@ -41,6 +41,9 @@ type exploreFlags struct {
 	// checkpoint and resume name a checkpoint file (checkpoint.go).
 	checkpoint string
 	resume     string
+	// checkpointEvery is how often the checkpoint is written (hidden:
+	// tests make it short).
+	checkpointEvery time.Duration
 }
 
 // maxWorkers bounds --workers: each worker holds a world in memory, and a
@@ -99,6 +102,8 @@ expectation, 1 when it does not, 2 on bad input.`,
 	fl.StringVar(&f.trace, "trace", "", "write the witness schedule's Chrome trace-event timeline to `FILE` (nominal when every schedule was ok)")
 	fl.StringVar(&f.html, "html", "", "write the witness schedule as a self-contained HTML report to `FILE`, with its deviations from nominal")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", fmt.Sprintf("append completed schedules to `FILE` every few seconds, for --resume (random, pct; on by default, in the working directory, from %d schedules)", checkpointThreshold))
+	fl.DurationVar(&f.checkpointEvery, "checkpoint-every", checkpointEvery, "how often the checkpoint is written")
+	_ = fl.MarkHidden("checkpoint-every")
 	fl.StringVar(&f.resume, "resume", "", "continue the exploration checkpointed in `FILE` (same scenario and flags); the result is the one an uninterrupted run gives")
 	fl.StringVar(&f.shard, "shard", "", "run only shard i/n of the schedules (random, pct) and print its shard file (JSON) for `simctl merge`")
 	return cmd
@@ -360,6 +365,9 @@ func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, se
 		return nil, err
 	}
 	ck.auto = auto
+	if f.checkpointEvery > 0 {
+		ck.every = f.checkpointEvery
+	}
 	opt.Resume = recs
 	opt.Checkpoint = ck.add
 	if auto {

@@ -29,6 +29,7 @@ var errUnmet = errors.New("some variants did not meet their expected verdict")
 
 func main() {
 	tuneGC()
+	watchdogOn = true // memory.go
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -22,6 +22,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.Example = rootExample
+	addMemoryFlag(root) // memory.go: --max-memory
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	for _, mk := range commands {

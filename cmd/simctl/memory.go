@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/collsim/collsim/scenarios"
+)
+
+// memoryFlag is --max-memory: the most memory a run may use. Before
+// anything runs, every configuration's estimate (scenarios.Estimate) must
+// fit in it; while it runs, the Go heap's soft limit is set below it and a
+// watchdog (started by main) stops the process with a clear message if
+// the heap still grows past it, before the runtime would die with a
+// "fatal error: out of memory" and a goroutine dump.
+type memoryFlag struct{ n int64 }
+
+func (m *memoryFlag) String() string { return scenarios.FormatBytes(m.n) }
+func (m *memoryFlag) Type() string   { return "size" }
+func (m *memoryFlag) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil || n < 64<<20 {
+		return fmt.Errorf("want a size of at least 64MiB, such as 8GiB or 512MiB")
+	}
+	m.n = n
+	return nil
+}
+
+// parseSize parses "123", "64MiB", "8GiB", "8G", "1.5GB" (units are
+// binary either way).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"TIB", 1 << 40}, {"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suf) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suf)), u.m
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 || f*float64(mult) > 1<<62 {
+		return 0, fmt.Errorf("size %q", s)
+	}
+	return int64(f * float64(mult)), nil
+}
+
+// defaultMaxMemory is half of the machine's memory, and at most a fifth of
+// the process's address space limit (ulimit -v): the Go runtime reserves
+// address space well beyond its heap (under ulimit -v 2GiB a run died
+// with 520 MB in use), so the heap must stay far below that limit.
+func defaultMaxMemory() int64 {
+	limit := int64(8 << 30) // when neither can be read
+	if phys := physicalMemory(); phys > 0 {
+		limit = phys / 2
+	}
+	if as := addressSpaceLimit(); as > 0 {
+		limit = min(limit, as/5)
+	}
+	return max(limit, 64<<20)
+}
+
+// addMemoryFlag adds --max-memory to every command and applies it before
+// the command runs.
+func addMemoryFlag(root *cobra.Command) {
+	m := &memoryFlag{n: defaultMaxMemory()}
+	root.PersistentFlags().Var(m, "max-memory", "the most memory a run may use: configurations estimated above it are refused before they run\n(exit 2, naming the knob to lower), and a run that still grows past it stops (default: half the machine's memory, at most a fifth of ulimit -v)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		scenarios.MemoryBudget = m.n
+		if os.Getenv("GOMEMLIMIT") == "" {
+			// The collector works harder as the heap nears this; 3 GiB
+			// at most keeps large runs' speed (main.go's tuneGC).
+			debug.SetMemoryLimit(min(3<<30, m.n*3/4))
+		}
+		if watchdogOn {
+			startWatchdog(m.n)
+		}
+		return nil
+	}
+}
+
+// watchdogOn is set by main: tests run commands in-process and do not
+// want a process exit.
+var watchdogOn bool
+
+var watchdogOnce sync.Once
+
+// startWatchdog polls the heap every 50 ms and ends the process with exit
+// status 2 and a message if it passes limit.
+func startWatchdog(limit int64) {
+	watchdogOnce.Do(func() {
+		go func() {
+			s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+			for {
+				time.Sleep(50 * time.Millisecond)
+				metrics.Read(s)
+				if s[0].Value.Kind() != metrics.KindUint64 {
+					return
+				}
+				if used := int64(s[0].Value.Uint64()); used > limit {
+					fmt.Fprintf(os.Stderr, "simctl: out of memory: the heap reached %s, over --max-memory %s; lower tp, dp, layers, replays or --budget, or raise --max-memory (a checkpoint, if this run wrote one, resumes it)\n",
+						scenarios.FormatBytes(used), scenarios.FormatBytes(limit))
+					os.Exit(2)
+				}
+			}
+		}()
+	})
+}
