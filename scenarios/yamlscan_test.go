@@ -88,7 +88,9 @@ func TestParseSpecDeepIsFast(t *testing.T) {
 		_, err := ParseSpec("deep.yaml", []byte(in))
 		require.Error(t, err, name)
 		require.Contains(t, err.Error(), "deep.yaml:", name)
-		require.Less(t, time.Since(start), 2*time.Second, name)
+		// Seconds of slack for a loaded machine: unloaded, the worst
+		// (a million bytes of "k: v" lines) takes about 0.3 s.
+		require.Less(t, time.Since(start), 5*time.Second, name)
 	}
 }
 
