@@ -43,6 +43,7 @@ type item struct {
 // execution-trace storage ("s12") or an allocation address ("a0x…").
 type tensor struct {
 	key       string
+	chunks    int  // 0: the scenario's
 	managed   bool // from an alloc op
 	bytes     int64
 	labels    []string // annotations of the ops that wrote it, in host order
@@ -541,6 +542,7 @@ func (b *builder) finish(items []*item) error {
 				out = append(out, it)
 				continue
 			}
+			it.name = c.coll // an opaque kernel named by its collective
 		}
 		label := ""
 		if it.op != nil {
@@ -598,7 +600,7 @@ func (b *builder) finish(items []*item) error {
 	seen := map[int64]bool{}
 	var streams []int64
 	for _, it := range out {
-		if it.stream >= 0 && !it.device && !seen[it.stream] && (it.kind == scenarios.OpKernel || it.kind == scenarios.OpAllReduce) {
+		if it.stream >= 0 && !it.device && !seen[it.stream] && (it.kind == scenarios.OpKernel || isColl(it.kind)) {
 			seen[it.stream] = true
 			streams = append(streams, it.stream)
 		}
@@ -631,7 +633,7 @@ func (b *builder) finish(items []*item) error {
 			op.Reads = it.reads
 			op.Writes = it.writes
 			op.TimeNs = max(ns(it.act.dur), 1)
-		case scenarios.OpAllReduce:
+		case scenarios.OpAllReduce, scenarios.OpAllGather, scenarios.OpReduceScatter, scenarios.OpAllToAll, scenarios.OpBroadcast:
 			op.Name, op.Comm, op.In, op.Out, op.Strategy = it.name, it.event, it.reads[0], it.writes[0], "nccl"
 		case scenarios.OpRecord, scenarios.OpWait:
 			op.Name = it.event
@@ -682,31 +684,81 @@ func (b *builder) finish(items []*item) error {
 	return nil
 }
 
+// collKinds maps record_param_comms' collective names (ProcessGroupNCCL's
+// RECORD_PARAM_COMMS_DATA calls: "allreduce", "_allgather_base",
+// "_reduce_scatter_base", "all_to_all", "broadcast", …) to the format's ops.
+func collKind(name string) (scenarios.OpKind, bool) {
+	n := strings.ToLower(strings.TrimLeft(name, "_"))
+	for _, suf := range []string{"_coalesced", "_into_tensor", "_tensor", "_base", "_oop"} {
+		n = strings.TrimSuffix(n, suf)
+	}
+	switch strings.ReplaceAll(n, "_", "") {
+	case "allreduce":
+		return scenarios.OpAllReduce, true
+	case "allgather":
+		return scenarios.OpAllGather, true
+	case "reducescatter":
+		return scenarios.OpReduceScatter, true
+	case "alltoall", "alltoallv", "alltoallbase":
+		return scenarios.OpAllToAll, true
+	case "broadcast":
+		return scenarios.OpBroadcast, true
+	}
+	return "", false
+}
+
 // collective turns the first kernel of a record_param_comms op into a
-// collective op, when the format has one for it.
+// collective op of the format (NCCL, on communicator pg<name>); the tensors
+// are the message's (In/Out msg nelems × dtype), in place for all-reduce
+// and broadcast. Calls match across ranks by their order on the
+// communicator, as NCCL requires.
 func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
 	p := b.p
-	coll := strings.ReplaceAll(strings.ToLower(c.coll), "_", "")
-	if coll != "allreduce" {
-		p.notef("%s on process group %q: kept as an opaque kernel (this format version has no %s op)", c.coll, c.pg, c.coll)
+	kind, ok := collKind(c.coll)
+	if !ok {
+		p.notef("%s on process group %q: kept as an opaque kernel (no collective op for it)", c.coll, c.pg)
 		return false
 	}
 	if !c.hasRanks || len(c.pgRanks) == 0 {
 		p.notef("%s on process group %q has no readable \"Process Group Ranks\": kept as an opaque kernel", c.coll, c.pg)
 		return false
 	}
+	g := len(c.pgRanks)
 	comm := sanitize("pg" + c.pg)
 	n[comm]++
-	it.kind = scenarios.OpAllReduce
-	it.name = fmt.Sprintf("%s.allreduce.%d", comm, n[comm])
+	it.kind = kind
+	it.name = fmt.Sprintf("%s.%s.%d", comm, kind, n[comm])
 	it.event = comm
-	bytes := max(c.nelems, 1) * dtypeBytes(c.dtype)
-	key := "c:" + it.name
-	b.tensor(key, bytes)
-	it.reads, it.writes = []string{key}, []string{key}
-	b.tensors[key].readFirst = true
-	b.tensors[key].touched = true
-	b.tensors[key].labels = []string{it.name + ".buf"}
+	dt := dtypeBytes(c.dtype)
+	inN, outN := max(c.nelems, 1), max(c.outNelems, 1)
+	if c.outNelems < 0 {
+		outN = inN
+	}
+	const chunks = 4
+	mk := func(suffix string, nelems int64, ch int) string {
+		key := "c:" + it.name + suffix
+		t := b.tensor(key, nelems*dt)
+		t.chunks = min(ch, scenarios.MaxTensorChunks)
+		t.touched = true
+		t.labels = []string{it.name + suffix}
+		return key
+	}
+	switch kind {
+	case scenarios.OpAllReduce, scenarios.OpBroadcast:
+		key := mk(".buf", inN, chunks)
+		b.tensors[key].readFirst = true
+		it.reads, it.writes = []string{key}, []string{key}
+		if kind == scenarios.OpBroadcast {
+			p.notef("%s: the trace does not give the root; taken to be the communicator's first rank", it.name)
+		}
+	case scenarios.OpAllGather:
+		it.reads, it.writes = []string{mk(".in", inN, chunks)}, []string{mk(".out", outN, g*chunks)}
+	case scenarios.OpReduceScatter:
+		it.reads, it.writes = []string{mk(".in", inN, g*chunks)}, []string{mk(".out", outN, chunks)}
+	case scenarios.OpAllToAll:
+		it.reads, it.writes = []string{mk(".in", inN, g*chunks)}, []string{mk(".out", outN, g*chunks)}
+	}
+	b.tensors[it.reads[0]].readFirst = true
 	p.colls[comm] = c.pgRanks
 	p.collectives++
 	return true
@@ -726,7 +778,7 @@ func (b *builder) pair(out []*item) error {
 	evN := 0
 	lastLaunch := func(i int, not int64) int64 {
 		for j := i - 1; j >= 0; j-- {
-			if k := out[j]; (k.kind == scenarios.OpKernel || k.kind == scenarios.OpAllReduce) && k.stream != not {
+			if k := out[j]; (k.kind == scenarios.OpKernel || isColl(k.kind)) && k.stream != not {
 				return k.stream
 			}
 		}
@@ -742,7 +794,7 @@ func (b *builder) pair(out []*item) error {
 		}
 		if it.kind == scenarios.OpWait && it.stream < 0 {
 			for j := i + 1; j < len(out); j++ {
-				if out[j].kind == scenarios.OpKernel || out[j].kind == scenarios.OpAllReduce {
+				if out[j].kind == scenarios.OpKernel || isColl(out[j].kind) {
 					it.stream = out[j].stream
 					break
 				}
@@ -953,4 +1005,12 @@ func sortItems(xs []*item) {
 		}
 		return xs[i].before && !xs[j].before
 	})
+}
+
+func isColl(k scenarios.OpKind) bool {
+	switch k {
+	case scenarios.OpAllReduce, scenarios.OpAllGather, scenarios.OpReduceScatter, scenarios.OpAllToAll, scenarios.OpBroadcast:
+		return true
+	}
+	return false
 }

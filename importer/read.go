@@ -12,17 +12,18 @@ import (
 // are kept, so memory follows the step, not the file.
 
 type cpuOp struct {
-	idx      int
-	name     string
-	cat      string
-	ts, end  float64
-	ext, rf  int64
-	coll     string // record_param_comms: collective name
-	pg       string
-	pgRanks  []int
-	nelems   int64
-	dtype    string
-	hasRanks bool
+	idx       int
+	name      string
+	cat       string
+	ts, end   float64
+	ext, rf   int64
+	coll      string // record_param_comms: collective name
+	pg        string
+	pgRanks   []int
+	nelems    int64
+	outNelems int64
+	dtype     string
+	hasRanks  bool
 }
 
 type call struct {
@@ -208,7 +209,7 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 		case isHostOp(e) && inScope(e):
 			op := &cpuOp{idx: e.Index, name: e.Name, cat: e.Cat, ts: e.Ts, end: e.End(), ext: e.Args.ExternalID, rf: e.Args.RecordFn}
 			if e.Name == "record_param_comms" {
-				op.coll, op.pg, op.nelems, op.dtype = e.Args.Collective, e.Args.PGName, e.Args.InNelems, e.Args.DType
+				op.coll, op.pg, op.nelems, op.outNelems, op.dtype = e.Args.Collective, e.Args.PGName, e.Args.InNelems, e.Args.OutNelems, e.Args.DType
 				op.pgRanks, op.hasRanks = ranksOf(e.Args.PGRanksRaw)
 			}
 			rt.ops = append(rt.ops, op)
