@@ -59,7 +59,7 @@ func (w *World) hostSyncDone(t *task) {
 	h := &w.hosts[t.rank]
 	h.syncing = -1
 	if h.next < len(h.nodes) {
-		w.eng.Schedule(w.eng.Now()+w.jitter(w.hostGap(t.rank, w.cfg.EventCost)), uint64(t.rank), int32(t.rank))
+		w.eng.Schedule(w.eng.Now()+w.hostJitter(w.hostGap(t.rank, w.cfg.EventCost)), uint64(t.rank), int32(t.rank))
 	}
 }
 

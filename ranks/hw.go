@@ -42,14 +42,104 @@ type Profile struct {
 
 	MemBytes   int64    // HBM capacity
 	EngineCall sim.Time // host cost of one TensorRT engine or PyTorch submodule call
+
+	// Host is what issuing work costs the host thread, measured
+	// (HostCosts). The host CPU, not the GPU, sets these numbers: every
+	// profile carries the ones measured on the H200 machine.
+	Host HostCosts
+	// GEMMLat and GEMMBW, when set, replace the roofline for decode-shape
+	// GEMMs with a fit of measured times: GEMMLat + operand bytes / GEMMBW
+	// (or the FLOP time, if longer). See GEMMTime.
+	GEMMLat sim.Time
+	GEMMBW  float64
+}
+
+// HostCosts are host issue costs, measured on one NVIDIA H200 machine
+// (driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0) by
+// validation/host_costs.py and validation/host_costs.cu: medians of 40
+// batches of 100 calls issued while the device is busy behind a long
+// kernel, so the host never waits on a full launch queue. The numbers are
+// in validation/results/h200.json (programs.host_costs); docs/fidelity.md
+// quotes them.
+type HostCosts struct {
+	// Launch: a bare cudaLaunchKernel of an empty kernel (3.9 µs).
+	Launch sim.Time
+	// EventRecord and StreamWait: bare cudaEventRecord (0.26 µs) and
+	// cudaStreamWaitEvent (0.25 µs).
+	EventRecord, StreamWait sim.Time
+	// GraphLaunch: torch.cuda.CUDAGraph.replay() (2.8 µs, 1 or 30 nodes;
+	// a bare cudaGraphLaunch is 1.7 µs).
+	GraphLaunch sim.Time
+	// EagerOp: one eager elementwise PyTorch op (torch.add(out=) 5.8 µs,
+	// a + b 7.3 µs, a * 0.5 8.4 µs: 7 µs).
+	EagerOp sim.Time
+	// EagerGEMM: one eager matmul at decode shapes (a @ w, 8×4096 by
+	// 4096×512 or 4096×4096: 15.4 and 16.2 µs; F.linear 19.8 µs).
+	EagerGEMM sim.Time
+	// EagerRecord and EagerWait: torch.cuda.Event.record() (5.3 µs) and
+	// Stream.wait_event() (0.8 µs).
+	EagerRecord, EagerWait sim.Time
+}
+
+// MeasuredHost is HostCosts as measured on the H200 machine.
+var MeasuredHost = HostCosts{
+	Launch: 3900, EventRecord: 260, StreamWait: 250, GraphLaunch: 2800,
+	EagerOp: 7000, EagerGEMM: 16000, EagerRecord: 5300, EagerWait: 800,
+}
+
+// MeasuredJitter is the run-to-run spread of device kernel durations on
+// the H200 (validation/durations.py: 200 iterations × 3 runs of each of 42
+// decode shapes, timed with an event pair per iteration): the median over
+// shapes of each 5 % quantile of duration / median duration, per mille.
+// Index 0 is nominal; the others are drawn uniformly, which samples the
+// measured distribution.
+var MeasuredJitter = []int64{1000, 886, 944, 960, 968, 973, 981, 984, 990, 993, 997, 1004, 1008, 1013, 1020, 1025, 1030, 1035, 1041, 1057, 1252}
+
+// MeasuredHostJitter is the spread of host issue costs: the median over 13
+// eager ops of p05 / median (0.94) and p95 / median (1.52)
+// (validation/host_costs.py), with points between.
+var MeasuredHostJitter = []int64{1000, 936, 960, 980, 1050, 1150, 1300, 1517}
+
+// Widen scales a jitter table's spread around nominal by f (1: as is; 2:
+// twice as far from ×1), keeping every multiplier at least 5 %.
+func Widen(table []int64, f float64) []int64 {
+	out := make([]int64, len(table))
+	for i, m := range table {
+		out[i] = max(50, 1000+int64(f*float64(m-1000)))
+	}
+	return out
+}
+
+// IssueCosts fills c's host issue costs for its mode from p.Host: eager
+// ops cost what an eager PyTorch op costs the host (Python, dispatcher,
+// launch).
+func (p Profile) IssueCosts(c Config) Config {
+	h := p.Host
+	if h == (HostCosts{}) {
+		c.LaunchCost, c.EventCost = p.Launch, p.EventOp
+		return c
+	}
+	if c.Mode == Eager {
+		c.LaunchCost, c.GEMMLaunchCost, c.EventCost, c.WaitCost = h.EagerOp, h.EagerGEMM, h.EagerRecord, h.EagerWait
+	} else {
+		// Graph mode issues one replay at a time; its host cost only
+		// spaces the replays (measured 2.8 µs against the profile's
+		// Launch), so the profile's numbers stay.
+		c.LaunchCost, c.EventCost = p.Launch, p.EventOp
+	}
+	return c
+}
+
+func (k *KernelSpec) isGEMM() bool {
+	return k != nil && (k.Kind == "gemm" || k.Kind == "moe")
 }
 
 // Profiles are the built-in hardware profiles, by name.
 var Profiles = map[string]Profile{
-	"a100": {Name: "a100", Arch: "sm80", SMs: 108, HBM: 2.039e12, NVLink: 300e9, FLOPs: 312e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 1000, StepLat: 1400, GraphGap: 300, MemBytes: 80 << 30, EngineCall: 12 * sim.Microsecond},
-	"h100": {Name: "h100", Arch: "sm90", SMs: 132, HBM: 3.35e12, NVLink: 450e9, FLOPs: 989e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 900, StepLat: 1200, GraphGap: 300, MemBytes: 80 << 30, EngineCall: 12 * sim.Microsecond},
-	"h200": {Name: "h200", Arch: "sm90", SMs: 132, HBM: 4.8e12, NVLink: 450e9, FLOPs: 989e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 900, StepLat: 1200, GraphGap: 300, MemBytes: 141 << 30, EngineCall: 12 * sim.Microsecond},
-	"b200": {Name: "b200", Arch: "sm100", SMs: 148, HBM: 8e12, NVLink: 900e9, FLOPs: 2.25e15, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 800, StepLat: 1000, GraphGap: 300, MemBytes: 180 << 30, EngineCall: 12 * sim.Microsecond},
+	"a100": {Name: "a100", Arch: "sm80", SMs: 108, HBM: 2.039e12, NVLink: 300e9, FLOPs: 312e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 1000, StepLat: 1400, GraphGap: 300, MemBytes: 80 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
+	"h100": {Name: "h100", Arch: "sm90", SMs: 132, HBM: 3.35e12, NVLink: 450e9, FLOPs: 989e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 900, StepLat: 1200, GraphGap: 300, MemBytes: 80 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
+	"h200": {Name: "h200", Arch: "sm90", SMs: 132, HBM: 4.8e12, NVLink: 450e9, FLOPs: 989e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 900, StepLat: 1200, GraphGap: 300, MemBytes: 141 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost, GEMMLat: 4500, GEMMBW: 4.3e12},
+	"b200": {Name: "b200", Arch: "sm100", SMs: 148, HBM: 8e12, NVLink: 900e9, FLOPs: 2.25e15, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 800, StepLat: 1000, GraphGap: 300, MemBytes: 180 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
 }
 
 // ProfileFor returns the profile for a name or an arch ("sm80" → a100,
@@ -80,8 +170,20 @@ func Bytes(n int64, rate float64) sim.Time {
 
 // GEMMTime is the roofline time of an m×k×n GEMM in bf16: the larger of its
 // FLOP time and the time to move its operands through HBM.
+//
+// A profile with a measured fit (GEMMLat, GEMMBW) uses it instead: decode
+// GEMMs are bound by latency and achieved bandwidth, not the datasheet.
+// The h200 fit is from validation/durations.py on an H200 (mean of 200
+// back-to-back launches, so the gap between kernels is included): 8×8192
+// by 8192×128 7.0 µs (roofline 1.9), 8×8192 by 8192×1024 9.7 µs (5.0),
+// 8×4096 by 4096×16384 34.4 µs (29.5), 8×8192 by 8192×32768 122 µs (113):
+// about 4.5 µs + bytes / 4.3 TB/s, within 30 % of every decode shape
+// measured.
 func (p Profile) GEMMTime(m, k, n int64) sim.Time {
 	flops := 2 * float64(m) * float64(k) * float64(n)
 	bytes := 2 * (m*k + k*n + m*n)
+	if p.GEMMBW > 0 {
+		return max(sim.Time(flops/p.FLOPs*1e9)+p.KStart, p.GEMMLat+Bytes(bytes, p.GEMMBW))
+	}
 	return max(sim.Time(flops/p.FLOPs*1e9), Bytes(bytes, p.HBM)) + p.KStart
 }

@@ -22,11 +22,23 @@ type Config struct {
 	// SMs is each GPU's streaming multiprocessors for residency
 	// (residency.go); 0 does not count them.
 	SMs int
+	// GEMMLaunchCost, when set, is the host time to issue a GEMM kernel in
+	// eager mode (a PyTorch matmul costs the host about twice an
+	// elementwise op: ranks/hw.go HostCosts).
+	GEMMLaunchCost sim.Time
+	// WaitCost, when set, is the host time to issue an event wait (else
+	// EventCost).
+	WaitCost sim.Time
+	// Jitter and HostJitter, when set, are the duration multipliers (per
+	// mille, [0] = 1000, nominal) offered to the chooser for device
+	// durations and for host issue costs (ranks/hw.go MeasuredJitter); nil
+	// offers the wide default table.
+	Jitter, HostJitter []int64
 }
 
-// Jitter multipliers (per mille) offered to the chooser for each duration;
-// index 0 is nominal.
-var jitterPerMille = [...]int64{1000, 250, 500, 750, 1250, 1500, 2000, 3000, 5000}
+// Jitter multipliers (per mille) offered to the chooser for each duration
+// when the config names none; index 0 is nominal.
+var jitterPerMille = []int64{1000, 250, 500, 750, 1250, 1500, 2000, 3000, 5000}
 
 // Skew offsets offered for each rank's host start; index 0 is nominal.
 var skewSteps = [...]sim.Time{0, 500, 1000, 2000, 4000, 8000, 16000, 32000}
@@ -374,12 +386,25 @@ func (w *World) Run() (*Result, error) {
 	return res, nil
 }
 
-func (w *World) jitter(d sim.Time) sim.Time {
+func (w *World) jitter(d sim.Time) sim.Time { return w.jitterBy(d, w.cfg.Jitter) }
+
+// hostJitter is jitter for a host issue cost.
+func (w *World) hostJitter(d sim.Time) sim.Time {
+	if w.cfg.HostJitter != nil {
+		return w.jitterBy(d, w.cfg.HostJitter)
+	}
+	return w.jitter(d)
+}
+
+func (w *World) jitterBy(d sim.Time, table []int64) sim.Time {
 	if w.nominal {
 		return d // Nominal picks option 0, ×1000‰, and draws nothing
 	}
-	i := w.eng.Chooser().Choose(sim.DecJitter, len(jitterPerMille))
-	return d * sim.Time(jitterPerMille[i]) / 1000
+	if len(table) == 0 {
+		table = jitterPerMille
+	}
+	i := w.eng.Chooser().Choose(sim.DecJitter, len(table))
+	return d * sim.Time(table[i]) / 1000
 }
 
 // stepHost issues the next op (eager) or the next graph replay.
@@ -407,11 +432,16 @@ func (w *World) stepHost(r int) {
 			return // resumed by the sync task's completion (hostsync.go)
 		}
 		cost := w.cfg.EventCost
-		if p.Ops[n.op].Kind == Launch {
+		switch op := &p.Ops[n.op]; {
+		case op.Kind == Launch && w.cfg.GEMMLaunchCost > 0 && op.Kernel.isGEMM():
+			cost = w.cfg.GEMMLaunchCost
+		case op.Kind == Launch:
 			cost = w.cfg.LaunchCost
+		case op.Kind == Wait && w.cfg.WaitCost > 0:
+			cost = w.cfg.WaitCost
 		}
 		if h.next < len(h.nodes) {
-			w.eng.Schedule(now+w.jitter(w.hostGap(r, cost)), uint64(r), int32(r))
+			w.eng.Schedule(now+w.hostJitter(w.hostGap(r, cost)), uint64(r), int32(r))
 		}
 		return
 	}
@@ -448,7 +478,7 @@ func (w *World) stepHost(r int) {
 	}
 	w.issue(join)
 	if h.next < w.cfg.Replays {
-		w.eng.Schedule(now+w.jitter(w.cfg.LaunchCost), uint64(r), int32(r))
+		w.eng.Schedule(now+w.hostJitter(w.cfg.LaunchCost), uint64(r), int32(r))
 	}
 }
 

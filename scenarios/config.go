@@ -42,6 +42,11 @@ type Config struct {
 	// Patch names the variant whose patch the programs of a scenario file
 	// take (spec_patch.go); empty: the file's own programs.
 	Patch string `json:"patch,omitempty"`
+	// Jitter is the duration noise exploration draws from (hostcost.go):
+	// "wide" (×0.25 to ×5, the default), "measured" (the H200's measured
+	// spread of kernel durations and host issue costs) or "measured:F"
+	// (that spread widened F times).
+	Jitter string `json:"jitter,omitempty"`
 	// Bug holds the knobs of the bug-class built-ins (family.go).
 	Bug BugKnobs `json:"bug,omitzero"`
 }
@@ -92,6 +97,7 @@ func enumKnob(key, help string, vals []string, f func(*Config) *string) knob {
 }
 
 var knobs = []knob{
+	jitterKnob,
 	intKnob("tp", "tensor-parallel world size", 1, 1024, func(c *Config) *int { return &c.TP }),
 	intKnob("dp", "data-parallel replicas of the TP group (world size tp·dp)", 1, 1024, func(c *Config) *int { return &c.DP }),
 	enumKnob("arch", "hardware: sm80/a100, sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200", "sm80", "a100"}, func(c *Config) *string { return &c.Arch }),

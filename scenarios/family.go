@@ -81,7 +81,7 @@ func newFam(cfg Config, opt BuildOptions, eng *sim.Engine, streams, events []str
 	if cfg.Mode == "eager" || opt.Reference {
 		mode = ranks.Eager
 	}
-	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}, eng)
+	w := ranks.NewWorld(cfg.TP, worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
 	f := &famBuilder{cfg: cfg, hw: hw, w: w, ref: opt.Reference}
 	for range cfg.TP {
 		p := &ranks.Program{Streams: append([]string(nil), streams...), Events: append([]string(nil), events...)}

@@ -164,7 +164,7 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	if cfg.World() > 4096 {
 		return nil, fmt.Errorf("%w: tp·dp = %d ranks; at most 4096", ErrBadKnob, cfg.World())
 	}
-	w := ranks.NewWorld(cfg.World(), ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}, eng)
+	w := ranks.NewWorld(cfg.World(), worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
 	ws := collectives.SharedWorkspace
 	if cfg.Workspace == "per-call" {
 		ws = collectives.PerCallWorkspace

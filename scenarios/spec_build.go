@@ -40,7 +40,7 @@ func (s *Spec) world(cfg Config, opt BuildOptions, eng *sim.Engine, mode ranks.M
 	if cfg.Chunks < 1 || cfg.Chunks > MaxChunks {
 		return nil, hw, fmt.Errorf("chunks %d: expected 1..%d", cfg.Chunks, MaxChunks)
 	}
-	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: mode, Replays: cfg.Replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}, eng)
+	w := ranks.NewWorld(cfg.TP, worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
 	return w, hw, nil
 }
 

@@ -13,7 +13,7 @@ import (
 // before this check listed every knob.
 
 // commonKnobs are read by every form.
-var commonKnobs = []string{"arch", "tp", "chunks", "seed", "budget", "sms"}
+var commonKnobs = []string{"arch", "tp", "chunks", "seed", "budget", "sms", "jitter"}
 
 // formKnobs lists what each graph builder reads besides commonKnobs. A new
 // graph form must add its row (TestEveryFormDeclaresItsKnobs).

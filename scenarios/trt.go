@@ -175,7 +175,9 @@ func buildEngines(cfg Config, opt BuildOptions, eng *sim.Engine, g *streamsched.
 	if opt.Reference {
 		launch = hw.Launch
 	}
-	w := ranks.NewWorld(cfg.TP, ranks.Config{Mode: ranks.Eager, LaunchCost: launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}, eng)
+	wc := ranks.Config{Mode: ranks.Eager, LaunchCost: launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}
+	wc.Jitter, wc.HostJitter = jitterTables(cfg.Jitter) // its host costs are engine calls, not eager ops
+	w := ranks.NewWorld(cfg.TP, wc, eng)
 	gc := &groupComms{w: w, hw: hw, chunks: cfg.Chunks, groups: groups, made: map[string]*collectives.Comm{}}
 	b := &Built{World: w}
 	if part != nil && len(part.BuildErrors) > 0 {

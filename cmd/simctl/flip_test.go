@@ -30,7 +30,7 @@ func TestREADMEFlipKnobs(t *testing.T) {
 		{"aux-stream-lifetime", "buggy", "record_stream=on", "ok", "--variant buggy --set record_stream=on", ""},
 		{"aux-stream-lifetime", "buggy", "join_before_free=on", "ok", "`join_before_free=on`", ""},
 		{"aux-stream-lifetime", "buggy", "caching=off", "ok", "`caching=off`", ""},
-		{"aux-stream-lifetime", "buggy", "routed_dtype=fp32", "corruption", "`routed_dtype=fp32` → still corruption", "overlaps freed"},
+		{"aux-stream-lifetime", "buggy", "routed_dtype=fp32", "race", "`routed_dtype=fp32` → still a race", "overlaps freed"},
 		{"shared-expert-times-w", "buggy", "tp=1", "ok", "--variant buggy --set tp=1", ""},
 		{"shared-expert-times-w", "buggy", "shared_shard=sharded", "ok", "`shared_shard=sharded`", ""},
 		{"shared-expert-times-w", "buggy", "shared_merge=after-ar", "ok", "`shared_merge=after-ar`", ""},

@@ -1,0 +1,53 @@
+package scenarios
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/collsim/collsim/ranks"
+)
+
+// worldConfig completes a world's config with what the hardware profile
+// measured: host issue costs for the mode (ranks.Profile.IssueCosts: an
+// eager PyTorch op, a matmul, an event record or wait, a graph replay) and
+// the jitter tables the jitter knob picks.
+func worldConfig(cfg Config, hw ranks.Profile, c ranks.Config) ranks.Config {
+	c = hw.IssueCosts(c)
+	c.Jitter, c.HostJitter = jitterTables(cfg.Jitter)
+	return c
+}
+
+// jitterTables returns the device and host jitter tables for the jitter
+// knob's value (validated by jitterKnob): nil for "wide" (the world's
+// default ×0.25 to ×5), the H200's measured spread for "measured", widened
+// F times for "measured:F".
+func jitterTables(v string) (dev, host []int64) {
+	if v == "" || v == "wide" {
+		return nil, nil
+	}
+	f := 1.0
+	if _, num, ok := strings.Cut(v, ":"); ok {
+		f, _ = strconv.ParseFloat(num, 64)
+	}
+	return ranks.Widen(ranks.MeasuredJitter, f), ranks.Widen(ranks.MeasuredHostJitter, f)
+}
+
+var jitterKnob = knob{
+	key:  "jitter",
+	help: "duration noise of exploration: wide (×0.25–×5), measured (the H200's spread), measured:F (widened F×)",
+	set: func(c *Config, v string) error {
+		if v == "wide" || v == "measured" {
+			c.Jitter = v
+			return nil
+		}
+		if rest, ok := strings.CutPrefix(v, "measured:"); ok {
+			if f, err := strconv.ParseFloat(rest, 64); err == nil && f >= 0 && f <= 100 {
+				c.Jitter = v
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: jitter=%q: want wide, measured or measured:F with F a number in [0, 100]", ErrBadKnob, v)
+	},
+	get: func(c *Config) string { return c.Jitter }, // "": wide
+}
