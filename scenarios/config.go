@@ -97,7 +97,6 @@ func enumKnob(key, help string, vals []string, f func(*Config) *string) knob {
 }
 
 var knobs = []knob{
-	jitterKnob,
 	intKnob("tp", "tensor-parallel world size", 1, 1024, func(c *Config) *int { return &c.TP }),
 	intKnob("dp", "data-parallel replicas of the TP group (world size tp·dp)", 1, 1024, func(c *Config) *int { return &c.DP }),
 	enumKnob("arch", "hardware: sm80/a100, sm90/h100, h200, sm100/b200", []string{"sm90", "sm100", "h100", "h200", "b200", "sm80", "a100"}, func(c *Config) *string { return &c.Arch }),

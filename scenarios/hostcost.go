@@ -33,6 +33,8 @@ func jitterTables(v string) (dev, host []int64) {
 	return ranks.Widen(ranks.MeasuredJitter, f), ranks.Widen(ranks.MeasuredHostJitter, f)
 }
 
+func init() { knobs = append(knobs, jitterKnob) }
+
 var jitterKnob = knob{
 	key:  "jitter",
 	help: "duration noise of exploration: wide (×0.25–×5), measured (the H200's spread), measured:F (widened F×)",

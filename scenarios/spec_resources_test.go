@@ -32,8 +32,8 @@ programs:
     ops:
       - {record: fork}
       - {wait: fork, stream: aux}
-      - {kernel: ka, reads: [x], writes: [a], time: 10us` + blocks + `}
-      - {kernel: kb, stream: aux, reads: [x], writes: [b], time: 10us` + blocks + `}
+      - {kernel: ka, reads: [x], writes: [a], time: 30us` + blocks + `}
+      - {kernel: kb, stream: aux, reads: [x], writes: [b], time: 30us` + blocks + `}
       - {record: join, stream: aux}
       - {wait: join}
 variants: [{name: v, expect: ok}]
@@ -52,11 +52,13 @@ variants: [{name: v, expect: ok}]
 	full := step(file(", blocks: 100, spin: true", ""))
 	waves := step(file(", blocks: 100", ""))
 	room := step(file(", blocks: 100, spin: true", ", sms: 264"))
-	require.Less(t, free, int64(20000), "unconstrained kernels overlap")
+	// 30 µs kernels issued an eager op apart (7 µs, ranks/hw.go HostCosts):
+	// overlapping, the step is well under the 60 µs of running them in turn.
+	require.Less(t, free, int64(60000), "unconstrained kernels overlap")
 	t.Logf("step times: free %d, fit %d, full %d, waves %d, room %d", free, fit, full, waves, room)
 	require.Equal(t, free, fit, "two 60-block grids fit 132 SMs together")
 	require.Greater(t, full, free, "two 100-block grids on 132 SMs run one after the other")
-	require.GreaterOrEqual(t, full, int64(20000), "two 100-block grids on 132 SMs run one after the other")
+	require.GreaterOrEqual(t, full, int64(60000), "two 100-block grids on 132 SMs run one after the other")
 	require.Equal(t, free, room, "sms: 264 fits both")
 	require.Equal(t, free, waves, "a grid that does not spin holds no SMs")
 }
