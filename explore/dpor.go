@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/sim"
@@ -59,15 +60,52 @@ type DPOR struct {
 	SleepBlocked int
 	// Races counts the reversible races seen, over all executions.
 	Races int
+
+	// scratch of analyse, reused by every execution
+	dense  map[ranks.ActorID]int
+	clocks []int32
+	rs     []rstate
+	lastOf []int
+	preds  []pred
+	stride int     // clock row length (≥ actors seen)
+	valid  int     // rows of the slab computed by the last analysis
+	merged []dstep // merged's buffer
+	steps  []dstep // the previous execution's steps, for the next one's
+	abuf   []ranks.ActorID
 }
 
 type dnode struct {
 	enabled   []ranks.ActorID // in queue order
-	backtrack map[ranks.ActorID]bool
-	done      map[ranks.ActorID]bool
+	backtrack actorSet
+	done      actorSet
 	taken     ranks.ActorID
-	doneAcc   map[ranks.ActorID][]access // footprint of each explored actor's step here
+	doneAcc   []actorAcc                 // footprint of each explored actor's step here
 	sleep     map[ranks.ActorID][]access // asleep here when the node was created
+}
+
+// actorSet is a small set of actors (a node's backtrack or done set: a few
+// of its enabled actors), kept as a list: a map per node was most of a
+// trace's allocation.
+type actorSet []ranks.ActorID
+
+func (s actorSet) has(a ranks.ActorID) bool {
+	for _, x := range s {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *actorSet) add(a ranks.ActorID) {
+	if !s.has(a) {
+		*s = append(*s, a)
+	}
+}
+
+type actorAcc struct {
+	actor ranks.ActorID
+	acc   []access
 }
 
 // Name implements [Strategy].
@@ -89,7 +127,7 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 		for j := len(d.nodes) - 1; j >= 0 && k < 0; j-- {
 			n := d.nodes[j]
 			for _, a := range n.enabled {
-				if _, asleep := n.sleep[a]; n.backtrack[a] && !n.done[a] && !asleep {
+				if _, asleep := n.sleep[a]; n.backtrack.has(a) && !n.done.has(a) && !asleep {
 					k, next = j, a
 					break
 				}
@@ -101,7 +139,7 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 		}
 		d.nodes = d.nodes[:k+1]
 		n := d.nodes[k]
-		n.done[next] = true
+		n.done.add(next)
 		n.taken = next
 		d.prefix = d.prefix[:0]
 		for _, n := range d.nodes {
@@ -111,7 +149,7 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 	if d.res == nil {
 		d.res, d.names = map[resKey]int32{}, map[string]uint64{}
 	}
-	d.cur = &dporRun{d: d, prefix: d.prefix, branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
+	d.cur = &dporRun{d: d, prefix: d.prefix, steps: d.steps[:0], abuf: d.abuf[:0], branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
 		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: map[ranks.ActorID]int{}, woken: map[ranks.ActorID]bool{}}
 	return d.cur, 0, true
 }
@@ -130,12 +168,13 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	// Nodes for the new part of the path.
 	for i := len(d.nodes); i < len(r.steps); i++ {
 		st := &r.steps[i]
-		d.nodes = append(d.nodes, &dnode{enabled: st.enabled, taken: st.actor,
-			backtrack: map[ranks.ActorID]bool{st.actor: true}, done: map[ranks.ActorID]bool{st.actor: true},
-			doneAcc: map[ranks.ActorID][]access{}, sleep: st.sleep})
+		one := []ranks.ActorID{st.actor, st.actor}
+		d.nodes = append(d.nodes, &dnode{enabled: slices.Clone(st.enabled), taken: st.actor,
+			backtrack: one[0:1:1], done: one[1:2:2], sleep: st.sleep})
 	}
 	for i := max(r.branch, 0); i < len(r.steps); i++ {
-		d.nodes[i].doneAcc[r.steps[i].actor] = r.steps[i].acc
+		n := d.nodes[i]
+		n.doneAcc = append(n.doneAcc, actorAcc{r.steps[i].actor, r.steps[i].acc})
 	}
 	if len(d.nodes) > len(r.steps) {
 		return fmt.Errorf("dpor: execution has %d steps, shorter than its replayed prefix (%d)", len(r.steps), len(d.nodes))
@@ -147,7 +186,8 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 		st := r.w.NextStep(a)
 		r.attempt(&st)
 	}
-	d.analyse(r.merged())
+	d.analyse(r.merged(), r.reusable())
+	d.steps, d.abuf = r.steps[:0], r.abuf[:0]
 	return nil
 }
 
@@ -185,9 +225,26 @@ type pseudoStep struct {
 	step dstep
 }
 
+// reusable is how many leading merged steps this execution shares with the
+// previous one: those before its branch point (real steps and the
+// attempts among them replay identically).
+func (r *dporRun) reusable() int {
+	if r.branch <= 0 {
+		return 0
+	}
+	n := r.branch
+	for _, p := range r.pseudo {
+		if p.pos < r.branch {
+			n++
+		}
+	}
+	return n
+}
+
 // merged returns the real steps with the pseudo-steps in place.
 func (r *dporRun) merged() []dstep {
-	out := make([]dstep, 0, len(r.steps)+len(r.pseudo))
+	out := r.d.merged[:0]
+	defer func() { r.d.merged = out[:0] }()
 	k := 0
 	for i := range r.steps {
 		for k < len(r.pseudo) && r.pseudo[k].pos <= i {
@@ -283,6 +340,7 @@ type dporRun struct {
 	// woken: actors that spun waiting for residency (their take, when it
 	// comes, was enabled by a release)
 	woken map[ranks.ActorID]bool
+	abuf  []ranks.ActorID // slab of enabled sets (actorBuf)
 }
 
 // Attach implements [Attacher].
@@ -295,13 +353,13 @@ func (r *dporRun) Choose(sim.Decision, int) int { return 0 }
 
 func (r *dporRun) ChooseItem(items []sim.Item) int {
 	r.have = false
-	enabled := make([]ranks.ActorID, 0, len(items))
+	enabled := r.actorBuf(len(items))
 	for k, it := range items {
-		st := r.w.NextStep(it.Actor)
-		if st.Block {
+		if r.w.WouldBlock(it.Actor) {
+			r.unbuf(len(items))
 			return k // spins: take it off the record
 		}
-		enabled = append(enabled, st.Actor)
+		enabled = append(enabled, r.w.ActorOf(it.Actor))
 	}
 	r.pending, r.have = enabled, true
 	i := len(r.steps)
@@ -359,9 +417,9 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 		for q, a := range n.sleep {
 			r.sleep[q] = a
 		}
-		for q, a := range n.doneAcc {
-			if q != st.Actor {
-				r.sleep[q] = a
+		for _, qa := range n.doneAcc {
+			if qa.actor != st.Actor {
+				r.sleep[qa.actor] = qa.acc
 			}
 		}
 	}
@@ -380,6 +438,20 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 	}
 	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, local: r.local[st.Actor], sleep: sleepHere})
 }
+
+// actorBuf returns an empty slice with room for n actors, carved from the
+// run's slab (an enabled set per step: thousands of tiny slices).
+func (r *dporRun) actorBuf(n int) []ranks.ActorID {
+	if cap(r.abuf)-len(r.abuf) < n {
+		r.abuf = make([]ranks.ActorID, 0, max(4096, 2*cap(r.abuf), 2*n))
+	}
+	s := r.abuf[len(r.abuf) : len(r.abuf) : len(r.abuf)+n]
+	r.abuf = r.abuf[:len(r.abuf)+n]
+	return s
+}
+
+// unbuf gives back the last actorBuf(n) when it was not kept.
+func (r *dporRun) unbuf(n int) { r.abuf = r.abuf[:len(r.abuf)-n] }
 
 // blockedActors are the actors still spinning at the end of a run that was
 // not cut short by its sleep set.
@@ -537,8 +609,19 @@ func (r *dporRun) recv(out []access, f *ranks.Fifo, commit bool) []access {
 
 // analyse builds happens-before over steps and adds backtrack points for
 // every race.
-func (d *DPOR) analyse(steps []dstep) {
-	dense := map[ranks.ActorID]int{}
+//
+// The first reuse steps are those of the previous execution (the replayed
+// prefix, before its branch point): their clocks are still in the slab,
+// and their races were analysed then, so only their effect on the
+// resources' state is replayed.
+func (d *DPOR) analyse(steps []dstep, reuse int) {
+	// The analysis's scratch lives with the search and is reused by every
+	// execution: a trace allocates nearly nothing here.
+	if d.dense == nil {
+		d.dense = map[ranks.ActorID]int{}
+	}
+	clear(d.dense)
+	dense := d.dense
 	for i := range steps {
 		a, ok := dense[steps[i].actor]
 		if !ok {
@@ -548,25 +631,38 @@ func (d *DPOR) analyse(steps []dstep) {
 		steps[i].a = a
 	}
 	na := len(dense)
-	type rstate struct {
-		lastW   int
-		reads   []int
-		lastCls [classAcquire + 1]int // last step of each sync class on it (+1; 0: none)
+	if na > d.stride {
+		d.stride, reuse = na+na/4, 0 // rows get longer: recompute every clock
 	}
-	rs := map[int32]*rstate{}
-	lastOf := make([]int, na)
+	reuse = min(reuse, d.valid, len(steps))
+	// One clock row per step, carved from one slab.
+	stride := d.stride
+	if need := len(steps) * stride; cap(d.clocks) < need {
+		c := make([]int32, need+need/4)
+		copy(c, d.clocks[:reuse*stride])
+		d.clocks = c
+	}
+	slab := d.clocks[:len(steps)*stride]
+	clear(slab[reuse*stride:])
+	d.valid = len(steps)
+	if n := len(d.res); cap(d.rs) < n {
+		d.rs = make([]rstate, n, n+n/4)
+	}
+	d.rs = d.rs[:len(d.res)]
+	for i := range d.rs {
+		d.rs[i] = rstate{lastW: -1, reads: d.rs[i].reads[:0]}
+	}
+	rs := d.rs
+	if cap(d.lastOf) < na {
+		d.lastOf = make([]int, na)
+	}
+	lastOf := d.lastOf[:na]
 	for i := range lastOf {
 		lastOf[i] = -1
 	}
 	hb := func(i, k int) bool { return int(steps[k].clock[steps[i].a]) >= steps[i].local } // i → k (or i == k)
-	type pred struct {
-		i          int
-		conflict   bool
-		reversible bool
-		known      bool // program structure (same actor, issue, dependency)
-		hbEdge     bool // a real dependence (not just a same-class candidate)
-	}
-	var preds []pred
+	preds := d.preds[:0]
+	defer func() { d.preds = preds[:0] }()
 	addPred := func(i int, conflict, reversible, known, edge bool) {
 		for p := range preds {
 			if preds[p].i == i {
@@ -581,16 +677,16 @@ func (d *DPOR) analyse(steps []dstep) {
 	}
 	for j := range steps {
 		sj := &steps[j]
+		if j < reuse {
+			sj.clock = slab[j*stride : (j+1)*stride : (j+1)*stride]
+			goto update
+		}
 		preds = preds[:0]
 		if p := lastOf[sj.a]; p >= 0 {
 			addPred(p, false, false, true, true)
 		}
 		for _, ac := range sj.acc {
-			st := rs[ac.res]
-			if st == nil {
-				st = &rstate{lastW: -1}
-				rs[ac.res] = st
-			}
+			st := &rs[ac.res]
 			structural := ac.class == classConsume || ac.class == classProduce
 			if st.lastW >= 0 {
 				w := st.lastW
@@ -611,46 +707,49 @@ func (d *DPOR) analyse(steps []dstep) {
 				}
 			}
 		}
-		clock := make([]int32, na)
-		for _, p := range preds {
-			if !p.hbEdge {
-				continue
+		{
+			clock := slab[j*stride : (j+1)*stride : (j+1)*stride]
+			for _, p := range preds {
+				if !p.hbEdge {
+					continue
+				}
+				for a, v := range steps[p.i].clock {
+					if v > clock[a] {
+						clock[a] = v
+					}
+				}
 			}
-			for a, v := range steps[p.i].clock {
-				if v > clock[a] {
-					clock[a] = v
+			clock[sj.a] = int32(sj.local)
+			sj.clock = clock
+			// Races (Flanagan and Godefroid's test): a same-class conflicting
+			// step of another actor that this actor did not already know of
+			// through program structure (its own previous step, its issue, its
+			// dependencies). Synchronisation edges into this very step do not
+			// count: they are what a reordering would change.
+			for _, p := range preds {
+				if !p.conflict || !p.reversible || steps[p.i].a == sj.a || steps[p.i].pseudo {
+					continue
+				}
+				race := true
+				for _, q := range preds {
+					if q.known && q.i != p.i && hb(p.i, q.i) {
+						race = false
+						break
+					}
+				}
+				if race {
+					d.Races++
+					d.reverse(steps, p.i, j)
 				}
 			}
 		}
-		clock[sj.a] = int32(sj.local)
-		sj.clock = clock
-		// Races (Flanagan and Godefroid's test): a same-class conflicting
-		// step of another actor that this actor did not already know of
-		// through program structure (its own previous step, its issue, its
-		// dependencies). Synchronisation edges into this very step do not
-		// count: they are what a reordering would change.
-		for _, p := range preds {
-			if !p.conflict || !p.reversible || steps[p.i].a == sj.a || steps[p.i].pseudo {
-				continue
-			}
-			race := true
-			for _, q := range preds {
-				if q.known && q.i != p.i && hb(p.i, q.i) {
-					race = false
-					break
-				}
-			}
-			if race {
-				d.Races++
-				d.reverse(steps, p.i, j)
-			}
-		}
+	update:
 		if sj.pseudo {
 			continue // it did not run: nothing happens after it
 		}
 		// Update resource states.
 		for _, ac := range sj.acc {
-			st := rs[ac.res]
+			st := &rs[ac.res]
 			if cls := syncClass(ac.class); cls >= classPut && cls <= classAcquire {
 				st.lastCls[cls] = j + 1
 			}
@@ -671,6 +770,23 @@ func syncClass(c uint8) uint8 {
 		return classAcquire
 	}
 	return c
+}
+
+// pred is a step that a step of the analysis depends on or races with.
+type pred struct {
+	i          int
+	conflict   bool
+	reversible bool
+	known      bool // program structure (same actor, issue, dependency)
+	hbEdge     bool // a real dependence (not just a same-class candidate)
+}
+
+// rstate is the analysis's view of one resource: its last writer, the
+// reads since, and the last step of each sync class on it.
+type rstate struct {
+	lastW   int
+	reads   []int
+	lastCls [classAcquire + 1]int // +1; 0: none
 }
 
 func classOf(s dstep, res int32) uint8 {
@@ -707,7 +823,7 @@ func (d *DPOR) reverse(steps []dstep, e, e2 int) {
 		seen = append(seen, sk.a)
 		if initial {
 			initials = append(initials, sk.actor)
-			return n.backtrack[sk.actor]
+			return n.backtrack.has(sk.actor)
 		}
 		return false
 	}
@@ -736,11 +852,11 @@ func (d *DPOR) reverse(steps []dstep, e, e2 int) {
 		}
 	}
 	if found {
-		n.backtrack[pick] = true
+		n.backtrack.add(pick)
 		return
 	}
 	for _, a := range n.enabled {
-		n.backtrack[a] = true
+		n.backtrack.add(a)
 	}
 }
 

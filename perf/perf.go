@@ -50,6 +50,7 @@ var Benches = []Bench{
 	{"ring512-ms", ring512},
 	{"scale-1024x61-s", scale},
 	{"workers2-speedup", workers2},
+	{"dpor-trace-vs-random", dporVsRandom},
 }
 
 // Run runs the selected benches in order.

@@ -48,6 +48,9 @@ const (
 	// StepComplete: a task completes (after its last micro-op, or at once
 	// for a record, a wait or a join).
 	StepComplete
+	// StepStart: a kernel becomes resident, taking a contended pool
+	// (untimed runs; residency.go). Its first micro-op is its next step.
+	StepStart
 )
 
 // Step describes the next step of a pending actor without taking it: what an
@@ -118,6 +121,10 @@ func (w *World) NextStep(a int32) Step {
 	if t.state == pending {
 		st.Takes = w.poolUses(t, true)
 		st.Block = !w.fits(t)
+		if w.startsAlone(t) {
+			st.Kind = StepStart
+			return st
+		}
 	}
 	if t.op == nil || t.op.Kind != Launch || t.pc >= t.op.Kernel.Len() {
 		st.Returns = w.poolUses(t, false)
@@ -148,6 +155,35 @@ func (w *World) NextStep(a int32) Step {
 		st.Block = w.fifoOf(in.Fifo).inFlight() == 0 || w.fifoOf(in.Fwd).inFlight() >= in.Fwd.Cap
 	}
 	return st
+}
+
+// WouldBlock reports what NextStep(a).Block would, without building the
+// step: an explorer asks it of every ready actor at every decision.
+func (w *World) WouldBlock(a int32) bool {
+	if int(a) < w.N {
+		return false
+	}
+	t := w.tasks[int(a)-w.N]
+	if t.state == pending && (!w.fits(t) || w.startsAlone(t)) {
+		return !w.fits(t)
+	}
+	if t.op == nil || t.op.Kind != Launch || t.pc >= t.op.Kernel.Len() {
+		return false
+	}
+	in := t.op.Kernel.At(t.pc, &w.probe)
+	switch in.Op {
+	case OpPut:
+		return w.padOf(in.Pad).Slots[in.Slot].val != 0
+	case OpWait:
+		return w.padOf(in.Pad).Slots[in.Slot].val == 0
+	case OpSend:
+		return w.fifoOf(in.Fifo).inFlight() >= in.Fifo.Cap
+	case OpRecv:
+		return w.fifoOf(in.Fifo).inFlight() == 0
+	case OpRecvSend:
+		return w.fifoOf(in.Fifo).inFlight() == 0 || w.fifoOf(in.Fwd).inFlight() >= in.Fwd.Cap
+	}
+	return false
 }
 
 // BufferID is a buffer's index in allocation order: a stable name for it

@@ -39,6 +39,7 @@ func TestNextStepBlockPredictsBlocking(t *testing.T) {
 				}
 			}
 			st := w.NextStep(it.Actor)
+			require.Equal(t, st.Block, w.WouldBlock(it.Actor), "WouldBlock agrees with NextStep")
 			prev, prevActor = &st, it.Actor
 		})
 		res, err := w.Run()

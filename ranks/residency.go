@@ -3,6 +3,8 @@ package ranks
 import (
 	"fmt"
 	"strings"
+
+	"github.com/collsim/collsim/sim"
 )
 
 // Residency: a kernel runs only once it is resident on its GPU, and it is
@@ -59,6 +61,10 @@ type residency struct {
 	pools []pool
 	sm    []int32          // per rank: the SM pool, or -1
 	excl  map[string]int32 // rank/key → Exclusive pool
+	opEx  [][]int32        // per rank and op: the op's Exclusive pool, or -1
+	// anyContended: some pool is contended (else no start is a step of
+	// its own)
+	anyContended bool
 }
 
 // usesResidency reports whether k draws from a pool at all.
@@ -79,14 +85,17 @@ func (w *World) initResidency() {
 	if w.cfg.Mode == Graph {
 		mult = w.cfg.Replays
 	}
+	rs.opEx = make([][]int32, w.N)
 	for r, p := range w.progs {
+		rs.opEx[r] = make([]int32, len(p.Ops))
 		rs.sm[r] = -1
 		if w.cfg.SMs > 0 {
 			rs.sm[r] = int32(len(rs.pools))
 			rs.pools = append(rs.pools, pool{rank: r, cap: w.cfg.SMs, free: w.cfg.SMs})
 		}
 		need := 0
-		for _, op := range p.Ops {
+		for i, op := range p.Ops {
+			rs.opEx[r][i] = -1
 			if op.Kind != Launch {
 				continue
 			}
@@ -100,6 +109,7 @@ func (w *World) initResidency() {
 					rs.excl[exclName(r, key)] = id
 					rs.pools = append(rs.pools, pool{rank: r, key: key, cap: 1, free: 1})
 				}
+				rs.opEx[r][i] = id
 				pl := &rs.pools[id]
 				pl.contended = pl.contended || pl.free < pl.cap || mult > 1
 				pl.free-- // counts demand here; reset below
@@ -111,6 +121,7 @@ func (w *World) initResidency() {
 	}
 	for i := range rs.pools {
 		rs.pools[i].free = rs.pools[i].cap
+		rs.anyContended = rs.anyContended || rs.pools[i].contended
 	}
 	w.res = rs
 }
@@ -129,8 +140,8 @@ func (w *World) kernelPools(t *task) (sm int32, need int, hold bool, ex int32) {
 	if need, hold = w.demand(k); need > 0 {
 		sm = w.res.sm[t.rank]
 	}
-	if k.Exclusive != "" {
-		ex = w.res.excl[exclName(t.rank, k.Exclusive)]
+	if k.Exclusive != "" && t.node >= 0 {
+		ex = w.res.opEx[t.rank][t.node]
 	}
 	return
 }
@@ -208,6 +219,19 @@ func (w *World) releasePool(id int32, task int32, n int) {
 		w.eng.Schedule(w.eng.Now(), w.key(u), int32(w.N)+wid)
 	}
 	pl.waiters = pl.waiters[:0]
+}
+
+// startsAlone reports whether t's becoming resident is a step of its own,
+// apart from its first micro-op: in untimed runs (what an explorer drives),
+// for a kernel that takes a contended pool. Taking the pool changes state
+// even when the first micro-op then spins, so an explorer must see it
+// (NextStep reports it as StepStart). Timed runs keep one step.
+func (w *World) startsAlone(t *task) bool {
+	if !w.res.anyContended || w.eng.Mode() != sim.Untimed {
+		return false
+	}
+	sm, _, _, ex := w.kernelPools(t)
+	return (sm >= 0 && w.res.pools[sm].contended) || (ex >= 0 && w.res.pools[ex].contended)
 }
 
 // PoolUse is one pool a step takes or releases: Pool is stable for a

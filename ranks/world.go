@@ -63,6 +63,7 @@ type World struct {
 	shared    []bool  // per lane: shares memory with another lane (clock.go)
 	anyShared bool    // some lane is shared
 	scratch   Instr   // the generated micro-op being executed (World.instr)
+	probe     Instr   // a generated micro-op WouldBlock looks at
 	ep        epoch   // the executing micro-op's epoch, when epOK (World.epoch)
 	epOK      bool
 	nominal   bool // the chooser is sim.Nominal: no jitter
@@ -608,6 +609,12 @@ func (w *World) stepTaskOnce(t *task) bool {
 			if dt := w.tasks[d]; dt.lane != t.lane {
 				w.acquireVC(t.lane, dt.done)
 			}
+		}
+		if w.startsAlone(t) {
+			// Becoming resident took a contended pool: under an
+			// explorer that is a step of its own (residency.go).
+			w.eng.Schedule(now, w.key(t), int32(w.N)+t.id)
+			return false
 		}
 	}
 	in := w.instr(t)
