@@ -22,6 +22,7 @@ type Error struct {
 	Event     int
 	Offset    int64 // byte offset in the (decompressed) input
 	Msg       string
+	What      string // what Event counts: "event" (traceEvents) or "node" (an execution trace's nodes)
 	skipSpace bool // the position is the next value after Offset
 }
 
@@ -33,7 +34,11 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Event >= 0 {
-		fmt.Fprintf(&b, "event %d: ", e.Event)
+		what := e.What
+		if what == "" {
+			what = "event"
+		}
+		fmt.Fprintf(&b, "%s %d: ", what, e.Event)
 	}
 	b.WriteString(e.Msg)
 	return b.String()

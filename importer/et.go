@@ -67,7 +67,7 @@ func ReadET(path string, want map[int64]bool) (map[int64]*ETOp, error) {
 func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
 	fail := func(ev int, format string, a ...any) error {
-		return &Error{File: file, Event: ev, Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
+		return &Error{File: file, Event: ev, What: "node", Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, fail(-1, "not an execution trace; expected a JSON object with \"nodes\"")

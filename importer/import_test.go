@@ -1,6 +1,7 @@
 package importer_test
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -204,4 +205,30 @@ func TestImportIsDeterministic(t *testing.T) {
 	a := importTrace(t, "c_graph", true)
 	b := importTrace(t, "c_graph", true)
 	require.Equal(t, string(a.YAML), string(b.YAML))
+}
+
+// A gzipped trace imports as the plain one does.
+func TestGzipTrace(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(traces, "a_eager.json"))
+	require.NoError(t, err)
+	gz := filepath.Join(t.TempDir(), "a_eager.json.gz")
+	f, err := os.Create(gz)
+	require.NoError(t, err)
+	zw := gzip.NewWriter(f)
+	_, err = zw.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, f.Close())
+	a, err := importer.Import(importer.Options{Traces: []string{gz}, ET: []string{filepath.Join(traces, "a_eager.et.json")}})
+	require.NoError(t, err)
+	b := importTrace(t, "a_eager", true)
+	require.Equal(t, b.Spec.Programs, a.Spec.Programs)
+}
+
+// A malformed execution trace is reported at its node.
+func TestBadExecutionTrace(t *testing.T) {
+	et := filepath.Join(t.TempDir(), "bad.et.json")
+	require.NoError(t, os.WriteFile(et, []byte(`{"nodes": [{"name": "a", "attrs": []},`+"\n"+`  {"name": 3}]}`), 0o644))
+	_, err := importer.Import(importer.Options{Traces: []string{filepath.Join(traces, "a_eager.json")}, ET: []string{et}})
+	require.ErrorContains(t, err, "bad.et.json:2:3: node 1: ")
 }
