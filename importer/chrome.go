@@ -23,7 +23,7 @@ type Error struct {
 	Offset    int64 // byte offset in the (decompressed) input
 	Msg       string
 	What      string // what Event counts: "event" (traceEvents) or "node" (an execution trace's nodes)
-	skipSpace bool // the position is the next value after Offset
+	skipSpace bool   // the position is the next value after Offset
 }
 
 func (e *Error) Error() string {
