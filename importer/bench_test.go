@@ -160,3 +160,33 @@ func TestSyntheticTraceImports(t *testing.T) {
 		t.Fatalf("imported %+v", res.Ranks[0])
 	}
 }
+
+// A trace with no step annotation and more runtime calls than a scenario
+// can hold is refused while it is read, before its events pile up.
+func TestHugeStepRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 10 MB trace")
+	}
+	path := filepath.Join(t.TempDir(), "huge.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := bufio.NewWriter(f)
+	bw.WriteString("[")
+	for i := range 70000 {
+		if i > 0 {
+			bw.WriteString(",\n")
+		}
+		fmt.Fprintf(bw, `{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": %d, "dur": 1, "args": {"correlation": %d}}`, i*2, i)
+	}
+	bw.WriteString("]\n")
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = importer.Import(importer.Options{Traces: []string{path}})
+	if err == nil || !strings.Contains(err.Error(), "more than 65536 runtime calls") || !strings.Contains(err.Error(), "event 65536") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -2,6 +2,8 @@ package importer
 
 import (
 	"fmt"
+
+	"github.com/collsim/collsim/scenarios"
 	"math"
 	"sort"
 	"strings"
@@ -60,6 +62,11 @@ type span struct {
 }
 
 func (s span) has(t float64) bool { return t >= s.lo && t <= s.hi }
+
+// maxCalls bounds the runtime calls kept for one step, so that a trace
+// without step annotations cannot grow the importer's memory with its size
+// (a scenario program holds at most scenarios.MaxOps ops anyway).
+const maxCalls = 16 * scenarios.MaxOps
 
 // rankTrace is the kept part of one rank's trace.
 type rankTrace struct {
@@ -214,6 +221,9 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 			}
 			rt.ops = append(rt.ops, op)
 		case isRuntime(e) && inScope(e):
+			if len(rt.calls) >= maxCalls {
+				return &Error{File: path, Event: e.Index, Msg: fmt.Sprintf("the imported step has more than %d runtime calls, more than a scenario file can hold; import one step (record_function or torch.profiler.schedule, then --step / --step-index)", maxCalls)}
+			}
 			c := &call{idx: e.Index, name: e.Name, ts: e.Ts, end: e.End(), corr: e.Args.Corr, ext: e.Args.ExternalID}
 			c.capture = rt.capture != nil && rt.capture.has(e.Ts) && !rt.window.has(e.Ts)
 			rt.calls = append(rt.calls, c)
