@@ -88,7 +88,7 @@ expectation, 1 when it does not, 2 on bad input.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.variant, "variant", "", "variant to explore (default: the scenario's first)")
+	fl.Var(&singleVariant{p: &f.variant}, "variant", "variant to explore (default: the scenario's first)")
 	fl.StringVar(&f.strategy, "strategy", "random", "exploration strategy: "+strings.Join(explore.Names, ", "))
 	fl.IntVar(&f.budget, "budget", 0, fmt.Sprintf("most schedules to run (default %d; dpor: %d)", defaultSampleBudget, defaultDPORBudget))
 	fl.DurationVar(&f.time, "time", 0, "stop after this much wall-clock time (0: no limit)")

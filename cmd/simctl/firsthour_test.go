@@ -89,6 +89,17 @@ func TestFirstHourFlags(t *testing.T) {
 	require.Equal(t, 2, code, "bad input still exits 2")
 	require.NotEmpty(t, errs)
 
+	// explore and show take one variant: a second is an error, not the
+	// last one silently winning.
+	for _, args := range [][]string{
+		{"explore", "tp8-shared-expert", "--variant", "buggy", "--variant", "fixed"},
+		{"show", "tp8-shared-expert", "--variant", "buggy,fixed"},
+	} {
+		code, _, errs = simctl(t, args...)
+		require.Equal(t, 2, code, "%v", args)
+		require.Contains(t, errs, "takes one variant")
+	}
+
 	// --budget 0 is refused, not silently the default.
 	code, _, errs = simctl(t, "explore", "tp8-shared-expert", "--budget", "0")
 	require.Equal(t, 2, code)

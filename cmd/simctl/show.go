@@ -50,7 +50,7 @@ trace hashes as the built-in.`,
 			return showScenario(stdout, args[0], f)
 		},
 	}
-	cmd.Flags().StringVar(&f.variant, "variant", "", "variant to draw (default: the first)")
+	cmd.Flags().Var(&singleVariant{p: &f.variant}, "variant", "variant to draw (default: the first)")
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); see simctl run --help")
 	cmd.Flags().BoolVar(&f.yaml, "yaml", false, "print the scenario as a scenario file instead")
 	cmd.Flags().IntVar(&f.width, "width", 100, "timeline width in columns (20..1000)")

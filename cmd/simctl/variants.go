@@ -84,3 +84,25 @@ func writeFindingSample(w io.Writer, fs []ranks.Finding, rest string) {
 		}
 	}
 }
+
+// singleVariant is the --variant of a command that takes one variant
+// (explore, show): given twice, or as a comma-separated list, it is an
+// error rather than the last one silently winning.
+type singleVariant struct {
+	p   *string
+	set bool
+}
+
+func (s *singleVariant) Set(v string) error {
+	if s.set {
+		return fmt.Errorf("given twice (%q, then %q): this command takes one variant (simctl run takes several)", *s.p, v)
+	}
+	if strings.Contains(v, ",") {
+		return fmt.Errorf("%q: this command takes one variant (simctl run takes a comma-separated list)", v)
+	}
+	*s.p, s.set = v, true
+	return nil
+}
+
+func (s *singleVariant) String() string { return *s.p }
+func (s *singleVariant) Type() string   { return "string" }
