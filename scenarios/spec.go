@@ -191,11 +191,15 @@ const (
 	OpAlloc        OpKind = "alloc"
 	OpFree         OpKind = "free"
 	OpRecordStream OpKind = "record_stream"
+	// OpEmptyCache is torch.cuda.empty_cache(): the host waits for the
+	// deferred frees' uses and releases every entirely free segment (a
+	// cudaFree, which synchronizes the device). Its value is a label.
+	OpEmptyCache OpKind = "empty_cache"
 )
 
 // opKinds lists every op kind in the order the format's documentation does.
 var opKinds = []OpKind{OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpRecord, OpWait, OpSync,
-	OpAlloc, OpFree, OpRecordStream}
+	OpAlloc, OpFree, OpRecordStream, OpEmptyCache}
 
 // memory reports whether k is a caching-allocator op.
 func (k OpKind) memory() bool { return k == OpAlloc || k == OpFree || k == OpRecordStream }

@@ -277,9 +277,14 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 	ops := p.opsFor(cfg)
 	var alloc *ranks.Allocator
 	for _, op := range ops {
-		if op.Kind == OpAlloc && alloc == nil {
+		if (op.Kind == OpAlloc || op.Kind == OpEmptyCache) && alloc == nil {
 			alloc = w.NewAllocator(r, cfg.Bug.Caching != "off")
 		}
+	}
+	if alloc != nil && cfg.Mode == "graph" && !reference {
+		// Allocations during capture come from the graph's private pool.
+		alloc.BeginCapture()
+		defer alloc.EndCapture()
 	}
 	if alloc != nil && r == 0 && !reference {
 		defer func() {
@@ -314,6 +319,11 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				// Every deferred free's recorded uses are done.
 				alloc.Synchronize()
 			}
+		case OpEmptyCache:
+			// cudaFree synchronizes the device; release_cached_blocks
+			// first waits for the deferred frees' events.
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Sync, Stream: -1, Host: sim.Time(op.HostNs)})
+			alloc.EmptyCache()
 		case OpAlloc:
 			t := s.tensor(op.Name)
 			if t == nil {

@@ -68,6 +68,7 @@ func TestProgramLifetime(t *testing.T) {
 		// merged with the free rest of its segment); a large-pool request
 		// never lands in the small pool.
 		{"larger-request", "", "", "32768", "race|corruption"},
+		{"empty-cache", "      - {empty_cache: ec}\n", "", "16384", "ok"},
 		{"large-pool-request", "", "", "2097152", "ok"},
 	}
 	for _, tt := range tests {

@@ -411,7 +411,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 		at = append(at, oi)
 		h := ranks.HostOp{Stream: stream(op.Stream), Event: -1}
 		switch op.Kind {
-		case OpSync:
+		case OpSync, OpEmptyCache:
 			// What it synchronizes does not matter: no sync can be captured.
 			h.Kind = ranks.Sync
 			if h.Stream >= 0 {
@@ -450,7 +450,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 	st := p.Streams[max(stream(op.Stream), 0)]
 	switch v.Rule {
 	case ranks.CaptureSync:
-		report(op.pos.at("name"), fmt.Sprintf("in graph mode, sync %q: a host synchronize cannot be captured into a CUDA graph (cudaErrorStreamCaptureUnsupported); use eager mode", op.Name))
+		report(op.pos.at("name"), fmt.Sprintf("in graph mode, %s %q: a host synchronize cannot be captured into a CUDA graph (cudaErrorStreamCaptureUnsupported); use eager mode", op.Kind, op.Name))
 	case ranks.CaptureRecordOutside:
 		report(op.pos.at("stream"), fmt.Sprintf("in graph mode, record of %q on stream %q, which is not part of the capture yet: a stream joins the capture by first waiting on an event recorded on a captured stream", op.Name, st))
 	case ranks.CaptureLaunchOutside:

@@ -838,7 +838,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 }
 
 var opKeys = []string{"id", "when", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
-	"alloc", "free", "record_stream",
+	"alloc", "free", "record_stream", "empty_cache",
 	"stream", "reads", "writes", "time", "weight", "spin", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
 // opStrategies are the strategy values an op may name: auto and every
@@ -861,6 +861,7 @@ var opAllowed = map[OpKind][]string{
 	OpAlloc:         {"alloc", "stream"},
 	OpFree:          {"free"},
 	OpRecordStream:  {"record_stream", "stream"},
+	OpEmptyCache:    {"empty_cache"},
 }
 
 func opKindList() string {
