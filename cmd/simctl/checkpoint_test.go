@@ -14,9 +14,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// growSink keeps what TestWatchdogStopsAGrowingRun's child allocates.
+var growSink [][]byte
+
 // TestMain lets a test run simctl as a child process (SIMCTL_CHILD=1, its
 // arguments in SIMCTL_ARGS, one per line), so the child can be killed.
 func TestMain(m *testing.M) {
+	if os.Getenv("SIMCTL_GROW") == "1" { // TestWatchdogStopsAGrowingRun
+		startWatchdog(64 << 20)
+		for range 1 << 14 { // 16 GiB, if nothing stopped it
+			growSink = append(growSink, make([]byte, 1<<20))
+			time.Sleep(time.Millisecond)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("SIMCTL_CHILD") == "1" {
 		watchdogOn = true
 		os.Exit(run(strings.Split(os.Getenv("SIMCTL_ARGS"), "\n"), os.Stdout, os.Stderr))
@@ -115,4 +126,21 @@ func TestSIGINTPrintsPartial(t *testing.T) {
 	lines, err := os.ReadFile(ck)
 	require.NoError(t, err)
 	require.Greater(t, strings.Count(string(lines), "\n"), 1, "the checkpoint holds the schedules that ran")
+}
+
+// TestWatchdogStopsAGrowingRun: a process whose heap passes --max-memory
+// ends with exit 2 and a message, not a runtime "fatal error" (a child
+// that allocates 1 MiB a millisecond, watched at 64 MiB).
+func TestWatchdogStopsAGrowingRun(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	c := exec.Command(exe, "-test.run=^$")
+	c.Env = append(os.Environ(), "SIMCTL_GROW=1")
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	require.Equal(t, 2, ee.ExitCode(), "%s", out)
+	require.Contains(t, string(out), "simctl: out of memory: the heap reached")
+	require.Contains(t, string(out), "over --max-memory 64.0 MiB")
+	require.NotContains(t, string(out), "fatal error")
 }
