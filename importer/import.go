@@ -25,6 +25,9 @@ type Options struct {
 	StepIndex int
 	// Name is the scenario's name (default: the first trace's base name).
 	Name string
+	// FlightRecorder reads Traces as Flight Recorder dumps (JSON form), one
+	// per rank, instead of profiler traces (flight.go).
+	FlightRecorder bool
 }
 
 // Rank is what was imported from one rank's trace.
@@ -63,6 +66,12 @@ func Import(o Options) (*Result, error) {
 	}
 	if len(o.ET) > len(o.Traces) {
 		return nil, fmt.Errorf("%d execution traces for %d traces; expected at most one per trace, in the same order", len(o.ET), len(o.Traces))
+	}
+	if o.FlightRecorder {
+		if len(o.ET) > 0 || o.Step != "" {
+			return nil, fmt.Errorf("--et and --step apply to profiler traces, not Flight Recorder dumps")
+		}
+		return importFlight(o)
 	}
 	res := &Result{}
 	var progs []*rankProg

@@ -73,5 +73,6 @@ Exit status 0 when the file was written, 2 on unreadable input
 	f.StringVar(&o.Step, "step", "", "record_function annotation around the step to import (default: ProfilerStep#N, else \"step\")")
 	f.IntVar(&o.StepIndex, "step-index", 0, "which occurrence of the step annotation (0: the first)")
 	f.StringVar(&o.Name, "name", "", "scenario name (default: the first trace's file name)")
+	f.BoolVar(&o.FlightRecorder, "flight-recorder", false, "the files are Flight Recorder dumps (JSON form, one per rank): import each rank's collectives in issue order, to replay a hang")
 	return cmd
 }
