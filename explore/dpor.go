@@ -29,6 +29,27 @@ import (
 // enabled before the earlier one), so they are never reversed: each access
 // carries a class and only same-class conflicts are races.
 //
+// Every choice the engine makes, and where it is in the relation:
+//   - which ready micro-op runs: the footprints above;
+//   - which kernel takes free SMs or an exclusive slot (ranks/residency.go):
+//     becoming resident on a contended pool is a step of its own (StepStart)
+//     that writes the pool; a completion reads it (releases commute); a
+//     kernel that spun waiting on the pool takes it causally (classAcquireWoken:
+//     not reversible against the release that woke it). Uncontended pools
+//     never make a kernel wait, so their hand-outs commute and are left out.
+//     TestDPORResidencyChoice and TestDPORNaiveEveryChoice;
+//   - which host op is issued next: a rank's host is one actor issuing in
+//     program order; hosts of different ranks share nothing but the tasks
+//     they create (resIssued). A host's issue after a host sync consumes the
+//     sync's completion, the only step that enables it (TestDPORNaiveEveryChoice
+//     generates syncs);
+//   - which free block the caching allocator hands out: independent of every
+//     step, because the allocator runs while the world is built, in host
+//     issue order, before any choice; each execution runs a copy of that
+//     world (TestAllocatorIsNotAScheduleChoice);
+//   - timing jitter and rank skew (sim.DecJitter, sim.DecSkew): untimed runs
+//     take option 0; durations do not order untimed steps.
+//
 // Algorithm: after each execution, happens-before is built with vector clocks
 // over steps, and races are found with Flanagan and Godefroid's test: a step
 // e' races with an earlier conflicting step e of the same class and another
@@ -46,8 +67,15 @@ import (
 // by an explored sibling; an execution whose enabled actors are all asleep is
 // cut short. The next execution replays the longest prefix that still has an
 // unexplored backtrack entry and takes it; the search is complete when none is
-// left. TestDPORMatchesNaiveEnumeration checks the reached outcomes against a
-// naive enumeration of every interleaving of generated small programs.
+// left. TestDPORMatchesNaiveEnumeration and TestDPORNaiveEveryChoice check
+// the reached verdicts and outcomes against a naive enumeration of every
+// interleaving of generated small programs.
+//
+// Cost: an execution replays the previous one's prefix up to its branch
+// point; the analysis reuses that prefix's clocks and does not look for its
+// races again (they were handled when it first ran), and its scratch (clock
+// slab, resource states, step lists) is kept across executions. Races
+// counts each race once, when the step that completes it first runs.
 type DPOR struct {
 	nodes    []*dnode
 	prefix   []ranks.ActorID

@@ -212,3 +212,30 @@ func verdicts(m map[outcomeKey]bool) []string {
 	}
 	return out
 }
+
+// TestDPORResidencyChoice: rank 1 launches a kernel that spins forever on a
+// receive (nothing is ever sent) and, on another stream, a kernel that
+// copies into its output; both need the one exclusive slot. Whichever
+// becomes resident first decides the outcome: the copy runs, or never does.
+// Both hang, with different outputs; DPOR must reach both, as the naive
+// enumeration does (a take of the slot is in DPOR's dependency relation).
+func TestDPORResidencyChoice(t *testing.T) {
+	spin := richKernel{Instrs: []tinyInstr{{Op: "recv", DstOut: true}}, Excl: true, Spins: true}
+	cp := richKernel{Instrs: []tinyInstr{{Op: "copy", DstRank: 1, DstOut: true, DstChunk: 1, SrcChunk: 1}}, Comm: 1, Excl: true, Blocks: 1}
+	for _, sms := range []int{0, 1} {
+		p := richProgram{SMs: sms}
+		p.Ops[0] = []richOp{{Kind: ranks.Record, Stream: 0, Event: 1}}
+		p.Ops[1] = []richOp{{Kind: ranks.Launch, Stream: 0, Kernel: spin}, {Kind: ranks.Launch, Stream: 1, Kernel: cp}}
+		if sms == 1 { // the same through SMs alone: two spinning one-block grids on one SM
+			spin.Excl, spin.Blocks, cp.Excl, cp.Spins = false, 1, false, true
+			p.Ops[1] = []richOp{{Kind: ranks.Launch, Stream: 0, Kernel: spin}, {Kind: ranks.Launch, Stream: 1, Kernel: cp}}
+		}
+		tg := &Target{Scenario: p.scenario(), Variant: "rich"}
+		want, runs, ok := naiveOutcomes(tg, 10000)
+		require.True(t, ok)
+		require.Len(t, want, 2, "two outcomes: the copy ran or it did not")
+		got, sum := dporOutcomes(tg, runs)
+		require.True(t, *sum.Complete)
+		require.Equal(t, keys(want), keys(got), "sms=%d", sms)
+	}
+}
