@@ -33,7 +33,10 @@ type Target struct {
 	// provenance (Schedule.Outputs, for --outcomes); off, only their hash
 	// is kept.
 	Provenance bool
-	ref        *check.Reference
+	// MaxFindings caps the findings of each kind a schedule keeps (0: the
+	// world's default, 32); a witness's findings total counts them all.
+	MaxFindings int
+	ref         *check.Reference
 	// released schedules' choice records, for the next schedules to
 	// record into (a record is ~1,300 choices for a tp8 layer)
 	choices struct {
@@ -179,6 +182,9 @@ func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
 	b, err := t.ref.Build(t.Scenario, t.Config, eng) // a copy of the config's template
 	if err != nil {
 		return nil, err
+	}
+	if t.MaxFindings > 0 {
+		b.World.SetMaxFindings(t.MaxFindings)
 	}
 	if a, ok := ch.(Attacher); ok {
 		a.Attach(b.World)

@@ -34,6 +34,7 @@ type exploreFlags struct {
 	sets     []string
 	shard    string
 	noExpect bool
+	maxFind  int // --max-findings
 	// budgetSet: --budget was given (0 then is an error, not the default).
 	budgetSet bool
 	trace     string // --trace, --html: the witness's timeline (explore_report.go)
@@ -98,6 +99,7 @@ expectation, 1 when it does not, 2 on bad input.`,
 	fl.BoolVar(&f.outcomes, "outcomes", false, "list the distinct output values per rank and tensor, with provenance")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
+	fl.IntVar(&f.maxFind, "max-findings", 32, "keep at most N findings of each kind per schedule (JSON's witness_findings_total counts them all)")
 	fl.BoolVar(&f.noExpect, "no-expect", false, "report the verdict without judging it: exit 0 whatever it is (2 still means bad input)")
 	fl.StringVar(&f.trace, "trace", "", "write the witness schedule's Chrome trace-event timeline to `FILE` (nominal when every schedule was ok)")
 	fl.StringVar(&f.html, "html", "", "write the witness schedule as a self-contained HTML report to `FILE`, with its deviations from nominal")
@@ -129,6 +131,10 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	if err != nil {
 		return asUsage(err)
 	}
+	if f.maxFind < 1 {
+		return usagef("--max-findings %d: want at least 1", f.maxFind)
+	}
+	t.MaxFindings = f.maxFind
 	seed := t.Config.Seed
 	if seedSet {
 		seed = f.seed

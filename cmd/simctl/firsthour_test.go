@@ -266,4 +266,13 @@ func TestExploreWitnessFindingsTotal(t *testing.T) {
 	code, merged, errs := simctl(t, "merge", "s0.json", "s1.json", "--format", "json")
 	require.Equal(t, 0, code, errs)
 	require.Equal(t, out, merged)
+
+	// --max-findings keeps them all.
+	code, out, errs = simctl(t, append(args, "--max-findings", "100", "--format", "json")...)
+	require.Equal(t, 0, code, errs)
+	sum.Truncated = false
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	require.Equal(t, 47+2, sum.Total)
+	require.False(t, sum.Truncated)
+	require.Equal(t, 47, strings.Count(out, `"kind": "dropped"`))
 }
