@@ -81,3 +81,21 @@ func FuzzImport(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFlight: a Flight Recorder dump of any bytes imports or is refused
+// with an error; never a panic, and what is written validates.
+func FuzzFlight(f *testing.F) {
+	f.Add([]byte(`{"version": "2.10", "pg_config": {"0": {"name": "0", "ranks": "[0]"}}, "entries": [{"record_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": 1, "profiling_name": "nccl:all_reduce", "input_sizes": [[4]], "input_dtypes": ["Float"], "output_sizes": [[4]], "state": "started", "time_created_ns": 5}]}`))
+	f.Add([]byte(`{"entries": [{"record_id": 1, "process_group": ["0"], "is_p2p": true, "profiling_name": "nccl:send 0->1"}]}`))
+	f.Add([]byte(`{"entries": [{"record_id": "x"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "fr.json")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := importer.Import(importer.Options{Traces: []string{p}, FlightRecorder: true})
+		if err == nil && len(res.YAML) == 0 {
+			t.Fatal("no error and no file")
+		}
+	})
+}
