@@ -257,6 +257,8 @@ type OpSpec struct {
 	// the communicator's ranks, or next / prev (the neighbours in
 	// communicator order, wrapping around).
 	Peer string
+	// Repeat is set for a repeated block of ops (Kind OpRepeat).
+	Repeat *RepeatSpec
 	// When lists conditions on knobs: the op is part of the program only
 	// in a configuration where every one holds.
 	When []Cond
@@ -283,14 +285,18 @@ func (op *OpSpec) holds(cfg Config) bool {
 func (p *ProgramSpec) opsFor(cfg Config) []OpSpec {
 	cond := false
 	for i := range p.Ops {
-		cond = cond || len(p.Ops[i].When) > 0
+		cond = cond || len(p.Ops[i].When) > 0 || p.Ops[i].Repeat != nil
 	}
 	if !cond {
 		return p.Ops
 	}
 	var out []OpSpec
 	for _, op := range p.Ops {
-		if op.holds(cfg) {
+		switch {
+		case !op.holds(cfg):
+		case op.Repeat != nil:
+			out = append(out, op.Repeat.expand(cfg)...)
+		default:
 			out = append(out, op)
 		}
 	}

@@ -61,7 +61,7 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 		// (set before the first call; a file whose calls all fit the
 		// defaults leaves them as they were).
 		for _, p := range s.allPrograms() {
-			for _, op := range p.Ops {
+			for _, op := range p.flat() {
 				if op.Comm != c.Name || !op.Kind.collective() {
 					continue
 				}

@@ -50,9 +50,12 @@ func (s *Spec) usedKnobs() map[string]bool {
 			used["caching"] = true
 		}
 		for _, p := range s.allPrograms() {
-			for _, op := range p.Ops {
+			for _, op := range p.flat() {
 				for _, c := range op.When {
 					used[c.Key] = true
+				}
+				if op.Repeat != nil && op.Repeat.CountKnob != "" {
+					used[op.Repeat.CountKnob] = true
 				}
 			}
 		}
@@ -111,7 +114,7 @@ func (s *Spec) validateKnobs(e *errs) {
 	}
 	used := s.usedKnobs()
 	for _, p := range s.allPrograms() {
-		for _, op := range p.Ops {
+		for _, op := range p.flat() {
 			for _, c := range op.When {
 				if knobGet(&s.Base, c.Key) == "" {
 					e.add(op.pos.at("when"), "%s %q: when %s: the knob has no default value, so the base configuration would decide nothing; set it under knobs:", op.Kind, op.Name, c.Key)

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/collsim/collsim/collectives"
@@ -230,8 +231,9 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			e.add(op.pos.at(field), "%s %q %s undefined tensor %q (declare it under tensors)", op.Kind, op.Name, role, name)
 		}
 	}
-	for i := range p.Ops {
-		op := &p.Ops[i]
+	flat := p.flat()
+	for i := range flat {
+		op := &flat[i]
 		if op.Kind == "" {
 			continue
 		}
@@ -336,6 +338,17 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	tasks := 0
 	managed := s.managed()
 	for pi, p := range progs {
+		for _, op := range p.Ops {
+			if r := op.Repeat; r != nil && r.CountKnob != "" {
+				if _, err := strconv.Atoi(knobGet(&cfg, r.CountKnob)); err != nil {
+					report(op.pos.at("repeat"), fmt.Sprintf("repeat count: knob %s is %q, not an integer", r.CountKnob, knobGet(&cfg, r.CountKnob)))
+				}
+			}
+		}
+		if n := p.expandedLen(cfg) * replays; n > MaxTasks {
+			report(p.pos.at("ops"), fmt.Sprintf("%d ops to run per rank (repeated blocks expanded, over replays); at most %d", n, MaxTasks))
+			continue
+		}
 		ops := p.opsFor(cfg)
 		checkOrder(&p, ops, report)
 		s.validateLifetime(ops, managed, report)
@@ -555,7 +568,7 @@ func ncclOrderKey(cfg Config, comm string) string {
 func (s *Spec) managed() map[string]bool {
 	out := map[string]bool{}
 	for _, p := range s.allPrograms() {
-		for _, op := range p.Ops {
+		for _, op := range p.flat() {
 			if op.Kind == OpAlloc {
 				out[op.Name] = true
 			}
@@ -603,8 +616,8 @@ func (s *Spec) validateLifetime(ops []OpSpec, managed map[string]bool, report fu
 		}
 		switch op.Kind {
 		case OpAlloc:
-			if state[op.Name] != unborn {
-				e.add(op.pos.at("name"), "alloc of %q, already allocated at line %d; each tensor is allocated once per program", op.Name, line[op.Name])
+			if state[op.Name] == live {
+				e.add(op.pos.at("name"), "alloc of %q, already allocated at line %d and not freed since; free it first", op.Name, line[op.Name])
 				continue
 			}
 			state[op.Name], line[op.Name] = live, op.pos.at("name").Line

@@ -837,7 +837,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 	return p
 }
 
-var opKeys = []string{"id", "when", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
+var opKeys = []string{"id", "when", "repeat", "ops", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
 	"alloc", "free", "record_stream", "empty_cache",
 	"stream", "reads", "writes", "time", "weight", "spin", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
@@ -876,6 +876,21 @@ func (d *decoder) op(n ast.Node) OpSpec {
 	op := OpSpec{pos: posMap{}}
 	o := d.mapping(n, "op", opKeys...)
 	o.record(op.pos)
+	if o.has("repeat") {
+		for _, k := range o.order {
+			if k != "repeat" && k != "ops" && k != "when" {
+				d.add(o.kpos[k], "key %q does not apply to a repeat block; expected repeat, ops, when", k)
+			}
+		}
+		d.repeat(o, &op)
+		if v := o.get("when"); v != nil {
+			op.When = d.when(v)
+		}
+		return op
+	}
+	if o.has("ops") {
+		d.add(o.kpos["ops"], "key \"ops\" applies to a repeat block only")
+	}
 	var kinds []string
 	for _, k := range opKinds {
 		if o.has(string(k)) {

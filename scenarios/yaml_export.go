@@ -144,7 +144,27 @@ func MarshalSpec(s *Spec) []byte {
 			}
 			p(2, "ops:")
 			for _, op := range pr.Ops {
-				p(3, "- %s", opLine(op))
+				r := op.Repeat
+				if r == nil {
+					p(3, "- %s", opLine(op))
+					continue
+				}
+				count := strconv.Itoa(r.Count)
+				if r.CountKnob != "" {
+					count = r.CountKnob
+				}
+				p(3, "- repeat: {count: %s, as: %s}", count, quote(r.As))
+				if len(op.When) > 0 {
+					p(4, "when: %s", whenLine(op.When))
+				}
+				if len(r.Ops) == 0 {
+					p(4, "ops: []")
+					continue
+				}
+				p(4, "ops:")
+				for _, in := range r.Ops {
+					p(5, "- %s", opLine(in))
+				}
 			}
 		}
 	}
@@ -258,11 +278,7 @@ func opLine(op OpSpec) string {
 		parts = append(parts, fmt.Sprintf("host: %dns", op.HostNs))
 	}
 	if len(op.When) > 0 {
-		conds := make([]string, len(op.When))
-		for i, c := range op.When {
-			conds[i] = c.Key + ": " + knobVal(c.Value)
-		}
-		parts = append(parts, "when: {"+strings.Join(conds, ", ")+"}")
+		parts = append(parts, "when: "+whenLine(op.When))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
@@ -336,4 +352,13 @@ func knobVal(s string) string {
 		return s
 	}
 	return quote(s)
+}
+
+// whenLine writes an op's conditions as a flow mapping.
+func whenLine(when []Cond) string {
+	conds := make([]string, len(when))
+	for i, c := range when {
+		conds[i] = c.Key + ": " + knobVal(c.Value)
+	}
+	return "{" + strings.Join(conds, ", ") + "}"
 }
