@@ -37,25 +37,6 @@ the same sequence number leave one side waiting for messages that never come
 		Build: buildOrderMismatch,
 	})
 	Register(&Scenario{
-		Name: "two-comms-opposite-order",
-		Description: `Two NCCL communicators reached in opposite orders on different GPUs hang;
-NCCL_LAUNCH_ORDER_IMPLICIT removes the cycle. Two communicators over the same
-ranks are used from two streams. Every rank issues A (comm tp) then B (comm
-ep), but load imbalance makes odd ranks reach B first: each GPU runs one NCCL
-kernel at a time (no co-residency guarantee), so even ranks hold A waiting for
-odd ranks, which hold B waiting for even ranks: a wait-for cycle.
-NCCL_LAUNCH_ORDER_IMPLICIT (NCCL ≥ 2.26) orders kernels of all communicators by
-host program order and removes it, but only when the host order itself is
-consistent across ranks.`,
-		Base: Config{TP: 4, Arch: "sm100", Mode: "eager", Strategy: "nccl", Issue: "consistent", NCCLOrder: "per-comm", Chunks: 4, Seed: 1, Budget: 20},
-		Variants: []Variant{
-			{Name: "per-comm-order", Expect: "hang", Doc: "each communicator ordered on its own: GPUs reach A and B in opposite orders"},
-			{Name: "implicit-order", Sets: []string{"nccl-order=implicit"}, Expect: "ok", Doc: "NCCL_LAUNCH_ORDER_IMPLICIT=1: B waits for A on every GPU"},
-			{Name: "host-opposite", Sets: []string{"nccl-order=implicit", "issue=host-opposite"}, Expect: "hang", Doc: "odd ranks issue B before A on the host: implicit order follows it into the same cycle"},
-		},
-		Build: buildTwoComms,
-	})
-	Register(&Scenario{
 		Name: "symm-block-mismatch",
 		Description: `Two symmetric-memory all-reduces on one workspace and signal pad, reached in
 different orders on different ranks (PyTorch #189228: device order must match
@@ -153,52 +134,6 @@ func buildOrderMismatch(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, 
 		return nil, err
 	}
 	b.Notes = append(b.Notes, fmt.Sprintf("X, Y → %s on communicator tp (%d ranks)", s, n))
-	return b, nil
-}
-
-func buildTwoComms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
-	const MiB = 1 << 20
-	hw, s, err := hangSetup(cfg, MiB)
-	if err != nil {
-		return nil, err
-	}
-	n := cfg.TP
-	implicit := cfg.NCCLOrder == "implicit"
-	gu := cfg.NCCLOrder == "graph-unordered"
-	p := &collPlan{n: n, replays: cfg.Replays, streams: []string{"s1", "s2"}, comms: []commSpec{
-		{name: "tp", group: allRanks(n), strategy: s, implicit: implicit, graphUnordered: gu},
-		{name: "ep", group: allRanks(n), strategy: s, implicit: implicit, graphUnordered: gu},
-	}}
-	short, long := 2*sim.Microsecond, 40*sim.Microsecond
-	for r := range n {
-		wa, wb := short, long
-		odd := r%2 == 1
-		if odd {
-			wa, wb = long, short
-		}
-		prepA := cstep{stream: 0, name: "prep_A", work: wa}
-		prepB := cstep{stream: 1, name: "prep_B", work: wb}
-		a := cstep{stream: 0, name: "A", comm: "tp", op: collectives.AllReduce, bytes: MiB, chunks: cfg.Chunks}
-		bb := cstep{stream: 1, name: "B", comm: "ep", op: collectives.AllReduce, bytes: MiB, chunks: cfg.Chunks}
-		prog := []cstep{prepA, prepB, a, bb}
-		if odd && cfg.Issue == "host-opposite" {
-			prog = []cstep{prepB, prepA, bb, a}
-		}
-		p.progs = append(p.progs, prog)
-		p.ref = append(p.ref, []cstep{prepA, prepB, a, bb})
-	}
-	b, err := p.build(hw, opt, eng, planMode(cfg))
-	if err != nil {
-		return nil, err
-	}
-	order := "per communicator"
-	if implicit {
-		order = "implicit (host program order across communicators)"
-	}
-	if gu {
-		order = "per communicator when eager, none inside a CUDA graph (RCCL's graph path)"
-	}
-	b.Notes = append(b.Notes, fmt.Sprintf("A on tp, B on ep → %s; NCCL launch order: %s", s, order))
 	return b, nil
 }
 
