@@ -132,16 +132,16 @@ func checkRecords(what string, recs []*Record, planned int, index func(j int) in
 // summary and returns the indices still to run and the worst verdict so
 // far (which decides the records that carry a witness, as if the run had
 // never stopped).
-func resume(s Strategy, sum *Summary, m *merger, indices []int, opt Options) ([]int, string, error) {
+func resume(s Strategy, sum *Summary, m *merger, indices schedules, opt Options) (schedules, string, error) {
 	best := check.OK
 	if len(opt.Resume) == 0 {
 		return indices, best, nil
 	}
 	if _, ok := s.(Independent); !ok {
-		return nil, "", fmt.Errorf("%w: strategy %s cannot resume: its schedules depend on each other (resume random or pct)", ErrBadInput, s.Name())
+		return indices, "", fmt.Errorf("%w: strategy %s cannot resume: its schedules depend on each other (resume random or pct)", ErrBadInput, s.Name())
 	}
-	if err := checkRecords("the checkpoint", opt.Resume, len(indices), func(j int) int { return indices[j] }); err != nil {
-		return nil, "", err
+	if err := checkRecords("the checkpoint", opt.Resume, indices.n, indices.at); err != nil {
+		return indices, "", err
 	}
 	for _, r := range opt.Resume {
 		if check.Worse(r.Verdict, best) {
@@ -152,5 +152,24 @@ func resume(s Strategy, sum *Summary, m *merger, indices []int, opt Options) ([]
 		}
 		m.add(r)
 	}
-	return indices[len(opt.Resume):], best, nil
+	return indices.from(len(opt.Resume)), best, nil
+}
+
+// schedules is an arithmetic run of schedule indices (first, first+step,
+// … n of them): the schedules one run plans, without a slice the size of
+// a budget from the command line.
+type schedules struct{ first, step, n int }
+
+func (p schedules) at(k int) int { return p.first + k*p.step }
+
+// from is p without its first k schedules.
+func (p schedules) from(k int) schedules { return schedules{p.at(k), p.step, p.n - k} }
+
+// planOf is what a run of budget schedules plans: all of them, or those
+// shard sh owns.
+func planOf(budget int, sh Shard) schedules {
+	if sh.Count <= 1 {
+		return schedules{0, 1, budget}
+	}
+	return schedules{sh.Index, sh.Count, owned(sh.Index, sh.Count, budget)}
 }

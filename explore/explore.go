@@ -152,13 +152,8 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 		sc.Release() // its memory serves the next schedule
 	}
 	budget := max(opt.Budget, 1)
-	var indices []int
-	for i := range budget {
-		if opt.Shard.owns(i) {
-			indices = append(indices, i)
-		}
-	}
-	planned := len(indices)
+	indices := planOf(budget, opt.Shard) // checkpoint.go: no slice of the budget's size
+	planned := indices.n
 	var err error
 	if indices, best, err = resume(s, sum, m, indices, opt); err != nil {
 		return nil, err
@@ -176,7 +171,8 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 				return nil, fmt.Errorf("strategy %s cannot be sharded: its schedules depend on each other (shard random or pct)", s.Name())
 			}
 		}
-		for _, i := range indices {
+		for k := range indices.n {
+			i := indices.at(k)
 			if expired() {
 				break
 			}
@@ -212,7 +208,7 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 // checked before each schedule is handed out (up to one per worker waits
 // in the channel, ready for the next free worker); whatever was handed out
 // is run and merged, in order.
-func exploreParallel(t *Target, s Independent, indices []int, workers int, expired func() bool, merge func(*Schedule)) error {
+func exploreParallel(t *Target, s Independent, indices schedules, workers int, expired func() bool, merge func(*Schedule)) error {
 	type result struct {
 		sc  *Schedule
 		err error
@@ -233,7 +229,7 @@ func exploreParallel(t *Target, s Independent, indices []int, workers int, expir
 		defer close(next)
 		k := 0
 		defer func() { issued <- k }()
-		for ; k < len(indices); k++ {
+		for ; k < indices.n; k++ {
 			select {
 			case <-stop: // an error: hand out nothing more
 				return
@@ -254,7 +250,7 @@ func exploreParallel(t *Target, s Independent, indices []int, workers int, expir
 	for range workers {
 		wg.Go(func() {
 			for k := range next {
-				i := indices[k]
+				i := indices.at(k)
 				ch, sd, _ := s.Begin(i)
 				sc, err := t.Run(s.Mode(), ch)
 				if err == nil {

@@ -31,8 +31,6 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{Index: i, Count: n}, nil
 }
 
-func (s Shard) owns(i int) bool { return s.Count <= 1 || i%s.Count == s.Index }
-
 // Record is one schedule's contribution to a summary. Records that made the
 // verdict of their run worse carry the witness and its findings.
 type Record struct {

@@ -193,7 +193,7 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 		return usageError{fmt.Errorf("explore %s: %w", quoteName(name), err)}
 	}
 	interrupted := stopped()
-	if ck != nil && ck.err == nil && !interrupted && ck.auto {
+	if ck != nil && ck.err == nil && !interrupted && !sum.Partial && ck.auto {
 		_ = os.Remove(ck.path) // finished: the default checkpoint is not needed
 	}
 	// The summary goes to stdout before any optional file is written: a
@@ -225,6 +225,9 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 		if err := writeExploreReport(t, sum, f); err != nil {
 			return err
 		}
+	}
+	if sum.Partial && !interrupted && ck != nil {
+		fmt.Fprintf(stderr, "simctl: --time ran out after %d of %d schedules; continue with --resume %s\n", sum.Schedules, sum.Planned, quoteName(ck.path))
 	}
 	if interrupted {
 		if ck != nil {
