@@ -42,6 +42,10 @@ type Config struct {
 	// Patch names the variant whose patch the programs of a scenario file
 	// take (spec_patch.go); empty: the file's own programs.
 	Patch string `json:"patch,omitempty"`
+	// Params holds the knobs a scenario file declares itself (params:), as
+	// name=value pairs joined by commas in declaration order
+	// (spec_params.go).
+	Params string `json:"params,omitempty"`
 	// Jitter is the duration noise exploration draws from (hostcost.go):
 	// "wide" (×0.25 to ×5, the default), "measured" (the H200's measured
 	// spread of kernel durations and host issue costs) or "measured:F"
@@ -129,6 +133,9 @@ func (c *Config) Set(key, value string) error {
 		if k.key == key {
 			return k.set(c, value)
 		}
+	}
+	if _, ok := c.Param(key); ok {
+		return c.setParam(key, value)
 	}
 	keys := make([]string, len(knobs))
 	for i, k := range knobs {

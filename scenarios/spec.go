@@ -29,6 +29,8 @@ type Spec struct {
 	Tensors  []TensorSpec
 	Programs []ProgramSpec
 	Variants []Variant
+	// Params are the knobs the file declares itself (spec_params.go).
+	Params []ParamSpec
 	// Compare lists step-time comparisons between variants for the report.
 	Compare []Comparison
 

@@ -221,6 +221,9 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkParams(cfg); err != nil {
+		return nil, err
+	}
 	for _, p := range progs {
 		rs, err := p.Ranks.Resolve(n)
 		if err != nil {

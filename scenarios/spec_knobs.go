@@ -113,6 +113,11 @@ func (s *Spec) validateKnobs(e *errs) {
 		}
 	}
 	used := s.usedKnobs()
+	for _, p := range s.Params {
+		if p.Name != "" && !used[p.Name] {
+			e.add(p.pos.at("name"), "param %q is never used: name it in an op's when: or a repeat count", p.Name)
+		}
+	}
 	for _, p := range s.allPrograms() {
 		for _, op := range p.flat() {
 			for _, c := range op.When {
@@ -139,6 +144,9 @@ func (s *Spec) validateKnobs(e *errs) {
 		vp := s.variantPos(i)
 		for _, set := range v.Sets {
 			k, val, _ := strings.Cut(set, "=")
+			if s.param(k) != nil {
+				continue // reported above when unused
+			}
 			if k == "patch" {
 				continue // a patch on a graph file is reported by Validate
 			}
@@ -159,12 +167,14 @@ func (s *Spec) knobValue(key string) string {
 	return ""
 }
 
-// knobGet is knob key's value in c ("" for no such knob).
+// knobGet is knob key's value in c: a knob's, or a file-declared one's
+// ("" for neither).
 func knobGet(c *Config, key string) string {
 	for _, k := range knobs {
 		if k.key == key {
 			return k.get(c)
 		}
 	}
-	return ""
+	v, _ := c.Param(key)
+	return v
 }

@@ -108,7 +108,7 @@ func (d *decoder) repeat(o *obj, op *OpSpec) {
 		if txt, ok := d.scalarText(v, "repeat count"); ok {
 			if _, err := strconv.Atoi(txt); err == nil {
 				r.Count = int(ro.int("count", 0, MaxRepeat))
-			} else if knobKnown(txt) {
+			} else if knobKnown(txt) || d.param0(txt) != nil {
 				r.CountKnob = txt
 			} else {
 				d.add(posOf(v), "repeat count: %q; expected an integer in [0, %d] or a knob with an integer value (layers, …)", txt, MaxRepeat)

@@ -95,6 +95,9 @@ func Load(file string, data []byte) (*Scenario, error) {
 
 type decoder struct {
 	*errs
+	// params are the file's declared knobs, read before anything that may
+	// name one.
+	params []ParamSpec
 }
 
 func posOf(n ast.Node) Pos {
@@ -540,7 +543,7 @@ func parseDuration(s string) (int64, error) {
 
 // top-level keys in the order the documentation and the exporter use.
 var topKeys = []string{"name", "description", "hardware", "ranks", "mode", "replays", "chunks", "knobs",
-	"communicators", "tensors", "graph", "programs", "variants", "compare"}
+	"params", "communicators", "tensors", "graph", "programs", "variants", "compare"}
 
 // knobs that have their own top-level key.
 var topKnob = map[string]string{"hardware": "arch", "ranks": "tp", "mode": "mode", "replays": "replays", "chunks": "chunks"}
@@ -615,6 +618,18 @@ func (d *decoder) spec(n ast.Node) *Spec {
 			s.written = append(s.written, k)
 			s.pos["knobs."+k] = ko.kpos[k]
 		}
+	}
+	if v := o.get("params"); v != nil {
+		for _, it := range d.seqAtMost(v, "params", MaxParams, "") {
+			p := d.param(d.mapping(it, "param", "name", "values", "default"))
+			if p.Name != "" && d.param0(p.Name) != nil {
+				d.add(p.pos.at("name"), "param %q declared twice", p.Name)
+				continue
+			}
+			s.Params = append(s.Params, p)
+			d.params = append(d.params, p)
+		}
+		s.Base.Params = paramsBase(s.Params)
 	}
 	if v := o.get("communicators"); v != nil {
 		items := d.seqAtMost(v, "communicators", MaxCommsPerFile, "")
@@ -991,11 +1006,23 @@ func article(word string) string {
 // when reads an op's conditions: a mapping of knob keys to values, each a
 // value the knob accepts.
 func (d *decoder) when(n ast.Node) []Cond {
-	o := d.mapping(n, "op when", knobKeys()...)
+	keys := knobKeys()
+	for _, p := range d.params {
+		keys = append(keys, p.Name)
+	}
+	o := d.mapping(n, "op when", keys...)
 	var out []Cond
 	for _, k := range o.order {
 		txt, ok := d.scalarText(o.get(k), "when "+k)
 		if !ok {
+			continue
+		}
+		if p := d.param0(k); p != nil {
+			if !slices.Contains(p.Values, txt) {
+				d.add(posOf(o.get(k)), "when %s: %q; expected one of the param's values: %s", k, txt, strings.Join(p.Values, ", "))
+				continue
+			}
+			out = append(out, Cond{Key: k, Value: txt})
 			continue
 		}
 		probe := DefaultConfig()
@@ -1050,6 +1077,9 @@ func (d *decoder) variant(n ast.Node) (Variant, posMap, []PatchSpec) {
 	}
 	if x := o.get("set"); x != nil {
 		allowed := append(knobKeys(), "hardware", "ranks")
+		for _, p := range d.params {
+			allowed = append(allowed, p.Name)
+		}
 		so := d.mapping(x, "variant set", allowed...)
 		for _, k := range so.order {
 			txt, ok := d.scalarText(so.get(k), "set "+k)
@@ -1059,6 +1089,15 @@ func (d *decoder) variant(n ast.Node) (Variant, posMap, []PatchSpec) {
 			key := knobAlias(k)
 			if key == "patch" {
 				d.add(so.kpos[k], "variant set: patch is made by a variant's own patch: list; write the steps there")
+				continue
+			}
+			if p := d.param0(key); p != nil {
+				if !slices.Contains(p.Values, txt) {
+					d.add(posOf(so.get(k)), "variant set %s: %q; expected one of the param's values: %s", k, txt, strings.Join(p.Values, ", "))
+					continue
+				}
+				v.Sets = append(v.Sets, key+"="+txt)
+				pm["set."+key] = so.kpos[k]
 				continue
 			}
 			probe := DefaultConfig()

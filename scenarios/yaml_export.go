@@ -73,6 +73,12 @@ func MarshalSpec(s *Spec) []byte {
 		}
 		p(1, "%s: %s", k.key, knobVal(val))
 	}
+	if len(s.Params) > 0 {
+		p(0, "params:")
+		for _, pr := range s.Params {
+			p(1, "- {name: %s, values: %s, default: %s}", quote(pr.Name), names(pr.Values), quote(pr.Default))
+		}
+	}
 	if len(s.Comms) > 0 {
 		p(0, "communicators:")
 		for _, cm := range s.Comms {

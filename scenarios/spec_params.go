@@ -1,0 +1,121 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// File-declared knobs. A scenario file may declare knobs of its own:
+//
+//	params:
+//	  - {name: fix, values: [none, record-stream, join], default: none}
+//
+// A param is a knob like any other for that file: ops take it in when:, a
+// repeat count may be one, variants set it, and `simctl run --set fix=join`
+// flips it. Its value lives in Config.Params.
+
+// ParamSpec is one file-declared knob.
+type ParamSpec struct {
+	Name    string
+	Values  []string
+	Default string
+	pos     posMap
+}
+
+// MaxParams bounds a file's params.
+const MaxParams = 32
+
+// Param returns the value of file-declared knob name, and whether c has it.
+func (c *Config) Param(name string) (string, bool) {
+	for _, kv := range strings.Split(c.Params, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// setParam sets file-declared knob name, which c has, to value. Whether the
+// file allows value is checked when the scenario is validated or built.
+func (c *Config) setParam(name, value string) error {
+	if err := checkName(value); err != nil {
+		return fmt.Errorf("%w: %s=%q: %v", ErrBadKnob, name, value, err)
+	}
+	parts := strings.Split(c.Params, ",")
+	for i, kv := range parts {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			parts[i] = name + "=" + value
+		}
+	}
+	c.Params = strings.Join(parts, ",")
+	return nil
+}
+
+// param returns the declaration of name, or nil.
+func (s *Spec) param(name string) *ParamSpec {
+	for i := range s.Params {
+		if s.Params[i].Name == name {
+			return &s.Params[i]
+		}
+	}
+	return nil
+}
+
+// checkParams reports a param value the file does not allow under cfg.
+func (s *Spec) checkParams(cfg Config) error {
+	for _, p := range s.Params {
+		v, _ := cfg.Param(p.Name)
+		if !slices.Contains(p.Values, v) {
+			return fmt.Errorf("%w: %s=%q: want one of %s", ErrBadKnob, p.Name, v, strings.Join(p.Values, ", "))
+		}
+	}
+	return nil
+}
+
+// param reads one declared knob. Its name must not be a knob; its values
+// are names; the default is one of them.
+func (d *decoder) param(o *obj) ParamSpec {
+	p := ParamSpec{pos: posMap{}}
+	o.record(p.pos)
+	o.require("name", "values", "default")
+	p.Name = o.name("name")
+	if p.Name != "" && knobKnown(p.Name) || slices.Contains([]string{"hardware", "ranks"}, p.Name) {
+		d.add(o.pos("name"), "param %q is a knob already; give it another name (or set the knob under knobs:)", p.Name)
+		p.Name = ""
+	}
+	p.Values = o.names("values", 64)
+	if o.has("values") && len(p.Values) == 0 {
+		d.add(o.pos("values"), "param values: expected at least one value")
+	}
+	if v := o.get("default"); v != nil {
+		if txt, ok := d.scalarText(v, "param default"); ok {
+			p.Default = txt
+			if len(p.Values) > 0 && !slices.Contains(p.Values, txt) {
+				d.add(posOf(v), "param default: %q; expected one of its values: %s", txt, strings.Join(p.Values, ", "))
+			}
+		}
+	}
+	return p
+}
+
+// paramsBase is the Params encoding of every param at its default.
+func paramsBase(ps []ParamSpec) string {
+	var parts []string
+	for _, p := range ps {
+		if p.Name != "" {
+			parts = append(parts, p.Name+"="+p.Default)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// param0 returns the declared param name, or nil.
+func (d *decoder) param0(name string) *ParamSpec {
+	for i := range d.params {
+		if d.params[i].Name == name {
+			return &d.params[i]
+		}
+	}
+	return nil
+}
