@@ -98,7 +98,16 @@ func small(s *scenarios.Spec, cfg scenarios.Config) bool {
 	}
 	ops := 0
 	for _, p := range s.Programs {
-		ops += len(p.Ops)
+		for _, op := range p.Ops {
+			switch r := op.Repeat; {
+			case r == nil:
+				ops++
+			case r.CountKnob != "":
+				return false // a knob's count may be large
+			default:
+				ops += r.Count * len(r.Ops)
+			}
+		}
 	}
 	if s.Graph != nil {
 		ops += len(s.Graph.Ops)
