@@ -14,11 +14,11 @@ import (
 
 // addSeeds adds every scenario file the repository holds to f's corpus: the
 // malformed ones under testdata/bad, the good ones under testdata/ok, the
-// built-ins and the documentation's examples. (Inputs the fuzzer finds
+// built-ins, the documentation's examples and the bug zoo. (Inputs the fuzzer finds
 // failing are kept by go test under testdata/fuzz/.)
 func addSeeds(f *testing.F) {
 	var files []string
-	for _, pat := range []string{"testdata/bad/*.yaml", "testdata/ok/*.yaml", "builtin/*.yaml", "../docs/examples/*.yaml"} {
+	for _, pat := range []string{"testdata/bad/*.yaml", "testdata/ok/*.yaml", "builtin/*.yaml", "../docs/examples/*.yaml", "../docs/examples/bugs/*.yaml"} {
 		m, err := filepath.Glob(pat)
 		require.NoError(f, err)
 		files = append(files, m...)
