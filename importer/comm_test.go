@@ -84,3 +84,22 @@ func TestImportCollectives(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ok", rep.Verdict, "%+v", rep.Findings)
 }
+
+// A device activity of a kind the importer does not know, on a stream and
+// linked to a launch, is an opaque kernel with its recorded duration.
+func TestUnknownKindIsOpaqueKernel(t *testing.T) {
+	body := `{"traceEvents": [
+{"ph": "X", "cat": "user_annotation", "name": "step", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+{"ph": "X", "cat": "cuda_runtime", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 7}},
+{"ph": "X", "cat": "gpu_custom_engine", "name": "fancy engine op", "pid": 0, "tid": 3, "ts": 20, "dur": 42.5, "args": {"stream": 3, "correlation": 7}}]}`
+	p := filepath.Join(t.TempDir(), "u.json")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	res, err := importer.Import(importer.Options{Traces: []string{p}})
+	require.NoError(t, err)
+	ops := res.Spec.Programs[0].Ops
+	require.Len(t, ops, 1)
+	require.Equal(t, scenarios.OpKernel, ops[0].Kind)
+	require.Equal(t, "stream3", ops[0].Stream)
+	require.Equal(t, int64(42500), ops[0].TimeNs)
+	require.Equal(t, "fancy_engine_op", ops[0].Name)
+}
