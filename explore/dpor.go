@@ -2,7 +2,6 @@ package explore
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/sim"
@@ -77,12 +76,12 @@ import (
 // slab, resource states, step lists) is kept across executions. Races
 // counts each race once, when the step that completes it first runs.
 type DPOR struct {
-	nodes    []*dnode
+	nodes    []dnode // the last execution's path; a dead tail's slices are reused
 	prefix   []ranks.ActorID
 	complete bool
 	cur      *dporRun
 	res      map[resKey]int32 // resource → id, stable across executions
-	names    map[string]uint64
+	names    map[nameKey]uint64
 	// SleepBlocked counts executions cut short because every enabled
 	// actor was asleep (their continuations were explored already).
 	SleepBlocked int
@@ -100,6 +99,11 @@ type DPOR struct {
 	merged []dstep // merged's buffer
 	steps  []dstep // the previous execution's steps, for the next one's
 	abuf   []ranks.ActorID
+	acc    []access
+	pseudo []pseudoStep
+	local  map[ranks.ActorID]int
+	keep   []access  // long-lived footprints of explored steps (doneAcc), in chunks
+	chunks [][]int32 // buffer id → chunk → 1 + resource id (chunkID)
 }
 
 type dnode struct {
@@ -109,6 +113,16 @@ type dnode struct {
 	taken     ranks.ActorID
 	doneAcc   []actorAcc                 // footprint of each explored actor's step here
 	sleep     map[ranks.ActorID][]access // asleep here when the node was created
+}
+
+// keepAcc copies a footprint out of the run's slab into long-lived chunks.
+func (d *DPOR) keepAcc(a []access) []access {
+	if cap(d.keep)-len(d.keep) < len(a) {
+		d.keep = make([]access, 0, max(8192, len(a)))
+	}
+	base := len(d.keep)
+	d.keep = append(d.keep, a...)
+	return d.keep[base:len(d.keep):len(d.keep)]
 }
 
 // actorSet is a small set of actors (a node's backtrack or done set: a few
@@ -153,7 +167,7 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 	if i > 0 {
 		k, next := -1, ranks.ActorID(0)
 		for j := len(d.nodes) - 1; j >= 0 && k < 0; j-- {
-			n := d.nodes[j]
+			n := &d.nodes[j]
 			for _, a := range n.enabled {
 				if _, asleep := n.sleep[a]; n.backtrack.has(a) && !n.done.has(a) && !asleep {
 					k, next = j, a
@@ -166,7 +180,7 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 			return nil, 0, false
 		}
 		d.nodes = d.nodes[:k+1]
-		n := d.nodes[k]
+		n := &d.nodes[k]
 		n.done.add(next)
 		n.taken = next
 		d.prefix = d.prefix[:0]
@@ -175,10 +189,14 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 		}
 	}
 	if d.res == nil {
-		d.res, d.names = map[resKey]int32{}, map[string]uint64{}
+		d.res, d.names = map[resKey]int32{}, map[nameKey]uint64{}
 	}
-	d.cur = &dporRun{d: d, prefix: d.prefix, steps: d.steps[:0], abuf: d.abuf[:0], branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
-		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: map[ranks.ActorID]int{}, woken: map[ranks.ActorID]bool{}}
+	if d.local == nil {
+		d.local = map[ranks.ActorID]int{}
+	}
+	clear(d.local)
+	d.cur = &dporRun{d: d, prefix: d.prefix, steps: d.steps[:0], abuf: d.abuf[:0], acc: d.acc[:0], pseudo: d.pseudo[:0], branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
+		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: d.local, woken: map[ranks.ActorID]bool{}}
 	return d.cur, 0, true
 }
 
@@ -196,13 +214,24 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	// Nodes for the new part of the path.
 	for i := len(d.nodes); i < len(r.steps); i++ {
 		st := &r.steps[i]
-		one := []ranks.ActorID{st.actor, st.actor}
-		d.nodes = append(d.nodes, &dnode{enabled: slices.Clone(st.enabled), taken: st.actor,
-			backtrack: one[0:1:1], done: one[1:2:2], sleep: st.sleep})
+		if i < cap(d.nodes) {
+			d.nodes = d.nodes[:i+1]
+		} else {
+			d.nodes = append(d.nodes, dnode{})
+		}
+		n := &d.nodes[i]
+		n.enabled = append(n.enabled[:0], st.enabled...)
+		if len(st.enabled) == 0 {
+			n.enabled = append(n.enabled, st.actor) // the engine ran it without a choice: it alone was enabled
+		}
+		n.taken, n.sleep = st.actor, st.sleep
+		n.backtrack = append(n.backtrack[:0], st.actor)
+		n.done = append(n.done[:0], st.actor)
+		n.doneAcc = n.doneAcc[:0]
 	}
 	for i := max(r.branch, 0); i < len(r.steps); i++ {
-		n := d.nodes[i]
-		n.doneAcc = append(n.doneAcc, actorAcc{r.steps[i].actor, r.steps[i].acc})
+		n := &d.nodes[i]
+		n.doneAcc = append(n.doneAcc, actorAcc{r.steps[i].actor, d.keepAcc(r.steps[i].acc)})
 	}
 	if len(d.nodes) > len(r.steps) {
 		return fmt.Errorf("dpor: execution has %d steps, shorter than its replayed prefix (%d)", len(r.steps), len(d.nodes))
@@ -215,7 +244,7 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 		r.attempt(&st)
 	}
 	d.analyse(r.merged(), r.reusable())
-	d.steps, d.abuf = r.steps[:0], r.abuf[:0]
+	d.steps, d.abuf, d.acc, d.pseudo = r.steps[:0], r.abuf[:0], r.acc[:0], r.pseudo[:0]
 	return nil
 }
 
@@ -368,7 +397,9 @@ type dporRun struct {
 	// woken: actors that spun waiting for residency (their take, when it
 	// comes, was enabled by a release)
 	woken map[ranks.ActorID]bool
-	abuf  []ranks.ActorID // slab of enabled sets (actorBuf)
+	abuf  []ranks.ActorID            // slab of enabled sets (actorBuf)
+	acc   []access                   // slab of this run's footprints (accesses)
+	snap  map[ranks.ActorID][]access // the sleep set as of the last snapshot (nil: stale)
 }
 
 // Attach implements [Attacher].
@@ -418,7 +449,7 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 		r.attempt(&st)
 		return
 	}
-	enabled := []ranks.ActorID{st.Actor}
+	var enabled []ranks.ActorID
 	if chosen && r.have {
 		enabled = r.pending
 	}
@@ -441,7 +472,8 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 	var sleepHere map[ranks.ActorID][]access
 	if i == r.branch {
 		// Branching: the siblings explored before sleep, with their steps here.
-		n := r.d.nodes[i]
+		n := &r.d.nodes[i]
+		r.snap = nil
 		for q, a := range n.sleep {
 			r.sleep[q] = a
 		}
@@ -451,16 +483,22 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 			}
 		}
 	}
-	if i > r.branch {
-		sleepHere = make(map[ranks.ActorID][]access, len(r.sleep))
-		for q, a := range r.sleep {
-			sleepHere[q] = a
+	if i > r.branch && len(r.sleep) > 0 {
+		// Snapshots are read-only once taken: consecutive steps share one
+		// until the sleep set changes.
+		if r.snap == nil {
+			r.snap = make(map[ranks.ActorID][]access, len(r.sleep))
+			for q, a := range r.sleep {
+				r.snap[q] = a
+			}
 		}
+		sleepHere = r.snap
 	}
 	if i >= r.branch {
 		for q, a := range r.sleep {
 			if !independent(a, acc) {
 				delete(r.sleep, q)
+				r.snap = nil
 			}
 		}
 	}
@@ -506,13 +544,45 @@ func independent(a, b []access) bool {
 // name interns a pad (name, rank) or a FIFO (name, -1): resource keys are
 // stable across executions, so footprints kept in sleep sets compare.
 func (r *dporRun) name(n string, rank int) uint64 {
-	k := fmt.Sprintf("%s#%d", n, rank)
+	k := nameKey{n, rank}
 	v, ok := r.d.names[k]
 	if !ok {
 		v = uint64(len(r.d.names))
 		r.d.names[k] = v
 	}
 	return v
+}
+
+// chunkID is the resource id of chunk c of buffer id: a table by buffer
+// and chunk (buffer ids follow allocation order, the same in every
+// execution), in front of the resource map.
+func (r *dporRun) chunkID(id, c int) int32 {
+	d := r.d
+	if id >= len(d.chunks) {
+		d.chunks = append(d.chunks, make([][]int32, id+1-len(d.chunks))...)
+	}
+	row := d.chunks[id]
+	if c >= len(row) {
+		row = append(row, make([]int32, c+1-len(row))...)
+		d.chunks[id] = row
+	}
+	if v := row[c]; v > 0 {
+		return v - 1
+	}
+	k := resKey{kind: resChunk, a: uint64(id), b: uint64(c)}
+	v, ok := d.res[k]
+	if !ok {
+		v = int32(len(d.res))
+		d.res[k] = v
+	}
+	row[c] = v + 1
+	return v
+}
+
+// nameKey is a pad (name, rank) or a FIFO (name, -1).
+type nameKey struct {
+	name string
+	rank int
 }
 
 func (r *dporRun) add(out []access, k resKey, write bool, class uint8) []access {
@@ -527,7 +597,14 @@ func (r *dporRun) add(out []access, k resKey, write bool, class uint8) []access 
 // accesses is the footprint of step st (first: the actor's first visible
 // step, which consumes its issue and its dependencies' completions).
 func (r *dporRun) accesses(st *ranks.Step, first, commit bool) []access {
-	var out []access
+	base := len(r.acc)
+	r.acc = r.accessesInto(r.acc, st, first, commit)
+	return r.acc[base:len(r.acc):len(r.acc)]
+}
+
+// accessesInto appends the footprint of st to out: the run's slab of
+// footprints (what a node keeps is copied out at End).
+func (r *dporRun) accessesInto(out []access, st *ranks.Step, first, commit bool) []access {
 	if first && st.Kind != ranks.StepIssue {
 		out = r.add(out, resKey{kind: resIssued, a: uint64(st.Actor)}, false, classConsume)
 		for _, d := range st.Deps {
@@ -568,15 +645,12 @@ func (r *dporRun) accesses(st *ranks.Step, first, commit bool) []access {
 		out = r.add(out, resKey{kind: resDone, a: uint64(st.Actor)}, true, classProduce)
 	case ranks.StepInstr:
 		in := st.Instr
-		chunk := func(b *ranks.Buffer, c int) resKey {
-			return resKey{kind: resChunk, a: uint64(b.BufferID()), b: uint64(c)}
-		}
 		// A chunk and the chunks of other tensors its memory overlaps (a
 		// caching-allocator block reused after a free) are one resource.
 		mem := func(b *ranks.Buffer, c int, write bool) {
-			out = r.add(out, chunk(b, c), write, classMem)
+			out = append(out, access{res: r.chunkID(b.BufferID(), c), write: write, class: classMem})
 			b.Aliases(c, func(id, ch int) {
-				out = r.add(out, resKey{kind: resChunk, a: uint64(id), b: uint64(ch)}, write, classMem)
+				out = append(out, access{res: r.chunkID(id, ch), write: write, class: classMem})
 			})
 		}
 		for _, s := range in.Srcs {
@@ -830,7 +904,7 @@ func classOf(s dstep, res int32) uint8 {
 // backtrack(pre(e)), add one (e's actor preferred); if none is enabled there
 // (a dependence the footprint missed), add every enabled actor.
 func (d *DPOR) reverse(steps []dstep, e, e2 int) {
-	n := d.nodes[steps[e].node]
+	n := &d.nodes[steps[e].node]
 	hb := func(i, k int) bool { return int(steps[k].clock[steps[i].a]) >= steps[i].local }
 	firstLocal := map[int]int{} // dense actor → local index of its first step in v
 	var seen []int
