@@ -144,6 +144,8 @@ type Allocator struct {
 	next    int64 // base of the next segment
 	capture int   // current private pool (0: not capturing)
 	pools   int   // private pools made
+	// graphRNG: the generator's graph seed and offset tensors exist
+	graphRNG bool
 	// deferred: blocks freed during a capture with record_stream uses
 	deferred []*span
 	// Log records every decision, in order ("malloc L0.rt_out (64 KiB) on
@@ -434,8 +436,27 @@ func (a *Allocator) EmptyCache() {
 	}
 }
 
+// BeginCaptureOn is torch.cuda.CUDAGraph.capture_begin on stream: the
+// first graph of a process registers with the CUDA generator, which then
+// allocates its seed and offset tensors (one int64 each) in the default
+// pool on the current stream (CUDAGeneratorState::register_graph,
+// aten/src/ATen/cuda/CUDAGeneratorImpl.cpp); then [Allocator.BeginCapture].
+func (a *Allocator) BeginCaptureOn(stream string) error {
+	if !a.graphRNG {
+		a.graphRNG = true
+		for _, n := range []string{"graph_rng_seed", "graph_rng_offset"} {
+			if _, err := a.Malloc(n, stream, 8, 1); err != nil {
+				return err
+			}
+		}
+	}
+	a.BeginCapture()
+	return nil
+}
+
 // BeginCapture starts a CUDA graph capture: until [Allocator.EndCapture],
-// every allocation comes from the capture's private pool.
+// every allocation comes from the capture's private pool. (It allocates
+// nothing itself; see [Allocator.BeginCaptureOn].)
 func (a *Allocator) BeginCapture() {
 	a.pools++
 	a.capture = a.pools
