@@ -120,11 +120,11 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 		if !v.Met {
 			met = "NO"
 		}
-		fmt.Fprintf(w, "%-14s %-16s %-11s %-4s %9d %12s  %s\n", v.Name, v.Expect, v.Verdict, met, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
+		fmt.Fprintf(w, "%-14s %-16s %-11s %-4s %9d %12s  %s\n", quoteName(v.Name), v.Expect, v.Verdict, met, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
 	}
 	writeComparisons(w, rep.Comparisons)
 	for _, v := range rep.Variants {
-		fmt.Fprintf(w, "\n== %s: %s\n", v.Name, v.Verdict)
+		fmt.Fprintf(w, "\n== %s: %s\n", quoteName(v.Name), v.Verdict)
 		if v.Doc != "" {
 			fmt.Fprintf(w, "   %s\n", v.Doc)
 		}
@@ -147,7 +147,7 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 			shown[f.Kind]++
 			switch n := shown[f.Kind]; {
 			case n <= 3:
-				fmt.Fprintf(w, "   [%s] %s\n", f.Kind, f.Message)
+				fmt.Fprintf(w, "   [%s] %s\n", f.Kind, quoteName(f.Message))
 			case n == 4:
 				fmt.Fprintf(w, "   [%s] … and %d more (%s)\n", f.Kind, v.Counts[f.Kind]-3, moreWhere(v, f.Kind))
 			}

@@ -160,7 +160,7 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 		return writeJSON(stdout, rep)
 	}
 	pal := paletteFor(stdout)
-	fmt.Fprintf(stdout, "scenario %s, variant %s\n", pal.Bold(sc.Name), pal.Bold(v.Name))
+	fmt.Fprintf(stdout, "scenario %s, variant %s\n", pal.Bold(quoteName(sc.Name)), pal.Bold(quoteName(v.Name)))
 	fmt.Fprintf(stdout, "config: %s\n", cfg.Summary())
 	for _, n := range o.Built.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
@@ -181,7 +181,7 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 		fmt.Fprintln(stdout)
 	}
 	for _, fd := range firsts {
-		fmt.Fprintf(stdout, "[%s] %s\n", pal.Verdict(fd.Kind), fd.Message)
+		fmt.Fprintf(stdout, "[%s] %s\n", pal.Verdict(fd.Kind), quoteName(fd.Message))
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func writeFindingSample(w io.Writer, fs []ranks.Finding, rest string) {
 		for _, f := range fs {
 			if f.Kind == k && shown < 2 {
 				shown++
-				fmt.Fprintf(w, "  [%s] %s\n", f.Kind, f.Message)
+				fmt.Fprintf(w, "  [%s] %s\n", f.Kind, quoteName(f.Message))
 			}
 		}
 		if n := count[k] - shown; n > 0 {
@@ -80,7 +80,7 @@ func writeFindingSample(w io.Writer, fs []ranks.Finding, rest string) {
 	for _, f := range fs { // kinds not listed above, in order
 		if count[f.Kind] > 0 {
 			count[f.Kind] = 0
-			fmt.Fprintf(w, "  [%s] %s\n", f.Kind, f.Message)
+			fmt.Fprintf(w, "  [%s] %s\n", f.Kind, quoteName(f.Message))
 		}
 	}
 }
