@@ -28,10 +28,6 @@ type BugKnobs struct {
 	RoutedDtype    string `json:"routed_dtype,omitempty"`     // bf16 | fp32: element type of the routed output (its allocation size)
 	StreamGuard    string `json:"stream_guard,omitempty"`     // on | off: PyTorch's GroupStreamGuard (PR #195947) orders a group's pad ops across streams
 	Coresident     string `json:"coresident,omitempty"`       // both | one: whether a GPU runs the two spinning one-shot kernels at once
-	// The switches below exist for scenario files (docs/examples/bugs/)
-	// whose ops depend on them (when:); no Go builder reads them.
-	DummyRun     string `json:"dummy_run,omitempty"`     // on | off: a rank with no work still runs the step and issues its peers' collectives
-	ProducerWait string `json:"producer_wait,omitempty"` // current | all: a consumer stream waits on the current stream only, or on every producer
 }
 
 func init() {
