@@ -175,7 +175,7 @@ func genRich(t *rapid.T) richProgram {
 func TestDPORNaiveEveryChoice(t *testing.T) {
 	limit := scale(1500, 300)
 	if *dporLong || os.Getenv("COLLSIM_DPOR_LONG") != "" {
-		limit = 40000
+		limit = 10000
 	}
 	var checked, skipped atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
@@ -191,7 +191,9 @@ func TestDPORNaiveEveryChoice(t *testing.T) {
 		require.Equal(rt, verdicts(want), verdicts(got), "verdict sets: dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
 		require.Equal(rt, keys(want), keys(got), "outcome sets: dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
 		require.LessOrEqual(rt, sum.Schedules, runs)
-		checked.Add(1)
+		if n := checked.Add(1); n%25 == 0 {
+			t.Logf("%d programs checked so far", n)
+		}
 	})
 	t.Logf("checked %d generated programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)
 }
