@@ -29,6 +29,9 @@ type Spec struct {
 	Tensors  []TensorSpec
 	Programs []ProgramSpec
 	Variants []Variant
+	// Symm are symmetric allocations several communicators may share
+	// (spec_symm.go).
+	Symm []SymmSpec
 	// Params are the knobs the file declares itself (spec_params.go).
 	Params []ParamSpec
 	// Compare lists step-time comparisons between variants for the report.
@@ -255,6 +258,11 @@ type OpSpec struct {
 	// Root is a broadcast's root, as an index into the communicator's
 	// ranks (NCCL's root argument).
 	Root int
+	// Symmetric names the symmetric allocation an allreduce runs its
+	// one-shot kernel over (empty: its communicator's workspace), at chunk
+	// Offset.
+	Symmetric string
+	Offset    int
 	// Peer is a send's destination or a receive's source: an index into
 	// the communicator's ranks, or next / prev (the neighbours in
 	// communicator order, wrapping around).

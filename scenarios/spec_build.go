@@ -62,7 +62,7 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 		// defaults leaves them as they were).
 		for _, p := range s.allPrograms() {
 			for _, op := range p.flat() {
-				if op.Comm != c.Name || !op.Kind.collective() {
+				if op.Comm != c.Name || !op.Kind.collective() || op.Symmetric != "" {
 					continue
 				}
 				tin, tout := s.tensor(op.In), s.tensor(op.Out)
@@ -214,6 +214,10 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	if err != nil {
 		return nil, err
 	}
+	symms, err := s.symmAllocs(w, cfg, hw)
+	if err != nil {
+		return nil, err
+	}
 	b := &Built{World: w, Compare: make([][]*ranks.Buffer, n)}
 	noted := map[string]bool{}
 	have := make([]bool, n)
@@ -234,7 +238,7 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 				return nil, fmt.Errorf("rank %d has two programs", r)
 			}
 			have[r] = true
-			prog, written, err := s.lowerProgram(w, cfg, hw, comms, bufs[r], &p, r, opt.Reference, b, noted)
+			prog, written, err := s.lowerProgram(w, cfg, hw, comms, symms, bufs[r], &p, r, opt.Reference, b, noted)
 			if err != nil {
 				return nil, err
 			}
@@ -256,7 +260,7 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	return b, nil
 }
 
-func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms map[string]*collectives.Comm,
+func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms map[string]*collectives.Comm, symms map[string]*collectives.SymmAlloc,
 	bufs map[string]*ranks.Buffer, p *ProgramSpec, r int, reference bool, b *Built, noted map[string]bool) (*ranks.Program, map[string]bool, error) {
 	prog := &ranks.Program{Streams: append([]string(nil), p.Streams...), Events: append([]string(nil), p.Events...)}
 	index := func(list []string, name, what string) (int, error) {
@@ -415,7 +419,10 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			}
 			got := callStrategy(cfg, hw, &op, c.Size(), in.Bytes, out.Bytes)
 			var k *ranks.KernelSpec
-			if op.Kind == OpAllReduce && op.Blocks == 0 && in.Chunks() == cfg.Chunks && out.Chunks() == cfg.Chunks {
+			if a := symms[op.Symmetric]; a != nil {
+				got = "symm-oneshot"
+				k, err = a.OneShot(r, collectives.Group{Name: c.Name, Ranks: c.Group}, op.Name, max(op.Blocks, 1), op.Offset, in, out)
+			} else if op.Kind == OpAllReduce && op.Blocks == 0 && in.Chunks() == cfg.Chunks && out.Chunks() == cfg.Chunks {
 				k, err = c.AllReduce(r, op.Name, got, in, out)
 			} else {
 				k, err = c.Collective(r, collectives.Call{Name: op.Name, Op: collOp(op.Kind), Strategy: got, In: in, Out: out, Root: op.Root, Blocks: op.Blocks})

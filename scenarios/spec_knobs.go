@@ -59,6 +59,11 @@ func (s *Spec) usedKnobs() map[string]bool {
 				}
 			}
 		}
+		for _, sy := range s.Symm {
+			if sy.Pad == "" {
+				used["pad"] = true
+			}
+		}
 		for _, ps := range s.patches {
 			if len(ps) > 0 {
 				used["patch"] = true

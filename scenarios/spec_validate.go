@@ -258,6 +258,9 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			if op.Comm != "" && comms[op.Comm] == nil {
 				e.add(op.pos.at("comm"), "%s %q uses undefined communicator %q", op.Kind, op.Name, op.Comm)
 			}
+			if op.Symmetric != "" && s.symmSpec(op.Symmetric) == nil {
+				e.add(op.pos.at("symmetric"), "%s %q uses undefined symmetric allocation %q (declare it under symmetric)", op.Kind, op.Name, op.Symmetric)
+			}
 		case OpSync:
 			if op.Name != SyncDevice && !slices.Contains(p.Streams, op.Name) {
 				e.add(op.pos.at("name"), "sync of undefined stream %q; expected one of this program's streams, or %q", op.Name, SyncDevice)
@@ -304,6 +307,11 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	if s.Graph != nil {
 		if tasks := cfg.TP * len(s.Graph.Ops) * 3 * replays; tasks > MaxTasks {
 			report(s.pos.at("graph"), fmt.Sprintf("about %d ops to run (ranks × ops × replays, with stream markers); at most %d", tasks, MaxTasks))
+		}
+	}
+	for _, sy := range s.Symm {
+		if _, err := sy.Ranks.Resolve(n); err != nil {
+			report(sy.pos.at("ranks"), fmt.Sprintf("symmetric %q: %v", sy.Name, err))
 		}
 	}
 	commRanks := map[string][]int{}
@@ -443,7 +451,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 			case len(group) == 0:
 			case op.Kind == OpSend || op.Kind == OpRecv:
 				h.Kernel.OrderKey = ncclOrderKey(cfg, op.Comm)
-			case op.Kind.collective() && tin != nil && tout != nil:
+			case op.Kind.collective() && tin != nil && tout != nil && op.Symmetric == "":
 				st := callStrategy(cfg, hw, &op, len(group), tin.Bytes, tout.Bytes)
 				if st == collectives.NCCL || st == collectives.NCCLTree {
 					h.Kernel.OrderKey = ncclOrderKey(cfg, op.Comm)
@@ -507,6 +515,13 @@ func (s *Spec) checkCall(cfg Config, op *OpSpec, r int, commRanks map[string][]i
 		return
 	}
 	ci, co := tin.chunks(cfg), tout.chunks(cfg)
+	if op.Symmetric != "" {
+		if ci != co {
+			report(op.pos.at("out"), fmt.Sprintf("%s %q: in %q has %d chunks, out %q %d; expected equal", op.Kind, op.Name, op.In, ci, op.Out, co))
+		}
+		s.checkSymmCall(cfg, op, group, report)
+		return
+	}
 	switch op.Kind {
 	case OpAllReduce, OpBroadcast:
 		if ci != co {

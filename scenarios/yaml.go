@@ -543,7 +543,7 @@ func parseDuration(s string) (int64, error) {
 
 // top-level keys in the order the documentation and the exporter use.
 var topKeys = []string{"name", "description", "hardware", "ranks", "mode", "replays", "chunks", "knobs",
-	"params", "communicators", "tensors", "graph", "programs", "variants", "compare"}
+	"params", "communicators", "symmetric", "tensors", "graph", "programs", "variants", "compare"}
 
 // knobs that have their own top-level key.
 var topKnob = map[string]string{"hardware": "arch", "ranks": "tp", "mode": "mode", "replays": "replays", "chunks": "chunks"}
@@ -635,6 +635,11 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		items := d.seqAtMost(v, "communicators", MaxCommsPerFile, "")
 		for _, it := range items {
 			s.Comms = append(s.Comms, d.comm(it))
+		}
+	}
+	if v := o.get("symmetric"); v != nil {
+		for _, it := range d.seqAtMost(v, "symmetric", MaxCommsPerFile, "") {
+			s.Symm = append(s.Symm, d.symm(d.mapping(it, "symmetric allocation", "name", "ranks", "chunks", "pad")))
 		}
 	}
 	if v := o.get("tensors"); v != nil {
@@ -854,7 +859,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 
 var opKeys = []string{"id", "when", "repeat", "ops", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
 	"alloc", "free", "record_stream", "empty_cache",
-	"stream", "reads", "writes", "time", "weight", "spin", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
+	"stream", "reads", "writes", "time", "weight", "spin", "symmetric", "offset", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
 // opStrategies are the strategy values an op may name: auto and every
 // concrete strategy of collectives.Strategies.
@@ -863,7 +868,7 @@ var opStrategies = []string{"auto", "nccl", "nccl-tree", "multimem", "p2p-onesho
 // opAllowed lists the keys each op kind takes.
 var opAllowed = map[OpKind][]string{
 	OpKernel:        {"kernel", "stream", "reads", "writes", "time", "weight", "blocks", "spin"},
-	OpAllReduce:     {"allreduce", "stream", "comm", "in", "out", "strategy", "blocks"},
+	OpAllReduce:     {"allreduce", "stream", "comm", "in", "out", "strategy", "blocks", "symmetric", "offset"},
 	OpAllGather:     {"allgather", "stream", "comm", "in", "out", "strategy", "blocks"},
 	OpReduceScatter: {"reducescatter", "stream", "comm", "in", "out", "strategy", "blocks"},
 	OpAllToAll:      {"alltoall", "stream", "comm", "in", "out", "strategy", "blocks"},
@@ -971,6 +976,14 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		}
 		op.Blocks = int(o.int("blocks", 1, MaxBlocks))
 		op.Root = int(o.int("root", 0, MaxRanks-1))
+		op.Symmetric = o.name("symmetric")
+		op.Offset = int(o.int("offset", 0, MaxTensorChunks))
+		if o.has("offset") && !o.has("symmetric") {
+			d.add(o.kpos["offset"], "offset is a region of a symmetric allocation; give symmetric:")
+		}
+		if o.has("symmetric") && o.has("strategy") {
+			d.add(o.kpos["strategy"], "an allreduce on a symmetric allocation is PyTorch's one-shot kernel; remove strategy")
+		}
 	case op.Kind == OpRecordStream:
 		o.require("stream")
 	case op.Kind == OpSend || op.Kind == OpRecv:

@@ -89,6 +89,16 @@ func MarshalSpec(s *Spec) []byte {
 			}
 		}
 	}
+	if len(s.Symm) > 0 {
+		p(0, "symmetric:")
+		for _, sy := range s.Symm {
+			line := fmt.Sprintf("- {name: %s, ranks: %s, chunks: %d", quote(sy.Name), sy.Ranks, sy.Chunks)
+			if sy.Pad != "" {
+				line += ", pad: " + quote(sy.Pad)
+			}
+			p(1, "%s}", line)
+		}
+	}
 	if len(s.Tensors) > 0 {
 		p(0, "tensors:")
 		for _, t := range s.Tensors {
@@ -271,6 +281,12 @@ func opLine(op OpSpec) string {
 		}
 		if op.Blocks != 0 {
 			parts = append(parts, fmt.Sprintf("blocks: %d", op.Blocks))
+		}
+		if op.Symmetric != "" {
+			parts = append(parts, "symmetric: "+quote(op.Symmetric))
+			if op.Offset != 0 {
+				parts = append(parts, fmt.Sprintf("offset: %d", op.Offset))
+			}
 		}
 		if op.Kind == OpBroadcast && op.Root != 0 {
 			parts = append(parts, fmt.Sprintf("root: %d", op.Root))
