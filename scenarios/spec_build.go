@@ -228,6 +228,9 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	if err := s.checkParams(cfg); err != nil {
 		return nil, err
 	}
+	if !opt.Reference {
+		b.Notes = append(b.Notes, s.symmNotes(progs, cfg, symms)...)
+	}
 	for _, p := range progs {
 		rs, err := p.Ranks.Resolve(n)
 		if err != nil {

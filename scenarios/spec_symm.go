@@ -115,3 +115,46 @@ func (s *Spec) checkSymmCall(cfg Config, op *OpSpec, group []int, report func(Po
 		report(sy.pos.at(""), fmt.Sprintf("symmetric %q has no pad, and the pad knob is unset: give pad: allocation or per-group", sy.Name))
 	}
 }
+
+// symmNotes says, for each symmetric allocation several communicators use,
+// which pad slots their barriers alias (collectives.SymmAlloc.Aliases): the
+// note a reader needs to see why two groups' signals can complete each
+// other's waits. Nothing is noted when no slot is shared.
+func (s *Spec) symmNotes(progs []ProgramSpec, cfg Config, symms map[string]*collectives.SymmAlloc) []string {
+	var notes []string
+	for i := range s.Symm {
+		name := s.Symm[i].Name
+		a := symms[name]
+		if a == nil {
+			continue
+		}
+		used := map[string]bool{}
+		blocks := 1
+		for _, p := range progs {
+			for _, op := range p.Ops {
+				if op.Symmetric == name {
+					used[op.Comm] = true
+					blocks = max(blocks, op.Blocks)
+				}
+			}
+		}
+		var groups []collectives.Group
+		for _, c := range s.Comms {
+			if !used[c.Name] {
+				continue
+			}
+			rs, err := c.Ranks.Resolve(cfg.TP)
+			if err != nil {
+				continue
+			}
+			groups = append(groups, collectives.Group{Name: c.Name, Ranks: rs})
+		}
+		if len(groups) < 2 {
+			continue
+		}
+		for _, al := range a.Aliases(groups, blocks) {
+			notes = append(notes, "aliased slot: "+al)
+		}
+	}
+	return notes
+}
