@@ -29,6 +29,10 @@ type Spec struct {
 	Tensors  []TensorSpec
 	Programs []ProgramSpec
 	Variants []Variant
+	// References lists the references besides the serialized program that
+	// every run is compared with: "eager" (in graph mode, the eager path's
+	// outputs: Scenario.GraphMatchesEager).
+	References []string
 	// Symm are symmetric allocations several communicators may share
 	// (spec_symm.go).
 	Symm []SymmSpec

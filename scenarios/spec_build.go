@@ -17,7 +17,8 @@ import (
 // follows the spec's form: a Go graph form (forms.go), the user op graph, or the
 // per-rank programs.
 func (s *Spec) Scenario() *Scenario {
-	sc := &Scenario{Name: s.Name, Description: s.Description, Base: s.Base, Variants: append([]Variant(nil), s.Variants...), Compare: append([]Comparison(nil), s.Compare...), Spec: s}
+	sc := &Scenario{Name: s.Name, Description: s.Description, Base: s.Base, Variants: append([]Variant(nil), s.Variants...), Compare: append([]Comparison(nil), s.Compare...), Spec: s,
+		GraphMatchesEager: slices.Contains(s.References, "eager")}
 	switch {
 	case s.Graph != nil && s.Graph.Builder != "":
 		sc.Build = graphForms[s.Graph.Builder].build

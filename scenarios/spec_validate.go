@@ -23,6 +23,15 @@ func (s *Spec) Validate() error {
 		s.pos = posMap{}
 	}
 	s.validateForm(e)
+	if slices.Contains(s.References, "eager") && (s.Graph == nil || s.Graph.Builder == "") {
+		flagged := false
+		for _, t := range s.Tensors {
+			flagged = flagged || t.Output
+		}
+		if !flagged {
+			e.add(s.pos.at("references.eager"), "references: eager compares the outputs of two builds; mark the tensors to compare with output: true")
+		}
+	}
 	s.validateKnobs(e)
 	tensors := s.validateTensors(e)
 	comms := s.validateComms(e)

@@ -543,7 +543,7 @@ func parseDuration(s string) (int64, error) {
 
 // top-level keys in the order the documentation and the exporter use.
 var topKeys = []string{"name", "description", "hardware", "ranks", "mode", "replays", "chunks", "knobs",
-	"params", "communicators", "symmetric", "tensors", "graph", "programs", "variants", "compare"}
+	"params", "references", "communicators", "symmetric", "tensors", "graph", "programs", "variants", "compare"}
 
 // knobs that have their own top-level key.
 var topKnob = map[string]string{"hardware": "arch", "ranks": "tp", "mode": "mode", "replays": "replays", "chunks": "chunks"}
@@ -635,6 +635,21 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		items := d.seqAtMost(v, "communicators", MaxCommsPerFile, "")
 		for _, it := range items {
 			s.Comms = append(s.Comms, d.comm(it))
+		}
+	}
+	if v := o.get("references"); v != nil {
+		for _, it := range d.seqAtMost(v, "references", 4, "") {
+			name, ok := d.str(it, "references")
+			switch {
+			case !ok:
+			case name != "eager":
+				d.add(posOf(it), "references: %q; expected eager (in graph mode, also compare with the eager path's outputs)", name)
+			case slices.Contains(s.References, name):
+				d.add(posOf(it), "references: %q listed twice", name)
+			default:
+				s.References = append(s.References, name)
+				s.pos["references.eager"] = posOf(it)
+			}
 		}
 	}
 	if v := o.get("symmetric"); v != nil {

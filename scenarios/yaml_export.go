@@ -73,6 +73,9 @@ func MarshalSpec(s *Spec) []byte {
 		}
 		p(1, "%s: %s", k.key, knobVal(val))
 	}
+	if len(s.References) > 0 {
+		p(0, "references: %s", names(s.References))
+	}
 	if len(s.Params) > 0 {
 		p(0, "params:")
 		for _, pr := range s.Params {
