@@ -3,9 +3,11 @@ package perf
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/btree"
@@ -33,6 +35,9 @@ func ptr(f float64) *float64 { return &f }
 // Options size the measurements.
 type Options struct {
 	Quick bool // small sizes, for tests and smoke runs
+	// Large adds the rows that take minutes (tp1024-1layer-*,
+	// scale-4096x61-*) and stretches the TP sweep to 1024.
+	Large bool
 	// Rows, when non-empty, selects rows by name.
 	Rows []string
 }
@@ -48,7 +53,12 @@ var Benches = []Bench{
 	{"engine-vs-btree", engineVsBTree},
 	{"tp8-1layer-schedules-per-s", tp8Schedules},
 	{"ring512-ms", ring512},
-	{"scale-1024x61-s", scale},
+	{"ring512-shared-ms", ring512Shared},
+	{"scale-1024x61-s", scale1024},
+	{"tp-sweep-exponent", tpSweep},
+	{"layers-sweep-exponent", layersSweep},
+	{"tp1024-1layer-s", tp1024},
+	{"scale-4096x61-s", scale4096},
 	{"workers2-speedup", workers2},
 	{"dpor-trace-vs-random", dporVsRandom},
 }
@@ -61,7 +71,11 @@ func Run(o Options) ([]Row, error) {
 		want[r] = true
 	}
 	for _, b := range Benches {
-		if len(want) > 0 && !want[b.Name] && !(b.Name == "scale-1024x61-s" && want["scale-1024x61-peak-mib"]) {
+		peakName := peakRow(b.Name)
+		if len(want) > 0 && !want[b.Name] && !(peakName != "" && want[peakName]) {
+			continue
+		}
+		if len(want) == 0 && !o.Large && largeRows[b.Name] {
 			continue
 		}
 		// Each row starts from a collected heap: the scale row leaves
@@ -73,11 +87,25 @@ func Run(o Options) ([]Row, error) {
 			return nil, fmt.Errorf("%s: %w", b.Name, err)
 		}
 		rows = append(rows, r)
-		if b.Name == "scale-1024x61-s" {
-			rows = append(rows, scalePeak)
+		if peakName != "" {
+			rows = append(rows, lastPeak)
 		}
 	}
 	return rows, nil
+}
+
+// largeRows take minutes of CPU: they run only with Options.Large or when
+// named in Options.Rows.
+var largeRows = map[string]bool{"tp1024-1layer-s": true, "scale-4096x61-s": true}
+
+// peakRow is the name of the peak-RSS row that follows a timed row
+// ("scale-1024x61-s" → "scale-1024x61-peak-mib"), or "".
+func peakRow(name string) string {
+	switch name {
+	case "scale-1024x61-s", "tp1024-1layer-s", "scale-4096x61-s":
+		return strings.TrimSuffix(name, "-s") + "-peak-mib"
+	}
+	return ""
 }
 
 func less(a, b sim.Item) bool {
@@ -175,6 +203,23 @@ func tp8Schedules(o Options) (Row, error) {
 // RingWorld builds n ranks doing one NCCL ring all-reduce of bytes with
 // chunks value chunks per rank (values and race detection on).
 func RingWorld(n int, bytes int64, chunks int) (*ranks.World, error) {
+	return ringWorld(n, bytes, chunks, noSide)
+}
+
+// side is what ringWorld's second stream does with the ring's input.
+type side uint8
+
+const (
+	noSide     side = iota // no second stream
+	sideReads              // it reads the input into a buffer of its own
+	sideWrites             // it writes the input (a race: for tests)
+)
+
+// ringWorld is RingWorld; with sideReads, every rank also launches a kernel
+// on a second stream that reads the ring's input buffer into a buffer of its
+// own. The input is then touched by two lanes, so every access the ring
+// makes to it goes through the race check (reads against reads: no race).
+func ringWorld(n int, bytes int64, chunks int, sd side) (*ranks.World, error) {
 	hw := ranks.Profiles["h100"]
 	w := ranks.NewWorld(n, ranks.Config{Mode: ranks.Eager, LaunchCost: hw.Launch, EventCost: hw.EventOp}, sim.NewEngine(sim.Timed, nil))
 	group := make([]int, n)
@@ -190,102 +235,226 @@ func RingWorld(n int, bytes int64, chunks int) (*ranks.World, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.SetProgram(r, &ranks.Program{Streams: []string{"main"}, Ops: []ranks.HostOp{{Kind: ranks.Launch, Kernel: k}}})
+		p := &ranks.Program{Streams: []string{"main"}, Ops: []ranks.HostOp{{Kind: ranks.Launch, Kernel: k}}}
+		if sd != noSide {
+			own := w.Alloc(r, "side", bytes, chunks)
+			in := ranks.Instr{Op: ranks.OpCompute, Dst: own, N: chunks, Srcs: []ranks.Src{{Buf: in, Coef: 1}}}
+			if sd == sideWrites {
+				in.Dst, in.Srcs[0].Buf = in.Srcs[0].Buf, own
+			}
+			p.Streams = append(p.Streams, "side")
+			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: 1, Kernel: &ranks.KernelSpec{Name: "side", Instrs: []ranks.Instr{in}}})
+		}
+		w.SetProgram(r, p)
 	}
 	return w, nil
 }
 
 // ring512 is a 512-rank NCCL ring all-reduce of 1 MiB, one value chunk per
 // ring segment, with values and race detection on: building the world and
-// running it. The value is the median of ringRuns runs after one warm-up
-// run (the first run of a process also pays for growing the heap from
-// nothing: page faults and back-to-back collections). The baseline is the
-// published figure for ASTRA-sim's analytical backend on the same collective
-// (about 600 ms, timing only), as quoted in the issue; it was not re-measured
-// here.
-func ring512(o Options) (Row, error) {
+// running it. Its baseline is BareRing of the same shape over the same
+// queue, measured in the same run: the two alternate, one warm-up each
+// (the first run of a process also pays for growing the heap), then the
+// median of ringRuns CPU times (getrusage user+sys) of each. The note
+// adds the machine's memory-bandwidth bound for the bytes the bare ring
+// touches, measured here too.
+func ring512(o Options) (Row, error) { return ringRow(o, "ring512-ms", noSide) }
+
+// ring512Shared is ring512 with a second stream per rank reading the
+// ring's input, so the race check runs on every access the ring makes to
+// it (ringWorld's sideReads).
+func ring512Shared(o Options) (Row, error) { return ringRow(o, "ring512-shared-ms", sideReads) }
+
+func ringRow(o Options, name string, sd side) (Row, error) {
 	n, runs := 512, ringRuns
 	if o.Quick {
 		n, runs = 32, 1
 	}
-	ms := make([]float64, 0, runs)
+	var simMS, bareMS []float64
 	for i := -1; i < runs; i++ {
-		t0 := time.Now()
-		w, err := RingWorld(n, 1<<20, n)
+		t0 := cpuTime()
+		w, err := ringWorld(n, 1<<20, n, sd)
 		if err != nil {
 			return Row{}, err
 		}
 		if _, err := w.Run(); err != nil {
 			return Row{}, err
 		}
+		t1 := cpuTime()
+		out := BareRing(n)
+		t2 := cpuTime()
+		if err := checkBareRing(out); err != nil {
+			return Row{}, err
+		}
 		if i >= 0 {
-			ms = append(ms, float64(time.Since(t0).Microseconds())/1000)
+			simMS = append(simMS, ms(t1-t0))
+			bareMS = append(bareMS, ms(t2-t1))
 		}
 	}
-	slices.Sort(ms)
-	m := ms[len(ms)/2]
-	return Row{Name: "ring512-ms", Value: m, Unit: "ms", Baseline: ptr(600), Ratio: ptr(m / 600),
-		Note: fmt.Sprintf("median of %d runs after a warm-up (%.1f–%.1f ms), each building the world and running it; baseline: ASTRA-sim analytical (quoted, not measured)", runs, ms[0], ms[len(ms)-1])}, nil
+	slices.Sort(simMS)
+	slices.Sort(bareMS)
+	m, b := simMS[len(simMS)/2], bareMS[len(bareMS)/2]
+	touched := int64(3*n*n) * 8 // inputs and outputs, and one 8-byte message per hop (2n(n−1) ≈ 2n² hops: read once, written once)
+	bw := copyBandwidth()
+	bound := float64(touched) / bw * 1000
+	return Row{Name: name, Value: m, Unit: "cpu-ms", Baseline: ptr(b), Ratio: ptr(m / b),
+		Note: fmt.Sprintf("median CPU time of %d builds and runs after a warm-up (%.1f–%.1f ms); baseline: BareRing, the same ring in plain Go over sim.Engine, alternating with it (%.2f–%.2f ms); memory-bandwidth bound for the %d KiB a ring of this shape touches: %.3f ms at %.1f GB/s copy measured now (%.0f× that)",
+			runs, simMS[0], simMS[len(simMS)-1], bareMS[0], bareMS[len(bareMS)-1], touched>>10, bound, bw/1e9, m/bound)}, nil
 }
 
-// ringRuns is how many timed runs the ring512 row takes the median of.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// copyBandwidth is bytes per second of copying a 64 MiB buffer, the best of
+// three (CPU time).
+func copyBandwidth() float64 {
+	a, b := make([]byte, 64<<20), make([]byte, 64<<20)
+	for i := range a {
+		a[i] = byte(i)
+	}
+	best := math.Inf(1)
+	for range 3 {
+		t0 := cpuTime()
+		copy(b, a)
+		best = min(best, (cpuTime() - t0).Seconds())
+	}
+	return float64(len(a)) / max(best, 1e-6)
+}
+
+// ringRuns is how many timed runs the ring rows take the median of.
 const ringRuns = 5
 
-var scalePeak Row
+// lastPeak is the peak-RSS row of the last timed row that has one.
+var lastPeak Row
 
-// scale runs tp8-shared-expert fixed at 1024 ranks (TP=8 × DP=128) × 61
-// layers × 2 replays: one nominal schedule with race detection.
-func scale(o Options) (Row, error) {
+// scaleRow runs tp8-shared-expert fixed with sets, one nominal schedule with
+// race detection, and measures its CPU time and the process's peak RSS
+// (reset first where the kernel allows, so the peak is this row's).
+func scaleRow(name string, sets []string) (Row, error) {
 	sc, ok := scenarios.Lookup("tp8-shared-expert")
 	if !ok {
 		return Row{}, fmt.Errorf("tp8-shared-expert not registered")
 	}
 	v, _ := sc.Variant("fixed")
-	dp, layers := "128", "61"
-	if o.Quick {
-		dp, layers = "2", "2"
-	}
-	cfg, err := sc.VariantConfig(v, []string{"dp=" + dp, "layers=" + layers, "replays=2"})
+	cfg, err := sc.VariantConfig(v, sets)
 	if err != nil {
 		return Row{}, err
 	}
 	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	stop := make(chan struct{})
-	peak := make(chan uint64)
-	go samplePeak(stop, peak)
-	t0 := time.Now()
-	out, err := check.RunSchedule(sc, cfg, nil, sim.Timed, sim.Nominal{})
-	secs := time.Since(t0).Seconds()
-	close(stop)
-	p := <-peak
+	debug.FreeOSMemory()
+	reset := resetPeak()
+	before := peakRSS()
+	t0, w0 := cpuTime(), time.Now()
+	_, err = check.RunSchedule(sc, cfg, nil, sim.Timed, sim.Nominal{})
+	secs, wall := (cpuTime() - t0).Seconds(), time.Since(w0).Seconds()
 	if err != nil {
 		return Row{}, err
 	}
-	_ = out
-	scalePeak = Row{Name: "scale-1024x61-peak-mib", Value: float64(p) / (1 << 20), Unit: "MiB"}
-	return Row{Name: "scale-1024x61-s", Value: secs, Unit: "s"}, nil
+	p := peakRSS()
+	note := "process peak RSS (getrusage), reset before the row"
+	if !reset {
+		note = fmt.Sprintf("process peak RSS (getrusage) since the start: could not be reset, so an earlier row's peak may show (%.0f MiB before this row)", float64(before)/(1<<20))
+	}
+	lastPeak = Row{Name: peakRow(name), Value: float64(p) / (1 << 20), Unit: "MiB", Note: note}
+	return Row{Name: name, Value: secs, Unit: "cpu-s",
+		Note: fmt.Sprintf("%s, one nominal schedule with race detection; CPU time (user+sys, all threads); %.1f s wall", strings.Join(sets, " "), wall)}, nil
 }
 
-// samplePeak samples the Go heap in use until stop closes and sends the peak.
-func samplePeak(stop chan struct{}, out chan uint64) {
-	var peak uint64
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		if u := m.HeapInuse + m.StackInuse; u > peak {
-			peak = u
-		}
-		select {
-		case <-stop:
-			out <- peak
-			return
-		case <-tick.C:
-		}
+// scale1024 is TP=8 × DP=128, 61 layers, 2 replays.
+func scale1024(o Options) (Row, error) {
+	if o.Quick {
+		return scaleRow("scale-1024x61-s", []string{"dp=2", "layers=2", "replays=2"})
 	}
+	return scaleRow("scale-1024x61-s", []string{"dp=128", "layers=61", "replays=2"})
+}
+
+// scale4096 is TP=8 × DP=512, 61 layers, 2 replays (opt-in: Large).
+func scale4096(o Options) (Row, error) {
+	if o.Quick {
+		return scaleRow("scale-4096x61-s", []string{"dp=4", "layers=2", "replays=2"})
+	}
+	return scaleRow("scale-4096x61-s", []string{"dp=512", "layers=61", "replays=2"})
+}
+
+// tp1024 is one TP group of 1024 ranks, one layer (opt-in: Large).
+func tp1024(o Options) (Row, error) {
+	if o.Quick {
+		return scaleRow("tp1024-1layer-s", []string{"tp=32", "layers=1"})
+	}
+	return scaleRow("tp1024-1layer-s", []string{"tp=1024", "layers=1"})
+}
+
+// sweep runs tp8-shared-expert fixed at each value of knob (others fixed
+// by sets) and fits log CPU time against log value by least squares: the
+// exponent is the slope. The note lists every point.
+func sweep(name, knob string, values []int, sets []string) (Row, error) {
+	sc, ok := scenarios.Lookup("tp8-shared-expert")
+	if !ok {
+		return Row{}, fmt.Errorf("tp8-shared-expert not registered")
+	}
+	v, _ := sc.Variant("fixed")
+	var xs, ys []float64
+	var pts []string
+	for _, x := range values {
+		cfg, err := sc.VariantConfig(v, append(slices.Clone(sets), fmt.Sprintf("%s=%d", knob, x)))
+		if err != nil {
+			return Row{}, err
+		}
+		runtime.GC()
+		t0 := cpuTime()
+		if _, err := check.RunSchedule(sc, cfg, nil, sim.Timed, sim.Nominal{}); err != nil {
+			return Row{}, err
+		}
+		s := max((cpuTime() - t0).Seconds(), 1e-4)
+		xs, ys = append(xs, math.Log(float64(x))), append(ys, math.Log(s))
+		pts = append(pts, fmt.Sprintf("%s=%d %.3gs", knob, x, s))
+	}
+	slope := fitSlope(xs, ys)
+	return Row{Name: name, Value: slope, Unit: "exponent",
+		Note: fmt.Sprintf("slope of log CPU time (getrusage user+sys) against log %s, least squares over one nominal schedule each (%s): %s", knob, strings.Join(sets, " "), strings.Join(pts, ", "))}, nil
+}
+
+// fitSlope is the least-squares slope of ys against xs.
+func fitSlope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
+
+// tpSweep is one layer of one TP group at tp = 8, 16, …: up to 256 by
+// default, 1024 with Large, 32 when Quick. Steps grow as tp².
+func tpSweep(o Options) (Row, error) {
+	top := 256
+	switch {
+	case o.Quick:
+		top = 32
+	case o.Large:
+		top = 1024
+	}
+	var tps []int
+	for tp := 8; tp <= top; tp *= 2 {
+		tps = append(tps, tp)
+	}
+	return sweep("tp-sweep-exponent", "tp", tps, []string{"layers=1"})
+}
+
+// layersSweep is TP=8 × DP=16 at 4, 8, 16, 32 layers (1, 2, 4 when
+// Quick). Steps grow linearly with layers.
+func layersSweep(o Options) (Row, error) {
+	ls := []int{4, 8, 16, 32}
+	if o.Quick {
+		ls = []int{1, 2, 4}
+	}
+	return sweep("layers-sweep-exponent", "layers", ls, []string{"dp=16", "replays=2"})
 }
 
 // workers2 explores the same random schedules of tp8-shared-expert (fixed,

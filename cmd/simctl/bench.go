@@ -20,11 +20,18 @@ func newBenchCmd(stdout, _ io.Writer) *cobra.Command {
 		Short: "Measure the simulator's hot paths, each against a baseline from the same run",
 		Long: `bench measures the engine loop against a bare google/btree push/pop of the
 same events, explored tp8-shared-expert schedules per second, a 512-rank NCCL
-ring all-reduce with values and race detection, and a 1024-rank × 61-layer
-nominal schedule (time and peak heap). Ratios come from one run: quote those.`,
-		Example: `  simctl bench  # not run: minutes of CPU; --quick is the smoke run
+ring all-reduce against the same ring in plain Go over the same queue (and
+again with a second stream reading the input, so race detection runs), a
+1024-rank × 61-layer nominal schedule (CPU time and the process's peak RSS),
+and growth exponents of CPU time over a TP sweep and a layers sweep.
+--large adds tp1024-1layer-* and scale-4096x61-* and sweeps TP to 1024:
+minutes of CPU and gigabytes. Times are CPU time (getrusage user+sys), so a
+busy machine inflates them less than wall time. Ratios come from one run:
+quote those.`,
+		Example: `  simctl bench  # not run: a minute of CPU; --quick is the smoke run
+  simctl bench --large  # not run: many minutes of CPU and gigabytes of memory
   simctl bench --quick --format json
-  simctl bench --row engine-vs-btree --row ring512-ms`,
+  simctl bench --quick --row engine-vs-btree --row ring512-ms --row tp-sweep-exponent`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if format != "text" && format != "json" {
@@ -57,12 +64,16 @@ nominal schedule (time and peak heap). Ratios come from one run: quote those.`,
 					fmt.Fprintf(stdout, "\n%s: %s", r.Name, r.Note)
 				}
 			}
+			if !o.Large && len(o.Rows) == 0 {
+				fmt.Fprintf(stdout, "\n(tp1024-1layer-* and scale-4096x61-* take minutes: add --large)")
+			}
 			fmt.Fprintln(stdout)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&o.Quick, "quick", false, "small sizes (a smoke run, not a measurement)")
+	cmd.Flags().BoolVar(&o.Large, "large", false, "add the rows that take minutes (tp1024-1layer-*, scale-4096x61-*) and sweep TP to 1024")
 	cmd.Flags().StringArrayVar(&o.Rows, "row", nil, "run only these rows (repeatable)")
 	return cmd
 }
