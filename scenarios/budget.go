@@ -47,7 +47,8 @@ const (
 )
 
 // opsPerLayer is how many ops one rank issues per layer and replay: from
-// the scenario's file when it has one, else a MoE layer's.
+// the scenario's file when it has one (its longest program, repeated
+// blocks and conditions applied), else a MoE layer's.
 func (s *Scenario) opsPerLayer(cfg Config) int64 {
 	sp := s.Spec
 	if sp == nil {
@@ -58,8 +59,8 @@ func (s *Scenario) opsPerLayer(cfg Config) int64 {
 	}
 	if len(sp.Programs) > 0 {
 		var most int64
-		for _, p := range sp.Programs {
-			most = max(most, int64(len(p.Ops)))
+		for i := range sp.Programs {
+			most = max(most, int64(sp.Programs[i].expandedLen(cfg))) // repeated blocks counted, not expanded
 		}
 		return max(most, 1)
 	}
@@ -76,6 +77,9 @@ func (s *Scenario) Estimate(cfg Config) Estimate {
 	}
 	ranks := tp * dp
 	ops := s.opsPerLayer(cfg)
+	if sp := s.Spec; sp != nil && (len(sp.Programs) > 0 || sp.Graph != nil && sp.Graph.Builder == "") {
+		layers = 1 // a file's programs or op graph are the whole program (repeats counted in ops)
+	}
 	units := sat(ranks, layers, replays) // rank-layer-replays
 	// Every factor is at most 2^20 (the knobs' own ranges), so the
 	// products below are computed saturating, never overflowing.
@@ -84,7 +88,10 @@ func (s *Scenario) Estimate(cfg Config) Estimate {
 	e.MicroOps = sat(units, ops, tp, chunks)
 	e.Chunks = sat(units, ops, chunks)
 	scale := max(replays, 2) * max(chunks, 4) // calibrated at 2 replays, 4 chunks
-	e.Bytes = satAdd(baseBytes, sat(bytesPerRankLayer, ranks, layers, scale)/8, sat(bytesPerRankLayerPeer, ranks, tp, layers, scale)/8)
+	// Memory in MoE-layer equivalents (the calibration's unit): a file's
+	// program of many ops counts as many layers.
+	eq := max(sat(layers, ops)/defaultOpsPerLayer, 1)
+	e.Bytes = satAdd(baseBytes, sat(bytesPerRankLayer, ranks, eq, scale)/8, sat(bytesPerRankLayerPeer, ranks, tp, eq, scale)/8)
 	return e
 }
 

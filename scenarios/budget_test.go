@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,4 +80,25 @@ func TestEstimateCountsDP(t *testing.T) {
 	require.ErrorIs(t, err, ErrBudget)
 	require.ErrorContains(t, err, "4096 ranks")
 	require.ErrorContains(t, err, "lower tp (now 1024)")
+}
+
+// A file's repeated blocks count in full: repeat-layers.yaml repeats its
+// block `layers` times, so more layers estimate more tasks (through the
+// repeats, not as a multiplier of the whole program), and enough of them
+// is refused before anything is built.
+func TestEstimateCountsRepeatedBlocks(t *testing.T) {
+	data, err := os.ReadFile("testdata/ok/repeat-layers.yaml")
+	require.NoError(t, err)
+	sc, err := Load("repeat-layers.yaml", data)
+	require.NoError(t, err)
+	cfg, err := sc.VariantConfig(sc.Variants[0], nil)
+	require.NoError(t, err)
+	few := sc.Estimate(cfg)
+	cfg.Layers *= 8
+	many := sc.Estimate(cfg)
+	require.Greater(t, many.Tasks, 4*few.Tasks, "8× the layers: 8× the repeated block's ops")
+	defer func(b int64) { MemoryBudget = b }(MemoryBudget)
+	MemoryBudget = few.Bytes
+	_, err = sc.VariantConfig(sc.Variants[0], []string{fmt.Sprintf("layers=%d", cfg.Layers)})
+	require.ErrorIs(t, err, ErrBudget)
 }
