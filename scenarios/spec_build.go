@@ -51,7 +51,7 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 	for _, c := range s.Comms {
 		group, err := c.Ranks.Resolve(cfg.TP)
 		if err != nil {
-			return nil, fmt.Errorf("communicator %q: %w", c.Name, err)
+			return nil, fmt.Errorf("%w: communicator %q: %w", ErrBadKnob, c.Name, err)
 		}
 		ws := collectives.Workspace(cfg.Workspace)
 		if c.Workspace != "" {
@@ -235,11 +235,11 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	for _, p := range progs {
 		rs, err := p.Ranks.Resolve(n)
 		if err != nil {
-			return nil, fmt.Errorf("program: %w", err)
+			return nil, fmt.Errorf("%w: program: %w", ErrBadKnob, err)
 		}
 		for _, r := range rs {
 			if have[r] {
-				return nil, fmt.Errorf("rank %d has two programs", r)
+				return nil, fmt.Errorf("%w: rank %d has two programs", ErrBadKnob, r)
 			}
 			have[r] = true
 			prog, written, err := s.lowerProgram(w, cfg, hw, comms, symms, bufs[r], &p, r, opt.Reference, b, noted)
@@ -258,7 +258,7 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	}
 	for r, ok := range have {
 		if !ok {
-			return nil, fmt.Errorf("rank %d has no program", r)
+			return nil, fmt.Errorf("%w: rank %d has no program: the file's programs do not cover a world of %d ranks", ErrBadKnob, r, n)
 		}
 	}
 	return b, nil

@@ -73,7 +73,7 @@ func (s *Spec) symmAllocs(w *ranks.World, cfg Config, hw ranks.Profile) (map[str
 		sy := &s.Symm[i]
 		on, err := sy.Ranks.Resolve(cfg.TP)
 		if err != nil {
-			return nil, fmt.Errorf("symmetric %q: %w", sy.Name, err)
+			return nil, fmt.Errorf("%w: symmetric %q: %w", ErrBadKnob, sy.Name, err)
 		}
 		a, err := collectives.NewSymmAlloc(w, sy.Name, on, sy.Chunks, sy.padScope(cfg), hw)
 		if err != nil {
