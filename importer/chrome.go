@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Error is input the importer cannot read: the file, the position (line and
@@ -122,10 +123,19 @@ func (e *Event) reset(i int) {
 func (e *Event) End() float64 { return e.Ts + e.Dur }
 
 // open opens a trace file, decompressing it when its name ends in .gz.
+// Only a regular file is accepted: it is opened without blocking, so a FIFO
+// or a device given as a trace is refused instead of hanging the import.
 func open(path string) (io.ReadCloser, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, &Error{File: path, Event: -1, Msg: fmt.Sprintf("not a regular file (%s); want a trace file", st.Mode().Type())}
 	}
 	if !strings.HasSuffix(path, ".gz") {
 		return f, nil

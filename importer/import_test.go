@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/collsim/collsim/check"
@@ -231,4 +232,15 @@ func TestBadExecutionTrace(t *testing.T) {
 	require.NoError(t, os.WriteFile(et, []byte(`{"nodes": [{"name": "a", "attrs": []},`+"\n"+`  {"name": 3}]}`), 0o644))
 	_, err := importer.Import(importer.Options{Traces: []string{filepath.Join(traces, "a_eager.json")}, ET: []string{et}})
 	require.ErrorContains(t, err, "bad.et.json:2:3: node 1: ")
+}
+
+// A FIFO or a device given as a trace is refused at once, not read until the
+// writer closes it (or forever).
+func TestNotARegularFile(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "trace.json")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	for _, path := range []string{fifo, "/dev/zero"} {
+		_, err := importer.Import(importer.Options{Traces: []string{path}})
+		require.ErrorContains(t, err, "not a regular file", path)
+	}
 }
