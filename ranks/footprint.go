@@ -86,8 +86,12 @@ func (w *World) ActorOf(a int32) ActorID {
 
 func (w *World) taskActor(t *task) ActorID { return TaskActor(t.rank, int(t.replay), int(t.node)) }
 
-// NextStep describes what running engine actor a next would do.
+// NextStep describes what running engine actor a next would do. The
+// step's lists and micro-op are the world's scratch: valid until the next
+// call (an explorer reads them at once).
 func (w *World) NextStep(a int32) Step {
+	acts := w.stepActs[:0]
+	defer func() { w.stepActs = acts[:0] }()
 	if int(a) < w.N {
 		r := int(a)
 		h := &w.hosts[r]
@@ -97,27 +101,32 @@ func (w *World) NextStep(a int32) Step {
 			// completed: that completion enables this step (hostsync.go).
 			if h.next > 0 && w.progs[r].Ops[h.nodes[h.next-1].op].Kind == Sync {
 				if id := h.base[h.next-1]; id >= 0 {
-					st.Deps = []ActorID{w.taskActor(w.tasks[id])}
+					acts = append(acts, w.taskActor(w.tasks[id]))
+					st.Deps = acts[0:1:1]
 				}
 			}
 			if h.next < len(h.nodes) {
-				st.Issues = []ActorID{TaskActor(r, 0, h.nodes[h.next].op)}
+				k := len(acts)
+				acts = append(acts, TaskActor(r, 0, h.nodes[h.next].op))
+				st.Issues = acts[k:]
 			}
 			return st
 		}
 		if h.next < w.cfg.Replays {
 			for _, n := range h.nodes {
-				st.Issues = append(st.Issues, TaskActor(r, h.next, n.op))
+				acts = append(acts, TaskActor(r, h.next, n.op))
 			}
-			st.Issues = append(st.Issues, TaskActor(r, h.next, -1))
+			acts = append(acts, TaskActor(r, h.next, -1))
+			st.Issues = acts
 		}
 		return st
 	}
 	t := w.tasks[int(a)-w.N]
 	st := Step{Actor: w.taskActor(t), Rank: t.rank, Kind: StepComplete}
 	for _, d := range t.deps {
-		st.Deps = append(st.Deps, w.taskActor(w.tasks[d]))
+		acts = append(acts, w.taskActor(w.tasks[d]))
 	}
+	st.Deps = acts
 	if t.state == pending {
 		st.Takes = w.poolUses(t, true)
 		st.Block = !w.fits(t)
@@ -132,11 +141,16 @@ func (w *World) NextStep(a int32) Step {
 	}
 	var scratch *Instr
 	if t.op.Kernel.Gen != nil {
-		scratch = new(Instr) // a Step may outlive the task's own scratch
+		scratch = &w.stepInstr // not the task's own scratch: a Step outlives a micro-op
 	}
 	in := t.op.Kernel.At(t.pc, scratch)
-	if scratch != nil {
-		in = own(in, scratch)
+	if scratch != nil && in != scratch {
+		// the generator's own micro-op: copy it into the world's scratch,
+		// sources too (own, without allocating)
+		srcs := append(scratch.Srcs[:0], in.Srcs...)
+		*scratch = *in
+		scratch.Srcs = srcs
+		in = scratch
 	}
 	st.Kind, st.Instr = StepInstr, in
 	if st.Block {

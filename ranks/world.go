@@ -64,7 +64,9 @@ type World struct {
 	anyShared bool    // some lane is shared
 	scratch   Instr   // the generated micro-op being executed (World.instr)
 	probe     Instr   // a generated micro-op WouldBlock looks at
-	ep        epoch   // the executing micro-op's epoch, when epOK (World.epoch)
+	stepInstr Instr   // NextStep's generated micro-op
+	stepActs  []ActorID
+	ep        epoch // the executing micro-op's epoch, when epOK (World.epoch)
 	epOK      bool
 	nominal   bool // the chooser is sim.Nominal: no jitter
 	noFilter  bool // tests: every lane counts as shared

@@ -23,8 +23,9 @@ same events, explored tp8-shared-expert schedules per second, a 512-rank NCCL
 ring all-reduce against the same ring in plain Go over the same queue (and
 again with a second stream reading the input, so race detection runs), a
 1024-rank × 61-layer nominal schedule (CPU time and the process's peak RSS),
-and growth exponents of CPU time over a TP sweep and a layers sweep.
---large adds tp1024-1layer-* and scale-4096x61-* and sweeps TP to 1024:
+growth exponents of CPU time over a TP sweep and a layers sweep, and one DPOR
+trace against one random schedule of tp8-shared-expert (time and bytes
+allocated: dpor-trace-vs-random). --large adds tp1024-1layer-* and scale-4096x61-* and sweeps TP to 1024:
 minutes of CPU and gigabytes. Times are CPU time (getrusage user+sys), so a
 busy machine inflates them less than wall time. Ratios come from one run:
 quote those.`,
