@@ -51,6 +51,9 @@ type Reference struct {
 	built *scenarios.Built
 	err   error
 	extra *extraRefs // unsharded model, eager path (family.go)
+	// replays are the references of graph replays 0…R-2 when each replay
+	// computes on inputs of its own (replays.go); built is the last's.
+	replays []*scenarios.Built
 
 	sc   *scenarios.Scenario
 	cfg  scenarios.Config
@@ -73,6 +76,8 @@ func NewReference(sc *scenarios.Scenario, cfg scenarios.Config) (*Reference, err
 	}
 	if res.Hung {
 		ref.err = fmt.Errorf("the reference program (ops serialized per rank) hangs: %s", res.Findings[len(res.Findings)-1].Message)
+	} else if err := ref.buildReplayRefs(sc, cfg); err != nil {
+		return nil, err
 	}
 	return ref, nil
 }
@@ -153,6 +158,9 @@ func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 			return o, nil
 		}
 	}
+	if ref != nil && len(ref.replays) > 0 {
+		b.World.WatchReplays(b.Compare) // every replay checked (replays.go)
+	}
 	res, err := b.World.Run()
 	var ce *ranks.CaptureError
 	if errors.As(err, &ce) {
@@ -173,8 +181,18 @@ func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 	o.Findings = append(o.Findings, res.Findings...)
 	o.explain = append(o.explain, func() { b.World.FormatMessages(o.Findings[off : off+len(res.Findings)]) })
 	if !res.Hung && !b.BuildFailed() && ref != nil && ref.err == nil {
-		base := len(o.Findings)
+		rfs, rdetails, bad := compareReplays(b, ref)
 		fs, details := compare(b, ref.built)
+		// A rank whose earlier replay went wrong is reported at that
+		// replay: the first bad one.
+		for i := 0; i < len(fs); i++ {
+			if bad[fs[i].Ranks[0]] {
+				fs, details = append(fs[:i:i], fs[i+1:]...), append(details[:i:i], details[i+1:]...)
+				i--
+			}
+		}
+		fs, details = append(rfs, fs...), append(rdetails, details...)
+		base := len(o.Findings)
 		o.Findings = append(o.Findings, fs...)
 		for i, d := range details {
 			o.explain = append(o.explain, func() { o.Findings[base+i].Message, o.Findings[base+i].Resource = d() })

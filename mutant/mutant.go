@@ -48,6 +48,9 @@ const (
 	// BarrierNoExit: symmetric-memory one-shot all-reduces skip their exit
 	// barrier.
 	BarrierNoExit Name = "barrier-no-exit"
+	// ReplayInputsFixed: a graph's inputs are not re-filled between
+	// replays (every replay computes on the first one's).
+	ReplayInputsFixed Name = "replay-inputs-fixed"
 	// ReplaysNotChecked: only the final state of a graph's memory is
 	// compared with the reference, not each replay's.
 	ReplaysNotChecked Name = "replays-not-checked"
@@ -58,5 +61,5 @@ var All = []Name{
 	RaceDetectorOff, MismatchCheckOff, PadNotShared, PadAlwaysShared,
 	EventWaitFirstRecord, WorkspaceCapRemoved, RankSkewOff,
 	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
-	ReplaysNotChecked,
+	ReplayInputsFixed, ReplaysNotChecked,
 }

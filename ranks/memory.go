@@ -38,6 +38,7 @@ type Buffer struct {
 	id      int32
 	private bool // one lane at most touches its storage: no race checks (sharedLanes)
 	Output  bool // compared against the reference
+	inited  bool // set by World.Init: a candidate per-replay input (replays.go)
 	// lastW[c] is 1 + the task that last wrote chunk c of a private buffer
 	// that is not an allocator block's (its shadows stay untouched: four
 	// bytes a chunk keep consecutive chunks on one cache line).

@@ -181,6 +181,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	w := t.w
 	nw := &World{
 		cfg: w.cfg, eng: eng, N: w.N,
+		inputReplay: w.inputReplay, explicitIn: w.explicitIn, deriveInputs: w.deriveInputs,
 		progs:  make([]*Program, len(w.progs)),
 		plan:   t.plan,
 		counts: map[string]int{},

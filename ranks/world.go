@@ -115,6 +115,14 @@ type World struct {
 	spans      []Span
 	tl         flowLog // timeline hooks (flows.go)
 
+	// per-replay inputs and replay snapshots (replays.go)
+	inputReplay  int             // 1 + SetInputReplay's replay; 0: the last
+	deriveInputs bool            // DeriveReplayInputs
+	explicitIn   []explicitInput // InitPerReplay's tensors (a template's copies share them)
+	rin          []replayInput   // the run's per-replay inputs
+	watch        [][]*Buffer     // per rank: the tensors copied at each replay's end
+	snaps        [][][]Value     // per rank and replay: their copies
+
 	res     *residency     // SM and Exclusive pools (residency.go)
 	dropped map[string]int // dropped finding index by kernel name
 }
@@ -266,6 +274,7 @@ func (w *World) Init(b *Buffer, f func(chunk int) uint64) {
 	for c := range b.Vals {
 		b.Vals[c] = Value{N: f(c) % Modulus, P: w.leaf(w.srcOf(b, c))}
 	}
+	b.inited = true
 }
 
 func (w *World) srcOf(b *Buffer, c int) SourceID { return sourceOf(b, c) }
@@ -331,6 +340,7 @@ func (w *World) Run() (*Result, error) {
 		w.shared = sharedLanes(w.progs, w.laneBase, nl, w.bufs)
 	}
 	w.allocShadows()
+	w.setupReplayInputs()
 	w.initResidency()
 	for _, s := range w.shared {
 		w.anyShared = w.anyShared || s
@@ -772,6 +782,9 @@ func (w *World) complete(t *task) {
 	t.end = w.eng.Now()
 	if t.end > w.end {
 		w.end = t.end
+	}
+	if t.node < 0 && t.op == nil && w.cfg.Mode == Graph && (w.rin != nil || w.snaps != nil) {
+		w.replayDone(t) // a replay's join: every node of the replay is done
 	}
 	t.done = w.snapshot(t.lane)
 	w.recordSpan(t)

@@ -78,6 +78,7 @@ func newFam(cfg Config, opt BuildOptions, eng *sim.Engine, streams, events []str
 		mode = ranks.Eager
 	}
 	w := ranks.NewWorld(cfg.TP, worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
+	w.SetIndependentReplays(true) // each replay a step on inputs of its own, checked on its own (ranks/replays.go)
 	f := &famBuilder{cfg: cfg, hw: hw, w: w, ref: opt.Reference}
 	for range cfg.TP {
 		p := &ranks.Program{Streams: append([]string(nil), streams...), Events: append([]string(nil), events...)}

@@ -37,6 +37,9 @@ capture saw.`,
 
 func buildGraphDouble(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	f, err := newFam(cfg, opt, eng, []string{"main", "aux"}, []string{"fork", "join"})
+	if err == nil {
+		f.w.SetIndependentReplays(false) // acc and the step counter carry from replay to replay
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,7 @@ func (p *collPlan) build(hw ranks.Profile, opt BuildOptions, eng *sim.Engine, mo
 		progs, mode = p.ref, ranks.Eager
 	}
 	w := ranks.NewWorld(p.n, ranks.Config{Mode: mode, Replays: p.replays, LaunchCost: hw.Launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}, eng)
+	w.SetIndependentReplays(true) // each replay a step on inputs of its own, checked on its own (ranks/replays.go)
 	comms := map[string]*collectives.Comm{}
 	specs := map[string]commSpec{}
 	for _, cs := range p.comms {

@@ -165,6 +165,7 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 		return nil, fmt.Errorf("%w: tp·dp = %d ranks; at most 4096", ErrBadKnob, cfg.World())
 	}
 	w := ranks.NewWorld(cfg.World(), worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
+	w.SetIndependentReplays(true) // each replay a step on inputs of its own, checked on its own (ranks/replays.go)
 	ws := collectives.SharedWorkspace
 	if cfg.Workspace == "per-call" {
 		ws = collectives.PerCallWorkspace

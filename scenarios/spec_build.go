@@ -42,6 +42,7 @@ func (s *Spec) world(cfg Config, opt BuildOptions, eng *sim.Engine, mode ranks.M
 		return nil, hw, fmt.Errorf("chunks %d: expected 1..%d", cfg.Chunks, MaxChunks)
 	}
 	w := ranks.NewWorld(cfg.TP, worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
+	w.SetIndependentReplays(true) // each replay a step on inputs of its own, checked on its own (ranks/replays.go)
 	return w, hw, nil
 }
 
