@@ -293,5 +293,24 @@ func outputs(b *scenarios.Built, keep bool) ([]RankOutputs, string) {
 			}
 		}
 	}
+	// Every replay is checked (check/replays.go): what an earlier replay
+	// left in the compared tensors is part of the outcome too.
+	for r := range b.Compare {
+		for k := 0; ; k++ {
+			vs := w.ReplayValues(r, k)
+			if vs == nil {
+				break
+			}
+			line = strconv.AppendInt(append(line[:0], 'r'), int64(k), 10)
+			line = append(strconv.AppendInt(append(line, '|'), int64(r), 10), '|', '[')
+			for c, v := range vs {
+				if c > 0 {
+					line = append(line, ' ')
+				}
+				line = strconv.AppendUint(line, v.N, 10)
+			}
+			h.Write(append(line, ']', ';'))
+		}
+	}
 	return byRank, fmt.Sprintf("%016x", h.Sum64())
 }

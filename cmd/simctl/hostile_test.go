@@ -142,7 +142,7 @@ func TestHostileInputs(t *testing.T) {
 		// merge verifies (explore/shard.go)
 		{"merge: a missing shard", []string{"merge", e.shards[0]}, 2, []string{"incomplete: a 2-way split needs 2 shard files, 1 given; missing shard 1/2"}, false},
 		{"merge: a shard cut short without saying so", []string{"merge", e.shards[0], cut}, 2, []string{cut, "holds 2 of its 4 schedules", "truncated"}, false},
-		{"merge: a shard cut by --time", []string{"merge", e.shards[0], cutSaid}, 1, []string{"incomplete: 6 of 8 schedules", "verdict: mismatch"}, false},
+		{"merge: a shard cut by --time", []string{"merge", e.shards[0], cutSaid}, 0, []string{"incomplete: 6 of 8 schedules", "verdict: corruption"}, false},
 		{"merge: a duplicated record", []string{"merge", e.shards[0], dup}, 2, []string{dup, "record 2 is schedule 1; want schedule 3"}, false},
 		{"merge: a record missing in the middle", []string{"merge", e.shards[0], gap}, 2, []string{gap, "want schedule 3"}, false},
 		{"merge: an unknown verdict", []string{"merge", e.shards[0], verdict}, 2, []string{verdict, `verdict "fine"`}, false},
