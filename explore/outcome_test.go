@@ -1,6 +1,7 @@
 package explore_test
 
 import (
+	"os"
 	"slices"
 	"testing"
 
@@ -10,15 +11,15 @@ import (
 	"github.com/collsim/collsim/explore"
 )
 
-// TestOutcomesFollowTheVerdict: symm-two-streams-one-group marks no tensor
-// as an output (its no-skew variant corrupts in some random schedules, not
-// all), so its verdict compares every tensor it writes; its
+// TestOutcomesFollowTheVerdict: a program that marks no tensor as an output
+// (testdata/two-stream-no-outputs.yaml: docs/examples/two-stream.yaml
+// without its output marks) is judged on every tensor it writes; its
 // outcomes must then tell a corrupted schedule from a clean one. Schedules
 // that share an outcome hash agree on whether they corrupt (corruption is
 // a difference in exactly the values the hash covers), and the exploration
 // finds more than one outcome.
 func TestOutcomesFollowTheVerdict(t *testing.T) {
-	tg, err := explore.NewTarget("symm-two-streams-one-group", "no-skew", nil)
+	tg, err := explore.NewTargetFrom("testdata/two-stream-no-outputs.yaml", "overlapped", nil, os.ReadFile)
 	require.NoError(t, err)
 	s, err := explore.New("random", tg, 1)
 	require.NoError(t, err)
