@@ -75,6 +75,7 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 			}
 		}
 		cm.ImplicitOrder = cfg.NCCLOrder == "implicit"
+		cm.GraphUnordered = cfg.NCCLOrder == "graph-unordered"
 		out[c.Name] = cm
 	}
 	return out, nil
