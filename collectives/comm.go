@@ -3,6 +3,7 @@ package collectives
 import (
 	"fmt"
 
+	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/sim"
 )
@@ -89,6 +90,17 @@ func (c *Comm) workspace(call string) *ranks.Symmetric {
 	if c.shared == nil {
 		c.shared = c.w.AllocSymmetric(c.Name+".ws", c.Group, 0, max(c.chunks, c.WorkspaceChunks), max(n, c.PadSlots))
 	}
+	if mutant.On(mutant.PadNotShared) { // the workspace shared, a pad per call
+		s, ok := c.perCall[call]
+		if !ok {
+			s = &ranks.Symmetric{Name: c.shared.Name, Group: c.shared.Group, Bufs: c.shared.Bufs}
+			for k, r := range c.Group {
+				s.Pads = append(s.Pads, ranks.NewSignalPad(c.shared.Name+"/"+call, r, len(c.shared.Pads[k].Slots)))
+			}
+			c.perCall[call] = s
+		}
+		return s
+	}
 	return c.shared
 }
 
@@ -172,6 +184,9 @@ func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []
 		phase, dur = "p2p-reduce", ranks.Bytes(in.Bytes*int64(n-1), hw.NVLink)+ranks.Bytes(in.Bytes, hw.HBM)
 	}
 	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: phase, Dst: out, N: C, Srcs: srcs, Dur: dur})
+	if mutant.On(mutant.BarrierNoExit) {
+		return prog
+	}
 	prog = c.barrier(prog, i, ws, "barrier-exit")
 	return prog
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unique"
 
+	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/ranks"
 )
 
@@ -535,6 +536,9 @@ func (c *Comm) symmetric(i int, call Call, ws *ranks.Symmetric, blocks int) []ra
 		}
 		prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: "load", Dst: out, N: B, Srcs: []ranks.Src{{Buf: src, Coef: 1}},
 			Dur: ranks.Bytes(in.Bytes, hw.NVLink)})
+	}
+	if mutant.On(mutant.BarrierNoExit) {
+		return prog
 	}
 	prog = append(prog, c.barrierBlocks(i, ws, blocks, "barrier-exit")...)
 	return prog

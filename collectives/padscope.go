@@ -3,6 +3,7 @@ package collectives
 import (
 	"fmt"
 
+	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/ranks"
 )
 
@@ -61,7 +62,7 @@ func NewSymmAlloc(w *ranks.World, name string, on []int, chunks int, scope PadSc
 
 // Pad returns the pad group g's barrier on its member gi uses.
 func (a *SymmAlloc) Pad(g Group, gi int) *ranks.SignalPad {
-	if a.Scope == PadPerAllocation {
+	if a.Scope == PadPerAllocation || mutant.On(mutant.PadAlwaysShared) {
 		return a.Sym.Pads[a.Sym.Index(g.Ranks[gi])]
 	}
 	ps, ok := a.pads[g.Name]
@@ -130,7 +131,9 @@ func (a *SymmAlloc) OneShot(rank int, g Group, call string, channels, lo int, in
 		srcs[p] = ranks.Src{Buf: a.Sym.Bufs[a.Sym.Index(r)], Lo: lo, Coef: 1}
 	}
 	prog = append(prog, ranks.Instr{Op: ranks.OpCompute, Phase: "p2p-reduce", Dst: out, N: C, Srcs: srcs, Dur: ranks.Bytes(in.Bytes*int64(n-1), hw.NVLink) + ranks.Bytes(in.Bytes, hw.HBM)})
-	prog = append(prog, a.barrier(g, gi, channels, "barrier-exit")...)
+	if !mutant.On(mutant.BarrierNoExit) {
+		prog = append(prog, a.barrier(g, gi, channels, "barrier-exit")...)
+	}
 	// Its grid: one block per channel, spinning at the barriers while
 	// resident (ranks/residency.go).
 	return &ranks.KernelSpec{Name: call, Coll: call, Kind: "allreduce/symm-oneshot", Instrs: prog, Blocks: channels, Spins: true}, nil

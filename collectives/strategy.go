@@ -1,6 +1,10 @@
 package collectives
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/mutant"
+)
 
 // Strategy is how an all-reduce is implemented.
 type Strategy string
@@ -54,7 +58,7 @@ func Resolve(s Strategy, arch string, worldSize int, bytes int64) Strategy {
 			ok = true
 		}
 	}
-	if ok && bytes%4 == 0 && bytes < multimemMaxBytes[worldSize] {
+	if ok && bytes%4 == 0 && (bytes < multimemMaxBytes[worldSize] || mutant.On(mutant.WorkspaceCapRemoved)) {
 		return Multimem
 	}
 	return NCCL

@@ -75,6 +75,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.checkSlot(t, &s.put, pendingMsg{pad: pad, slot: in.Slot}, "put")
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, w.snapshot(t.lane) // release
 		s.sig = t.sig
+		if mutant.On(mutant.ReplayDroppedFromSignal) {
+			s.inst.Replay = 0
+		}
 		w.notePut(s)
 		w.eng.Mix3(0x50, uint64(pad.Rank), uint64(in.Slot))
 		w.wake(&s.waiters)

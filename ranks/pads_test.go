@@ -180,3 +180,41 @@ func TestFifoRaceChecked(t *testing.T) {
 		require.Equal(t, uint64(7), y.Vals[0].N)
 	})
 }
+
+// TestSharedPadRacesAcrossCalls: two MULTIMEM all-reduces over one shared
+// workspace share its signal pad, so on two unordered streams their puts
+// into one slot race (the race names the shared pad); joined, they do not.
+func TestSharedPadRacesAcrossCalls(t *testing.T) {
+	_, res := twoStreamAllReduces(t, 2, false, false)
+	require.NotEmpty(t, raceOn(res, `signal pad "tp.ws" `), "the calls share one pad")
+	_, res = twoStreamAllReduces(t, 2, true, false)
+	require.Empty(t, res.Findings)
+}
+
+// TestRandomSchedulesSkewRanks: random schedules start the ranks' host
+// threads at different times (rank skew), the nominal one together.
+func TestRandomSchedulesSkewRanks(t *testing.T) {
+	starts := func(ch sim.Chooser) [2]sim.Time {
+		w := ranks.NewWorld(2, ranks.Config{LaunchCost: 1000, Timeline: true}, sim.NewEngine(sim.Timed, ch))
+		for r := range 2 {
+			k := &ranks.KernelSpec{Name: "k", Instrs: []ranks.Instr{{Op: ranks.OpDelay, Dur: 100}}}
+			w.SetProgram(r, &ranks.Program{Streams: []string{"main"}, Ops: []ranks.HostOp{{Kind: ranks.Launch, Kernel: k}}})
+		}
+		_, err := w.Run()
+		require.NoError(t, err)
+		var at [2]sim.Time
+		for _, is := range w.Issues() {
+			at[is.Rank] = is.At
+		}
+		return at
+	}
+	nom := starts(sim.Nominal{})
+	require.Equal(t, nom[0], nom[1])
+	skewed := 0
+	for seed := range uint64(20) {
+		if at := starts(sim.NewRandom(seed, 300)); at[0] != at[1] {
+			skewed++
+		}
+	}
+	require.Positive(t, skewed, "some random schedule skews the ranks")
+}

@@ -3,6 +3,7 @@ package ranks
 import (
 	"fmt"
 
+	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -278,7 +279,7 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 		id := int32(len(nodes))
 		nodes = append(nodes, n)
 		tail[op.Stream] = id
-		if op.Kind == Record {
+		if op.Kind == Record && (lastRecord[op.Event] < 0 || !mutant.On(mutant.EventWaitFirstRecord)) {
 			lastRecord[op.Event] = id
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -368,6 +369,9 @@ func (w *World) Run() (*Result, error) {
 	w.start = -1
 	for r := range w.hosts {
 		skew := skewSteps[w.eng.Chooser().Choose(sim.DecSkew, len(skewSteps))]
+		if mutant.On(mutant.RankSkewOff) {
+			skew = 0
+		}
 		w.eng.Schedule(skew, uint64(r), int32(r))
 	}
 	for {
