@@ -89,21 +89,23 @@ type DPOR struct {
 	Races int
 
 	// scratch of analyse, reused by every execution
-	dense  map[ranks.ActorID]int
-	clocks []int32
-	rs     []rstate
-	lastOf []int
-	preds  []pred
-	stride int     // clock row length (≥ actors seen)
-	valid  int     // rows of the slab computed by the last analysis
-	merged []dstep // merged's buffer
-	steps  []dstep // the previous execution's steps, for the next one's
-	abuf   []ranks.ActorID
-	acc    []access
-	pseudo []pseudoStep
-	local  map[ranks.ActorID]int
-	keep   []access  // long-lived footprints of explored steps (doneAcc), in chunks
-	chunks [][]int32 // buffer id → chunk → 1 + resource id (chunkID)
+	dense     map[ranks.ActorID]int
+	clocks    []int32
+	rs        []rstate
+	lastOf    []int
+	preds     []pred
+	stride    int     // clock row length (≥ actors seen)
+	valid     int     // rows of the slab computed by the last analysis
+	merged    []dstep // merged's buffer
+	steps     []dstep // the previous execution's steps, for the next one's
+	abuf      []ranks.ActorID
+	acc       []access
+	pseudo    []pseudoStep
+	local     map[ranks.ActorID]int
+	keep      []access  // long-lived footprints of explored steps (doneAcc), in chunks
+	chunks    [][]int32 // buffer id → chunk → 1 + resource id (chunkID)
+	padNames  map[*ranks.SignalPad]uint64
+	fifoNames map[*ranks.Fifo]uint64
 }
 
 type dnode struct {
@@ -579,6 +581,36 @@ func (r *dporRun) chunkID(id, c int) int32 {
 	return v
 }
 
+// padName and fifoName are name for a pad or a FIFO, memoised by pointer:
+// the micro-ops of a template's copies name the template's own pads and
+// FIFOs, the same objects in every execution, so the string is hashed once.
+// (A world built afresh per execution has new objects: its names are
+// looked up again, with the same result; the memo keeps the old ones alive,
+// so a pointer is never reused for another pad.)
+func (r *dporRun) padName(p *ranks.SignalPad) uint64 {
+	if v, ok := r.d.padNames[p]; ok {
+		return v
+	}
+	if r.d.padNames == nil {
+		r.d.padNames = map[*ranks.SignalPad]uint64{}
+	}
+	v := r.name(p.Name, p.Rank)
+	r.d.padNames[p] = v
+	return v
+}
+
+func (r *dporRun) fifoName(f *ranks.Fifo) uint64 {
+	if v, ok := r.d.fifoNames[f]; ok {
+		return v
+	}
+	if r.d.fifoNames == nil {
+		r.d.fifoNames = map[*ranks.Fifo]uint64{}
+	}
+	v := r.name(f.Name, -1)
+	r.d.fifoNames[f] = v
+	return v
+}
+
 // nameKey is a pad (name, rank) or a FIFO (name, -1).
 type nameKey struct {
 	name string
@@ -665,9 +697,9 @@ func (r *dporRun) accessesInto(out []access, st *ranks.Step, first, commit bool)
 		}
 		switch in.Op {
 		case ranks.OpPut:
-			out = r.add(out, resKey{kind: resSlot, a: r.name(in.Pad.Name, in.Pad.Rank), b: uint64(in.Slot)}, true, classPut)
+			out = r.add(out, resKey{kind: resSlot, a: r.padName(in.Pad), b: uint64(in.Slot)}, true, classPut)
 		case ranks.OpWait:
-			out = r.add(out, resKey{kind: resSlot, a: r.name(in.Pad.Name, in.Pad.Rank), b: uint64(in.Slot)}, true, classWait)
+			out = r.add(out, resKey{kind: resSlot, a: r.padName(in.Pad), b: uint64(in.Slot)}, true, classWait)
 		case ranks.OpSend:
 			out = r.send(out, in.Fifo, commit)
 		case ranks.OpRecv:
@@ -688,10 +720,11 @@ func (r *dporRun) send(out []access, f *ranks.Fifo, commit bool) []access {
 	if commit {
 		r.sent[f]++
 	}
-	out = r.add(out, resKey{kind: resFifoTail, a: r.name(f.Name, -1)}, true, classSend)
-	out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, true, classSend)
+	fn := r.fifoName(f)
+	out = r.add(out, resKey{kind: resFifoTail, a: fn}, true, classSend)
+	out = r.add(out, resKey{kind: resFifoMsg, a: fn, b: uint64(k)}, true, classSend)
 	if k >= f.Cap {
-		out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k - f.Cap)}, false, classSend)
+		out = r.add(out, resKey{kind: resFifoFree, a: fn, b: uint64(k - f.Cap)}, false, classSend)
 	}
 	return out
 }
@@ -703,9 +736,10 @@ func (r *dporRun) recv(out []access, f *ranks.Fifo, commit bool) []access {
 	if commit {
 		r.recvd[f]++
 	}
-	out = r.add(out, resKey{kind: resFifoHead, a: r.name(f.Name, -1)}, true, classRecv)
-	out = r.add(out, resKey{kind: resFifoMsg, a: r.name(f.Name, -1), b: uint64(k)}, false, classRecv)
-	out = r.add(out, resKey{kind: resFifoFree, a: r.name(f.Name, -1), b: uint64(k)}, true, classRecv)
+	fn := r.fifoName(f)
+	out = r.add(out, resKey{kind: resFifoHead, a: fn}, true, classRecv)
+	out = r.add(out, resKey{kind: resFifoMsg, a: fn, b: uint64(k)}, false, classRecv)
+	out = r.add(out, resKey{kind: resFifoFree, a: fn, b: uint64(k)}, true, classRecv)
 	return out
 }
 
