@@ -1,6 +1,8 @@
 package perf
 
 import (
+	"math"
+
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,4 +30,14 @@ func TestRingSideStream(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tc.race, res.Counts["race"] > 0, "side %d: %v", tc.sd, res.Counts)
 	}
+}
+
+// TestFitSlope: the growth exponent of exact powers is the power.
+func TestFitSlope(t *testing.T) {
+	var xs, ys []float64
+	for _, x := range []float64{8, 16, 32, 64} {
+		xs, ys = append(xs, math.Log(x)), append(ys, math.Log(3*x*x*x))
+	}
+	require.InDelta(t, 3, fitSlope(xs, ys), 1e-9)
+	require.InDelta(t, 3, fitSlope(xs[2:], ys[2:]), 1e-9)
 }

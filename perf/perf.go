@@ -409,8 +409,12 @@ func sweep(name, knob string, values []int, sets []string) (Row, error) {
 		pts = append(pts, fmt.Sprintf("%s=%d %.3gs", knob, x, s))
 	}
 	slope := fitSlope(xs, ys)
+	last := "" // the small sizes flatten a fit over the whole range: say how steep its top is
+	if k := len(xs); k >= 2 {
+		last = fmt.Sprintf("; between the last two points the slope is %.2f", fitSlope(xs[k-2:], ys[k-2:]))
+	}
 	return Row{Name: name, Value: slope, Unit: "exponent",
-		Note: fmt.Sprintf("slope of log CPU time (getrusage user+sys) against log %s, least squares over one nominal schedule each (%s): %s", knob, strings.Join(sets, " "), strings.Join(pts, ", "))}, nil
+		Note: fmt.Sprintf("slope of log CPU time (getrusage user+sys) against log %s, least squares over one nominal schedule each (%s): %s%s", knob, strings.Join(sets, " "), strings.Join(pts, ", "), last)}, nil
 }
 
 // fitSlope is the least-squares slope of ys against xs.
