@@ -47,9 +47,10 @@ type Config struct {
 	// (spec_params.go).
 	Params string `json:"params,omitempty"`
 	// Jitter is the duration noise exploration draws from (hostcost.go):
-	// "wide" (×0.25 to ×5, the default), "measured" (the H200's measured
-	// spread of kernel durations and host issue costs) or "measured:F"
-	// (that spread widened F times).
+	// "measured" (the default: the H200's measured spread of kernel
+	// durations and host issue costs, validation/durations.py), "measured:F"
+	// (that spread widened F times) or "wide" (×0.25 to ×5, to look
+	// past the hardware's noise on purpose).
 	Jitter string `json:"jitter,omitempty"`
 	// Bug holds the knobs of the bug-class built-ins (family.go).
 	Bug BugKnobs `json:"bug,omitzero"`

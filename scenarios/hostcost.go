@@ -19,11 +19,12 @@ func worldConfig(cfg Config, hw ranks.Profile, c ranks.Config) ranks.Config {
 }
 
 // jitterTables returns the device and host jitter tables for the jitter
-// knob's value (validated by jitterKnob): nil for "wide" (the world's
-// default ×0.25 to ×5), the H200's measured spread for "measured", widened
-// F times for "measured:F".
+// knob's value (validated by jitterKnob): the H200's measured spread for
+// "measured" and for no value (the default: exploration's noise is the
+// hardware's), widened F times for "measured:F", and nil for "wide" (the
+// world's ×0.25 to ×5, on purpose).
 func jitterTables(v string) (dev, host []int64) {
-	if v == "" || v == "wide" {
+	if v == "wide" {
 		return nil, nil
 	}
 	f := 1.0
@@ -37,7 +38,7 @@ func init() { knobs = append(knobs, jitterKnob) }
 
 var jitterKnob = knob{
 	key:  "jitter",
-	help: "duration noise of exploration: wide (×0.25–×5), measured (the H200's spread), measured:F (widened F×)",
+	help: "duration noise of exploration: measured (the H200's spread; default), measured:F (widened F×), wide (×0.25–×5)",
 	set: func(c *Config, v string) error {
 		if v == "wide" || v == "measured" {
 			c.Jitter = v
@@ -51,5 +52,5 @@ var jitterKnob = knob{
 		}
 		return fmt.Errorf("%w: jitter=%q: want wide, measured or measured:F with F a number in [0, 100]", ErrBadKnob, v)
 	},
-	get: func(c *Config) string { return c.Jitter }, // "": wide
+	get: func(c *Config) string { return c.Jitter }, // "": measured
 }

@@ -37,6 +37,12 @@ func TestJitterKnobAndIssueCosts(t *testing.T) {
 		require.Equal(t, ranks.MeasuredHost.EagerOp, wc.LaunchCost)
 		require.Equal(t, ranks.MeasuredHost.EagerGEMM, wc.GEMMLaunchCost)
 	}
+	// A config that names no jitter explores with the hardware's measured
+	// noise; wide noise is asked for on purpose.
+	hw, _ := ranks.ProfileFor("h200")
+	wc := worldConfig(Config{}, hw, ranks.Config{Mode: ranks.Graph})
+	require.Equal(t, ranks.MeasuredJitter, wc.Jitter, "default jitter")
+	require.Equal(t, ranks.MeasuredHostJitter, wc.HostJitter, "default host jitter")
 	w := ranks.Widen([]int64{1000, 900, 1100}, 3)
 	require.Equal(t, []int64{1000, 700, 1300}, w)
 	require.Equal(t, int64(50), ranks.Widen([]int64{100}, 2)[0], "never below ×0.05")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,7 +77,15 @@ func TestCheckpointSurvivesSIGKILL(t *testing.T) {
 		os.Remove(ck)
 		w := filepath.Join(dir, "w.json")
 		c := child(t, filepath.Join(dir, "killed.json"), append(base, "--checkpoint", ck, "--checkpoint-every", "10ms", "--witness", w)...)
-		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		// The kill point is a number of checkpointed records, not a
+		// time, so a fast or a loaded machine kills mid-run alike.
+		n, _ := strconv.Atoi(budget)
+		killAt := 1 + rng.IntN(n/2)
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if data, _ := os.ReadFile(ck); strings.Count(string(data), "\n") > killAt {
+				break
+			}
+		}
 		require.NoError(t, c.Process.Signal(syscall.SIGKILL))
 		if err := c.Wait(); err != nil {
 			killed++
