@@ -41,7 +41,8 @@ import (
 //     program order; hosts of different ranks share nothing but the tasks
 //     they create (resIssued). A host's issue after a host sync consumes the
 //     sync's completion, the only step that enables it (TestDPORNaiveEveryChoice
-//     generates syncs);
+//     generates syncs; TestDPORHostSyncMatchesNaive; why the edge is
+//     redundant: accessesInto);
 //   - which free block the caching allocator hands out: independent of every
 //     step, because the allocator runs while the world is built, in host
 //     issue order, before any choice; each execution runs a copy of that
@@ -667,6 +668,22 @@ func (r *dporRun) accessesInto(out []access, st *ranks.Step, first, commit bool)
 	switch st.Kind {
 	case ranks.StepIssue:
 		// A host issuing after a host sync consumes the sync's completion.
+		// The edge is redundant for what DPOR reaches, and no test fails
+		// without it (checked by hand: TestDPORHostSyncMatchesNaive and
+		// the whole package still pass): (1) every task lowered after a
+		// sync lists it among its deps (ranks/program.go, lastSync), so its
+		// first step consumes the sync's completion itself and everything
+		// the issued work does is ordered after the sync anyway; (2) an
+		// issue step touches only resIssued and resDone, structural classes
+		// that never race, so the host is never e or e' of a race; (3) the
+		// host is not enabled until the sync completes, so it is never an
+		// enabled initial of notdep(e).e' nor in a backtrack set before the
+		// completion (reverse), and never asleep while the sync is pending
+		// (a sleeping host step can only be woken by a write of resDone of
+		// a sync that is already done). Without it, only the host's own
+		// clock misses the sync, and only host steps (which race with
+		// nothing) see that clock. It stays because it states the
+		// enabling honestly and keeps (1) from being load-bearing alone.
 		for _, d := range st.Deps {
 			out = r.add(out, resKey{kind: resDone, a: uint64(d)}, false, classConsume)
 		}
