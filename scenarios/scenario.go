@@ -100,6 +100,11 @@ func (s *Scenario) VariantConfig(v Variant, extra []string) (Config, error) {
 	if err := c.ApplySets(extra); err != nil {
 		return c, err
 	}
+	if s.Spec != nil { // a Go builder declares no form; only a file's knobs are known
+		if err := s.Spec.CheckSets(extra); err != nil {
+			return c, err
+		}
+	}
 	if err := s.CheckBudget(c); err != nil { // budget.go: before anything is built
 		return c, err
 	}

@@ -183,3 +183,30 @@ func knobGet(c *Config, key string) string {
 	v, _ := c.Param(key)
 	return v
 }
+
+// CheckSets reports the first of sets (KEY=VALUE, as given to --set) that
+// names a knob s's form does not read. Sets were already applied, so every
+// key is a known knob or a declared param. The format's exception holds
+// here too: an unread knob set to its default value changes nothing and is
+// accepted, so one rule decides what a file, a variant and a command line may
+// set, and a script that pins a knob across every scenario keeps working.
+func (s *Spec) CheckSets(sets []string) error {
+	if s.Graph != nil && s.Graph.Builder != "" {
+		if _, ok := formKnobs[s.Graph.Builder]; !ok {
+			return nil // an unknown builder is reported by the parser
+		}
+	}
+	used := s.usedKnobs()
+	for _, set := range sets {
+		k, v, _ := strings.Cut(set, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if k == "patch" || s.param(k) != nil {
+			continue // a patch is checked when it is applied; params are declared by the file
+		}
+		if msg := s.unusedKnob(used, k, v); msg != "" {
+			msg = strings.Replace(msg, "this file's form", fmt.Sprintf("scenario %s's form", s.Name), 1)
+			return fmt.Errorf("%w: %s: %s", ErrBadKnob, set, msg)
+		}
+	}
+	return nil
+}

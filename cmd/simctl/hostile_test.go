@@ -137,7 +137,9 @@ func TestHostileInputs(t *testing.T) {
 		{"--workers 10000000", []string{"explore", "tp8-shared-expert", "--workers", "10000000"}, 2, []string{"--workers 10000000: want 1 to 1024"}, false},
 		// the resource budget (scenarios/budget.go)
 		{"dp counts: tp=1024 dp=4 layers=256", []string{"run", "tp8-shared-expert", "--set", "tp=1024", "--set", "dp=4", "--set", "layers=256"}, 2, []string{"over the resource budget", "4096 ranks", "lower tp (now 1024)"}, false},
-		{"a file's world with dp", []string{"explore", e.scenario, "--set", "dp=1024", "--max-memory", "256MiB"}, 2, []string{"over the resource budget", "lower dp (now 1024)"}, false},
+		// A programs file's world is tp ranks: dp changes nothing there, so
+		// it is refused as unread before the budget would count it.
+		{"a file's programs do not read dp", []string{"explore", e.scenario, "--set", "dp=1024", "--max-memory", "256MiB"}, 2, []string{`dp=1024: knob "dp" is not read by scenario two-stream's form (programs)`, "knobs it reads: arch, budget, chunks"}, false},
 		{"a run that grows past --max-memory is refused before it starts", []string{"explore", "tp8-shared-expert", "--set", "tp=64", "--set", "dp=16", "--set", "layers=4", "--max-memory", "100MiB"}, 2, []string{"would need an estimated", "the limit is 100.0 MiB"}, false},
 		// merge verifies (explore/shard.go)
 		{"merge: a missing shard", []string{"merge", e.shards[0]}, 2, []string{"incomplete: a 2-way split needs 2 shard files, 1 given; missing shard 1/2"}, false},

@@ -1,0 +1,61 @@
+package scenarios_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/collsim/collsim/scenarios"
+)
+
+// TestVariantConfigRefusesUnreadSets: a command line's --set extras pass
+// through Scenario.VariantConfig, which refuses a knob the scenario's form
+// does not read (naming the knob, the form and the knobs it reads), for
+// built-ins and files alike; a read knob, a knob every form reads, an unread
+// knob at its default value and a file-declared param are accepted.
+func TestVariantConfigRefusesUnreadSets(t *testing.T) {
+	data, err := os.ReadFile("testdata/ok/lifetime-params.yaml")
+	require.NoError(t, err)
+	file, err := scenarios.Load("lifetime-params.yaml", data)
+	require.NoError(t, err)
+	builtin := func(name string) *scenarios.Scenario {
+		sc, ok := scenarios.Lookup(name)
+		require.True(t, ok, name)
+		return sc
+	}
+	tests := []struct {
+		name    string
+		sc      *scenarios.Scenario
+		set     string
+		wantErr string // "" for accepted
+	}{
+		{"moe reads layers", builtin("tp8-shared-expert"), "layers=2", ""},
+		{"moe reads dp", builtin("tp8-shared-expert"), "dp=2", ""},
+		{"moe ignores engines", builtin("tp8-shared-expert"), "engines=fused",
+			`engines=fused: knob "engines" is not read by scenario tp8-shared-expert's form (graph builder moe), so it would change nothing; knobs it reads: arch, budget, chunks, dp, hidden, jitter, layers, mode, order, phase, placement, replays, seed, shared, sms, strategy, tokens, tp, workspace`},
+		{"programs read every common knob", builtin("symm-pad-aliasing"), "seed=7", ""},
+		{"programs ignore placement", builtin("symm-pad-aliasing"), "placement=buggy",
+			`placement=buggy: knob "placement" is not read by scenario symm-pad-aliasing's form (programs)`},
+		{"programs ignore dp", builtin("symm-pad-aliasing"), "dp=2", `knob "dp" is not read`},
+		{"unread knob at its default", builtin("symm-pad-aliasing"), "placement=single", ""},
+		{"file reads caching (it allocates)", file, "caching=off", ""},
+		{"file ignores shared", file, "shared=mid", `shared=mid: knob "shared" is not read by scenario lifetime-params's form (programs)`},
+		{"file-declared param", file, "fix=join", ""},
+		{"file-declared repeat count", file, "gates=2", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := tt.sc.Variants[0]
+			_, err := tt.sc.VariantConfig(v, []string{tt.set})
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			require.True(t, errors.Is(err, scenarios.ErrBadKnob), "%v", err)
+			require.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
