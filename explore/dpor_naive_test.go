@@ -89,25 +89,7 @@ func (p richProgram) scenario() *scenarios.Scenario {
 					ks.Exclusive = "nccl"
 				}
 				for _, ti := range rk.Instrs {
-					switch ti.Op {
-					case "copy":
-						dst := sym.Bufs[ti.DstRank]
-						if ti.DstOut {
-							dst = outs[r]
-						}
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpCompute, Dur: 100, Dst: dst, DstLo: ti.DstChunk, N: 1,
-							Srcs: []ranks.Src{{Buf: sym.Bufs[ti.SrcRank], Lo: ti.SrcChunk, Coef: 2}}})
-					case "put":
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpPut, Dur: 100, Pad: sym.Pads[1-r], Slot: ti.Slot, Peer: 1 - r})
-					case "wait":
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpWait, Dur: 100, Pad: sym.Pads[r], Slot: ti.Slot, Peer: 1 - r})
-					case "send":
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpSend, Dur: 100, Fifo: f[r], N: 1,
-							Srcs: []ranks.Src{{Buf: sym.Bufs[r], Lo: ti.SrcChunk, Coef: 1}}, Peer: 1 - r})
-					case "recv":
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpRecv, Dur: 100, Fifo: f[1-r], N: 1,
-							Dst: outs[r], DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: outs[r], Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r})
-					}
+					ks.Instrs = append(ks.Instrs, ti.lower(r, sym, outs[r], f))
 				}
 				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: op.Stream, Kernel: ks})
 			}

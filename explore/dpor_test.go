@@ -39,6 +39,36 @@ type tinyProgram struct {
 	Replays int
 }
 
+// lower turns ti into rank r's micro-op over the tiny world's memory: the
+// symmetric buffers and pads, r's output and the FIFOs between the two
+// ranks (fifos[r] is r's sending side). The DPOR tests and the naive
+// enumeration property build their kernels with it.
+func (ti tinyInstr) lower(r int, sym *ranks.Symmetric, out *ranks.Buffer, fifos [2]*ranks.Fifo) ranks.Instr {
+	switch ti.Op {
+	case "copy":
+		dst := sym.Bufs[ti.DstRank]
+		if ti.DstOut {
+			dst = out
+		}
+		return ranks.Instr{Op: ranks.OpCompute, Dur: 100, Dst: dst, DstLo: ti.DstChunk, N: 1,
+			Srcs: []ranks.Src{{Buf: sym.Bufs[ti.SrcRank], Lo: ti.SrcChunk, Coef: 2}}}
+	case "put":
+		return ranks.Instr{Op: ranks.OpPut, Dur: 100, Pad: sym.Pads[1-r], Slot: ti.Slot, Peer: 1 - r}
+	case "wait":
+		return ranks.Instr{Op: ranks.OpWait, Dur: 100, Pad: sym.Pads[r], Slot: ti.Slot, Peer: 1 - r}
+	case "send":
+		return ranks.Instr{Op: ranks.OpSend, Dur: 100, Fifo: fifos[r], N: 1,
+			Srcs: []ranks.Src{{Buf: sym.Bufs[r], Lo: ti.SrcChunk, Coef: 1}}, Peer: 1 - r}
+	case "recv":
+		return ranks.Instr{Op: ranks.OpRecv, Dur: 100, Fifo: fifos[1-r], N: 1,
+			Dst: out, DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: out, Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r}
+	case "recvsend": // NCCL's fused ring step: it can spin on either FIFO
+		return ranks.Instr{Op: ranks.OpRecvSend, Dur: 100, Fifo: fifos[1-r], Fwd: fifos[r], N: 1,
+			Dst: out, DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: out, Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r}
+	}
+	panic("tinyInstr: unknown op " + ti.Op)
+}
+
 func (p tinyProgram) scenario() *scenarios.Scenario {
 	return &scenarios.Scenario{Name: "tiny", Build: func(_ scenarios.Config, _ scenarios.BuildOptions, eng *sim.Engine) (*scenarios.Built, error) {
 		mode := ranks.Eager
@@ -63,28 +93,7 @@ func (p tinyProgram) scenario() *scenarios.Scenario {
 			for k, tk := range p.Kernels[r] {
 				ks := &ranks.KernelSpec{Name: fmt.Sprintf("k%d.%d", r, k)}
 				for _, ti := range tk.Instrs {
-					switch ti.Op {
-					case "copy":
-						dst := sym.Bufs[ti.DstRank]
-						if ti.DstOut {
-							dst = outs[r]
-						}
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpCompute, Dur: 100, Dst: dst, DstLo: ti.DstChunk, N: 1,
-							Srcs: []ranks.Src{{Buf: sym.Bufs[ti.SrcRank], Lo: ti.SrcChunk, Coef: 2}}})
-					case "put":
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpPut, Dur: 100, Pad: sym.Pads[1-r], Slot: ti.Slot, Peer: 1 - r})
-					case "wait":
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpWait, Dur: 100, Pad: sym.Pads[r], Slot: ti.Slot, Peer: 1 - r})
-					case "send":
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpSend, Dur: 100, Fifo: fifos[r], N: 1,
-							Srcs: []ranks.Src{{Buf: sym.Bufs[r], Lo: ti.SrcChunk, Coef: 1}}, Peer: 1 - r})
-					case "recv":
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpRecv, Dur: 100, Fifo: fifos[1-r], N: 1,
-							Dst: outs[r], DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: outs[r], Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r})
-					case "recvsend": // NCCL's fused ring step: it can spin on either FIFO
-						ks.Instrs = append(ks.Instrs, ranks.Instr{Op: ranks.OpRecvSend, Dur: 100, Fifo: fifos[1-r], Fwd: fifos[r], N: 1,
-							Dst: outs[r], DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: outs[r], Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r})
-					}
+					ks.Instrs = append(ks.Instrs, ti.lower(r, sym, outs[r], fifos))
 				}
 				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: tk.Stream, Kernel: ks})
 			}
