@@ -51,13 +51,15 @@ func newListCmd(stdout, _ io.Writer) *cobra.Command {
 				}
 				return writeJSON(stdout, out)
 			}
-			// One width for the variant column, from the longest name, so
-			// a long name does not push its row's columns out of line.
-			width := 16
+			// One width for the variant and expect columns, from the
+			// longest name and expectation, so a long one does not push
+			// its row's columns out of line.
+			width, ewidth := 16, 16
 			for _, n := range scenarios.Names() {
 				s, _ := scenarios.Lookup(n)
 				for _, v := range s.Variants {
 					width = max(width, len(v.Name))
+					ewidth = max(ewidth, len(v.Expect))
 				}
 			}
 			for _, n := range scenarios.Names() {
@@ -68,7 +70,7 @@ func newListCmd(stdout, _ io.Writer) *cobra.Command {
 					fmt.Fprintf(stdout, "%s — %s\n", n, s.OneLine())
 				}
 				for _, v := range s.Variants {
-					fmt.Fprintf(stdout, "  %-*s expect %-16s %s\n", width, v.Name, v.Expect, v.Doc)
+					fmt.Fprintf(stdout, "  %-*s expect %-*s %s\n", width, v.Name, ewidth, v.Expect, v.Doc)
 				}
 			}
 			return nil
