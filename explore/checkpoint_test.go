@@ -28,7 +28,10 @@ func checkpointOf(t require.TestingT, tg *Target, budget, workers int, outcomes 
 
 // TestPropResumeEqualsUninterrupted: for any cut of a checkpoint (any
 // number of whole records, and a torn part of the next line), resuming
-// from it gives the summary of the run that was never cut.
+// from it gives the summary of the run that was never cut, and the
+// records it checkpoints are those the uninterrupted run wrote after the
+// cut: the worst verdict so far, which decides the records that carry a
+// witness, comes back with the checkpoint.
 func TestPropResumeEqualsUninterrupted(t *testing.T) {
 	tg, err := NewTarget("tp8-shared-expert", "buggy", []string{"layers=1", "tp=2", "strategy=p2p-oneshot"})
 	require.NoError(t, err)
@@ -47,10 +50,15 @@ func TestPropResumeEqualsUninterrupted(t *testing.T) {
 		require.LessOrEqual(rt, good, cut)
 		s, err := New("random", tg, 1)
 		require.NoError(rt, err)
-		sum, err := Explore(tg, s, 1, Options{Budget: budget, Workers: workers, Outcomes: true, Resume: recs})
+		rest := append([]byte{}, file[:good]...)
+		sum, err := Explore(tg, s, 1, Options{Budget: budget, Workers: workers, Outcomes: true, Resume: recs, Checkpoint: func(r *Record) {
+			rest, err = AppendLine(rest, r)
+			require.NoError(rt, err)
+		}})
 		require.NoError(rt, err)
 		sum.Elapsed = 0
 		require.Equal(rt, want, summaryJSON(rt, sum))
+		require.Equal(rt, string(file), string(rest), "the resumed run's checkpoint continues the uninterrupted one's")
 	})
 }
 
