@@ -27,7 +27,18 @@ type Row struct {
 	Unit     string   `json:"unit"`
 	Baseline *float64 `json:"baseline"`
 	Ratio    *float64 `json:"ratio"`
-	Note     string   `json:"-"`
+	// Points are a sweep's measurements, one per value of its knob.
+	Points []Point `json:"points,omitempty"`
+	Note   string  `json:"-"`
+}
+
+// Point is one run of a sweep: the knob's value, the run's CPU seconds and
+// the process's peak RSS during it (reset before it where the kernel
+// allows).
+type Point struct {
+	X       int     `json:"x"`
+	Seconds float64 `json:"cpu_s"`
+	PeakMiB float64 `json:"peak_mib"`
 }
 
 func ptr(f float64) *float64 { return &f }
@@ -394,26 +405,40 @@ func sweep(name, knob string, values []int, sets []string) (Row, error) {
 	v, _ := sc.Variant("fixed")
 	var xs, ys []float64
 	var pts []string
+	var points []Point
 	for _, x := range values {
 		cfg, err := sc.VariantConfig(v, append(slices.Clone(sets), fmt.Sprintf("%s=%d", knob, x)))
 		if err != nil {
 			return Row{}, err
 		}
 		runtime.GC()
+		debug.FreeOSMemory()
+		resetPeak()
 		t0 := cpuTime()
 		if _, err := check.RunSchedule(sc, cfg, nil, sim.Timed, sim.Nominal{}); err != nil {
 			return Row{}, err
 		}
 		s := max((cpuTime() - t0).Seconds(), 1e-4)
+		mib := float64(peakRSS()) / (1 << 20)
 		xs, ys = append(xs, math.Log(float64(x))), append(ys, math.Log(s))
-		pts = append(pts, fmt.Sprintf("%s=%d %.3gs", knob, x, s))
+		pts = append(pts, fmt.Sprintf("%s=%d %.3gs %.0fMiB", knob, x, s, mib))
+		points = append(points, Point{X: x, Seconds: s, PeakMiB: mib})
 	}
 	slope := fitSlope(xs, ys)
 	last := "" // the small sizes flatten a fit over the whole range: say how steep its top is
 	if k := len(xs); k >= 2 {
 		last = fmt.Sprintf("; between the last two points the slope is %.2f", fitSlope(xs[k-2:], ys[k-2:]))
 	}
-	return Row{Name: name, Value: slope, Unit: "exponent",
+	if knob == "layers" && len(points) >= 2 {
+		// Memory that a finished layer leaves behind shows as RSS per
+		// layer: the linear least-squares slope of peak MiB against layers.
+		var lx, my []float64
+		for _, p := range points {
+			lx, my = append(lx, float64(p.X)), append(my, p.PeakMiB)
+		}
+		last += fmt.Sprintf("; peak RSS grows by %.2f MiB per layer (least squares)", fitSlope(lx, my))
+	}
+	return Row{Name: name, Value: slope, Unit: "exponent", Points: points,
 		Note: fmt.Sprintf("slope of log CPU time (getrusage user+sys) against log %s, least squares over one nominal schedule each (%s): %s%s", knob, strings.Join(sets, " "), strings.Join(pts, ", "), last)}, nil
 }
 
@@ -506,4 +531,38 @@ func workers2(o Options) (Row, error) {
 	m := ps[len(ps)/2]
 	return Row{Name: "workers2-speedup", Value: m.two, Unit: "schedules/s", Baseline: ptr(m.one), Ratio: ptr(m.two / m.one),
 		Note: fmt.Sprintf("the median of %d alternating pairs of %d schedules (ratios %.2f–%.2f)", pairs, n, ps[0].two/ps[0].one, ps[len(ps)-1].two/ps[len(ps)-1].one)}, nil
+}
+
+// File is a chart the bench draws: its file name and its SVG.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Plots draws the sweeps among rows: tp-sweep.svg (CPU time against tp,
+// with tp² for reference), layers-sweep.svg (CPU time against layers, with
+// linear for reference) and layers-peak.svg (peak RSS against layers, with
+// flat for reference). A sweep that did not run gives no file.
+func Plots(rows []Row) []File {
+	var out []File
+	for _, r := range rows {
+		if len(r.Points) == 0 {
+			continue
+		}
+		var x, secs, mib []float64
+		for _, p := range r.Points {
+			x, secs, mib = append(x, float64(p.X)), append(secs, p.Seconds), append(mib, p.PeakMiB)
+		}
+		switch r.Name {
+		case "tp-sweep-exponent":
+			out = append(out, File{"tp-sweep.svg", SVG(Plot{Title: "One layer of one TP group: CPU time against tp", XLabel: "tp (ranks in the group)", YLabel: "CPU seconds",
+				X: x, Y: secs, RefSlope: 2, RefLabel: "slope 2: linear in the work (tp² steps)"})})
+		case "layers-sweep-exponent":
+			out = append(out, File{"layers-sweep.svg", SVG(Plot{Title: "TP=8 × DP=16, 2 replays: CPU time against layers", XLabel: "layers", YLabel: "CPU seconds",
+				X: x, Y: secs, RefSlope: 1, RefLabel: "slope 1: linear in the work"})},
+				File{"layers-peak.svg", SVG(Plot{Title: "TP=8 × DP=16, 2 replays: peak RSS against layers", XLabel: "layers", YLabel: "peak RSS (MiB)",
+					X: x, Y: mib, RefSlope: 1, RefLabel: "slope 1: every layer kept"})})
+		}
+	}
+	return out
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +15,7 @@ import (
 func init() { register(newBenchCmd) }
 
 func newBenchCmd(stdout, _ io.Writer) *cobra.Command {
-	var format string
+	var format, svgDir string
 	var o perf.Options
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -28,11 +30,15 @@ trace against one random schedule of tp8-shared-expert (time and bytes
 allocated: dpor-trace-vs-random). --large adds tp1024-1layer-* and scale-4096x61-* and sweeps TP to 1024:
 minutes of CPU and gigabytes. Times are CPU time (getrusage user+sys), so a
 busy machine inflates them less than wall time. Ratios come from one run:
-quote those.`,
+quote those. --svg DIR also writes the sweeps as plots (tp-sweep.svg,
+layers-sweep.svg, layers-peak.svg): log-log, the measured points, their
+least-squares fit and the slope the work itself grows with; the same
+numbers always give the same bytes.`,
 		Example: `  simctl bench  # not run: a minute of CPU; --quick is the smoke run
   simctl bench --large  # not run: many minutes of CPU and gigabytes of memory
   simctl bench --quick --format json
-  simctl bench --quick --row engine-vs-btree --row ring512-ms --row tp-sweep-exponent`,
+  simctl bench --quick --row engine-vs-btree --row ring512-ms --row tp-sweep-exponent
+  simctl bench --quick --row tp-sweep-exponent --row layers-sweep-exponent --svg plots`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if format != "text" && format != "json" {
@@ -42,33 +48,20 @@ quote those.`,
 			if err != nil {
 				return err
 			}
-			if format == "json" {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
-					Rows []perf.Row `json:"rows"`
-				}{rows})
+			if err := printBench(stdout, format, o, rows); err != nil {
+				return err
 			}
-			fmt.Fprintf(stdout, "%-28s %14s %-12s %14s %8s\n", "row", "value", "unit", "baseline", "ratio")
-			for _, r := range rows {
-				base, ratio := "-", "-"
-				if r.Baseline != nil {
-					base = fmt.Sprintf("%.4g", *r.Baseline)
-				}
-				if r.Ratio != nil {
-					ratio = fmt.Sprintf("%.3f", *r.Ratio)
-				}
-				fmt.Fprintf(stdout, "%-28s %14.4g %-12s %14s %8s\n", r.Name, r.Value, r.Unit, base, ratio)
+			if svgDir == "" {
+				return nil
 			}
-			for _, r := range rows {
-				if r.Note != "" {
-					fmt.Fprintf(stdout, "\n%s: %s", r.Name, r.Note)
+			if err := os.MkdirAll(svgDir, 0o755); err != nil {
+				return err
+			}
+			for _, f := range perf.Plots(rows) {
+				if err := writeFileAtomic(filepath.Join(svgDir, f.Name), f.Data); err != nil {
+					return err
 				}
 			}
-			if !o.Large && len(o.Rows) == 0 {
-				fmt.Fprintf(stdout, "\n(tp1024-1layer-* and scale-4096x61-* take minutes: add --large)")
-			}
-			fmt.Fprintln(stdout)
 			return nil
 		},
 	}
@@ -76,5 +69,38 @@ quote those.`,
 	cmd.Flags().BoolVar(&o.Quick, "quick", false, "small sizes (a smoke run, not a measurement)")
 	cmd.Flags().BoolVar(&o.Large, "large", false, "add the rows that take minutes (tp1024-1layer-*, scale-4096x61-*) and sweep TP to 1024")
 	cmd.Flags().StringArrayVar(&o.Rows, "row", nil, "run only these rows (repeatable)")
+	cmd.Flags().StringVar(&svgDir, "svg", "", "also write the sweeps' plots (SVG) into this directory")
 	return cmd
+}
+
+// printBench prints rows as a table with notes, or as JSON.
+func printBench(stdout io.Writer, format string, o perf.Options, rows []perf.Row) error {
+	if format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Rows []perf.Row `json:"rows"`
+		}{rows})
+	}
+	fmt.Fprintf(stdout, "%-28s %14s %-12s %14s %8s\n", "row", "value", "unit", "baseline", "ratio")
+	for _, r := range rows {
+		base, ratio := "-", "-"
+		if r.Baseline != nil {
+			base = fmt.Sprintf("%.4g", *r.Baseline)
+		}
+		if r.Ratio != nil {
+			ratio = fmt.Sprintf("%.3f", *r.Ratio)
+		}
+		fmt.Fprintf(stdout, "%-28s %14.4g %-12s %14s %8s\n", r.Name, r.Value, r.Unit, base, ratio)
+	}
+	for _, r := range rows {
+		if r.Note != "" {
+			fmt.Fprintf(stdout, "\n%s: %s", r.Name, r.Note)
+		}
+	}
+	if !o.Large && len(o.Rows) == 0 {
+		fmt.Fprintf(stdout, "\n(tp1024-1layer-* and scale-4096x61-* take minutes: add --large)")
+	}
+	fmt.Fprintln(stdout)
+	return nil
 }
