@@ -20,14 +20,14 @@ func BenchmarkTP8Schedule(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ref, err := check.NewReference(sc, cfg)
+			ref, err := check.NewReference(sc.Program(cfg, nil))
 			if err != nil {
 				b.Fatal(err)
 			}
 			i := 0
 			for b.Loop() {
 				i++
-				o, err := check.RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(uint64(i), check.RandomPerMille))
+				o, err := check.RunSchedule(sc.Program(cfg, nil), ref, sim.Timed, sim.NewRandom(uint64(i), check.RandomPerMille))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -46,23 +45,23 @@ func Meets(v, expect string) bool {
 	return false
 }
 
-// Reference is the reference run of a config: its memory, to compare with.
+// Reference is the reference run of a program: its memory, to compare with.
 type Reference struct {
-	built *scenarios.Built
+	built *Built
 	err   error
-	extra *extraRefs // unsharded model, eager path (family.go)
+	extra *extraRefs // unsharded model, eager path, variants, values (family.go)
 	// replays are the references of graph replays 0…R-2 when each replay
 	// computes on inputs of its own (replays.go); built is the last's.
-	replays []*scenarios.Built
+	replays []*Built
 
-	sc   *scenarios.Scenario
-	cfg  scenarios.Config
-	tmpl template // the config's program, for every schedule (instance.go)
+	prog Program
+	tmpl template // the program, for every schedule (instance.go)
 }
 
-// NewReference builds and runs the reference program of cfg.
-func NewReference(sc *scenarios.Scenario, cfg scenarios.Config) (*Reference, error) {
-	b, err := sc.Build(cfg, scenarios.BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
+// NewReference builds and runs the reference program of p, and the
+// references p declares.
+func NewReference(p Program) (*Reference, error) {
+	b, err := p.Build(BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -70,13 +69,13 @@ func NewReference(sc *scenarios.Scenario, cfg scenarios.Config) (*Reference, err
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	ref := &Reference{built: b, sc: sc, cfg: cfg}
-	if ref.extra, err = newExtraRefs(sc, cfg); err != nil {
+	ref := &Reference{built: b, prog: p}
+	if ref.extra, err = newExtraRefs(p); err != nil {
 		return nil, err
 	}
 	if res.Hung {
 		ref.err = fmt.Errorf("the reference program (ops serialized per rank) hangs: %s", res.Findings[len(res.Findings)-1].Message)
-	} else if err := ref.buildReplayRefs(sc, cfg); err != nil {
+	} else if err := ref.buildReplayRefs(p); err != nil {
 		return nil, err
 	}
 	return ref, nil
@@ -89,7 +88,7 @@ type Outcome struct {
 	TraceHash string
 	StepTime  sim.Time
 	Steps     uint64
-	Built     *scenarios.Built
+	Built     *Built
 	Result    *ranks.Result
 
 	// explain fills in what is costly to write and only needed for the
@@ -120,11 +119,11 @@ func (o *Outcome) Release() {
 	}
 }
 
-// RunSchedule builds cfg with chooser ch, runs it and judges it against ref.
-// Corruption messages get the provenance of their values only when
-// [Outcome.Explain] is called.
-func RunSchedule(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser) (*Outcome, error) {
-	b, err := ref.Build(sc, cfg, sim.NewEngine(mode, ch))
+// RunSchedule builds p with chooser ch, runs it and judges it against ref
+// (nil: no reference). Corruption messages get the provenance of their
+// values only when [Outcome.Explain] is called.
+func RunSchedule(p Program, ref *Reference, mode sim.Mode, ch sim.Chooser) (*Outcome, error) {
+	b, err := ref.Build(p, sim.NewEngine(mode, ch))
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +132,8 @@ func RunSchedule(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, m
 
 // RunScheduleOpt is RunSchedule with build options (a timeline, say), for
 // a schedule that is shown: its findings are explained in full.
-func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser, opt scenarios.BuildOptions) (*Outcome, error) {
-	b, err := sc.Build(cfg, opt, sim.NewEngine(mode, ch))
+func RunScheduleOpt(p Program, ref *Reference, mode sim.Mode, ch sim.Chooser, opt BuildOptions) (*Outcome, error) {
+	b, err := p.Build(opt, sim.NewEngine(mode, ch))
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +147,7 @@ func RunScheduleOpt(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference
 // RunBuilt runs a world already built (for callers that need the world before
 // it runs, such as explorers that inspect it at every step) and judges it
 // against ref.
-func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
+func RunBuilt(b *Built, ref *Reference) (*Outcome, error) {
 	b.World.DeferMessages() // most schedules are judged by kind: messages on Explain
 	for _, f := range b.Findings {
 		if f.Kind == CaptureError {
@@ -214,7 +213,7 @@ func RunBuilt(b *scenarios.Built, ref *Reference) (*Outcome, error) {
 // findings, its findings carry their kind, rank and tensor at once; the
 // second result makes, for each, its message (expected and observed values
 // with the provenance of both) and resource, when [Outcome.Explain] asks.
-func compare(got, want *scenarios.Built) ([]ranks.Finding, []func() (message, resource string)) {
+func compare(got, want *Built) ([]ranks.Finding, []func() (message, resource string)) {
 	var out []ranks.Finding
 	var details []func() (message, resource string)
 	for r := range got.Compare {
@@ -266,14 +265,14 @@ type Options struct {
 
 // VariantReport is the judged result of one variant.
 type VariantReport struct {
-	Name       string           `json:"name"`
-	Config     scenarios.Config `json:"config"`
-	Expect     string           `json:"expect"`
-	Verdict    string           `json:"verdict"`
-	Met        bool             `json:"met"`
-	Schedules  int              `json:"schedules"`
-	StepTimeNs int64            `json:"step_time_ns"`
-	Findings   []ranks.Finding  `json:"findings"`
+	Name       string          `json:"name"`
+	Config     Settings        `json:"config"`
+	Expect     string          `json:"expect"`
+	Verdict    string          `json:"verdict"`
+	Met        bool            `json:"met"`
+	Schedules  int             `json:"schedules"`
+	StepTimeNs int64           `json:"step_time_ns"`
+	Findings   []ranks.Finding `json:"findings"`
 	// FindingsTotal counts every finding of the judged schedule, including
 	// those past the per-kind cap (Options.MaxFindings) that Findings
 	// leaves out; FindingsTruncated says that some were left out.
@@ -292,6 +291,9 @@ type VariantReport struct {
 	PCTSteps  int    `json:"pct_steps,omitempty"`
 	TraceHash string `json:"trace_hash"`
 
+	// Program is the variant's program as it ran, for re-running a
+	// schedule of it (a report's timeline).
+	Program       Program        `json:"-"`
 	Doc           string         `json:"-"`
 	Notes         []string       `json:"notes,omitempty"` // build and transform notes ("skipped: mid-branch collective")
 	Counts        map[string]int `json:"-"`               // every finding per kind, kept or not
@@ -356,20 +358,21 @@ func (r *VariantReport) WitnessChooser() (sim.Mode, sim.Chooser) {
 // RunVariant runs the nominal schedule of variant v plus cfg.Budget
 // explored schedules, half seeded random timing and half PCT
 // ([MixedSchedule]), and judges the worst.
-func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*VariantReport, error) {
-	cfg, err := sc.VariantConfig(v, opt.Extra)
+func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
+	su, err := sc.Setup(v, opt.Extra)
 	if err != nil {
 		return nil, err
 	}
-	ref, err := NewReference(sc, cfg)
+	p := su.Program
+	ref, err := NewReference(p)
 	if err != nil {
 		return nil, err
 	}
-	rep := &VariantReport{Name: v.Name, Config: cfg, Expect: v.Expect, Doc: v.Doc, Counts: map[string]int{}}
+	rep := &VariantReport{Name: v.Name, Config: su.Settings, Program: p, Expect: v.Expect, Doc: v.Doc, Counts: map[string]int{}}
 	if ref.err != nil {
 		rep.Notes = append(rep.Notes, ref.err.Error())
 	}
-	nom, err := runCapped(sc, cfg, ref, sim.Timed, sim.Nominal{}, opt.MaxFindings)
+	nom, err := runCapped(p, ref, sim.Timed, sim.Nominal{}, opt.MaxFindings)
 	if err != nil {
 		return nil, err
 	}
@@ -380,19 +383,19 @@ func RunVariant(sc *scenarios.Scenario, v scenarios.Variant, opt Options) (*Vari
 	rep.NominalResult = nom.Verdict
 	best := nom
 	steps := 0
-	if cfg.Budget >= 2 {
+	if su.Budget >= 2 {
 		// PCT's k: the scheduling decisions of the nominal untimed run.
 		cnt := &sim.Counter{}
-		o, err := RunSchedule(sc, cfg, ref, sim.Untimed, cnt)
+		o, err := RunSchedule(p, ref, sim.Untimed, cnt)
 		if err != nil {
 			return nil, err
 		}
 		o.Release()
 		steps = cnt.N
 	}
-	for i := 1; i <= cfg.Budget; i++ {
-		strategy, mode, ch, seed := MixedSchedule(cfg.Seed, i, steps)
-		o, err := runCapped(sc, cfg, ref, mode, ch, opt.MaxFindings)
+	for i := 1; i <= su.Budget; i++ {
+		strategy, mode, ch, seed := MixedSchedule(su.Seed, i, steps)
+		o, err := runCapped(p, ref, mode, ch, opt.MaxFindings)
 		if err != nil {
 			return nil, err
 		}

@@ -9,58 +9,81 @@ import (
 	"strings"
 
 	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
 )
 
-// extraRefs are the references a scenario may declare besides the
-// serialized program: the unsharded model run on one device, and the eager
-// path its graph path must match.
+// extraRefs are the references a program may declare besides the
+// serialized program (see [References]): the unsharded model run on one
+// device, the eager path its graph path must match, other variants'
+// reference runs, and explicit values.
 type extraRefs struct {
-	model   *scenarios.Model
+	model   *Model
 	modelW  *ranks.World
 	modelTs map[string]*ranks.Buffer
 
-	eager *scenarios.Built
+	eager *Built
+
+	variants []namedBuilt
+	expected []Expected
 }
 
-// newExtraRefs builds the references sc declares for cfg (nil when none).
-func newExtraRefs(sc *scenarios.Scenario, cfg scenarios.Config) (*extraRefs, error) {
-	x := &extraRefs{}
-	if sc.Unsharded != nil {
-		m, err := sc.Unsharded(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("unsharded model: %w", err)
-		}
+type namedBuilt struct {
+	name  string
+	built *Built
+}
+
+// runRef builds and runs one reference world of p (what says which, in
+// errors); it must finish.
+func runRef(p Program, opt BuildOptions, what string) (*Built, error) {
+	b, err := p.Build(opt, sim.NewEngine(sim.Timed, nil))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	res, err := b.World.Run()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if res.Hung {
+		return nil, fmt.Errorf("%s hangs: %s", what, res.Findings[len(res.Findings)-1].Message)
+	}
+	return b, nil
+}
+
+// newExtraRefs builds the references p declares (nil when none).
+func newExtraRefs(p Program) (*extraRefs, error) {
+	refs, err := p.References()
+	if err != nil || refs == nil {
+		return nil, err
+	}
+	x := &extraRefs{expected: refs.Expected}
+	if m := refs.Model; m != nil {
 		x.model = m
 		x.modelW, x.modelTs, err = m.Run()
 		if err != nil {
 			return nil, err
 		}
 	}
-	if sc.GraphMatchesEager && cfg.Mode == "graph" {
-		ec := cfg
-		ec.Mode = "eager"
-		b, err := sc.Build(ec, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, nil))
-		if err != nil {
-			return nil, fmt.Errorf("eager path: %w", err)
+	if refs.Eager != nil {
+		if x.eager, err = runRef(refs.Eager, BuildOptions{}, "eager path"); err != nil {
+			return nil, err
 		}
-		res, err := b.World.Run()
-		if err != nil {
-			return nil, fmt.Errorf("eager path: %w", err)
-		}
-		if res.Hung {
-			return nil, fmt.Errorf("eager path hangs: %s", res.Findings[len(res.Findings)-1].Message)
-		}
-		x.eager = b
 	}
-	if x.model == nil && x.eager == nil {
+	for _, v := range refs.Variants {
+		// The other variant's intended outputs: its own program,
+		// serialized, as the program's own reference is.
+		b, err := runRef(v.Program, BuildOptions{Reference: true}, fmt.Sprintf("the reference of variant %s", v.Name))
+		if err != nil {
+			return nil, err
+		}
+		x.variants = append(x.variants, namedBuilt{v.Name, b})
+	}
+	if x.model == nil && x.eager == nil && len(x.variants) == 0 && len(x.expected) == 0 {
 		return nil, nil
 	}
 	return x, nil
 }
 
-func (x *extraRefs) findings(b *scenarios.Built) []ranks.Finding {
+func (x *extraRefs) findings(b *Built) []ranks.Finding {
 	if x == nil {
 		return nil
 	}
@@ -71,12 +94,16 @@ func (x *extraRefs) findings(b *scenarios.Built) []ranks.Finding {
 	if x.eager != nil {
 		out = append(out, compareGraphEager(b, x.eager)...)
 	}
+	for _, v := range x.variants {
+		out = append(out, compareByName(b, v.built, v.name)...)
+	}
+	out = append(out, checkExpected(b, x.expected)...)
 	return out
 }
 
 // compareModel compares every rank's outputs with the unsharded model's and
 // attributes a difference to the ops whose contributions differ.
-func (x *extraRefs) compareModel(b *scenarios.Built) []ranks.Finding {
+func (x *extraRefs) compareModel(b *Built) []ranks.Finding {
 	var out []ranks.Finding
 	vals := sourceValues(b.World)
 	mvals := sourceValues(x.modelW)
@@ -150,7 +177,7 @@ type contrib struct {
 }
 
 // contributions sums, per producing op, the terms of v.
-func contributions(m *scenarios.Model, w *ranks.World, vals map[string]uint64, v ranks.Value) map[string]*contrib {
+func contributions(m *Model, w *ranks.World, vals map[string]uint64, v ranks.Value) map[string]*contrib {
 	out := map[string]*contrib{}
 	for _, t := range w.Srcs.Terms(v) {
 		name := w.Srcs.Name(t.Src)
@@ -180,7 +207,7 @@ func contributions(m *scenarios.Model, w *ranks.World, vals map[string]uint64, v
 
 // attribute explains a difference op by op: which op's contribution is
 // counted k times, or comes from only some ranks' partials.
-func attribute(m *scenarios.Model, w *ranks.World, vals map[string]uint64, got ranks.Value, mw *ranks.World, mvals map[string]uint64, want ranks.Value, worldSize int) string {
+func attribute(m *Model, w *ranks.World, vals map[string]uint64, got ranks.Value, mw *ranks.World, mvals map[string]uint64, want ranks.Value, worldSize int) string {
 	g := contributions(m, w, vals, got)
 	e := contributions(m, mw, mvals, want)
 	var parts []string
@@ -270,7 +297,7 @@ func ratio(got, want uint64) uint64 {
 // compareGraphEager compares the graph path's outputs with the eager
 // path's and names the ops the two programs issue a different number of
 // times.
-func compareGraphEager(got, eager *scenarios.Built) []ranks.Finding {
+func compareGraphEager(got, eager *Built) []ranks.Finding {
 	var out []ranks.Finding
 	for r := range got.Compare {
 		if r >= len(eager.Compare) {

@@ -193,10 +193,10 @@ func TestUnshardedReducedTwice(t *testing.T) {
 				}
 				return b, nil
 			},
-			Unsharded: func(cfg scenarios.Config) (*scenarios.Model, error) {
-				return &scenarios.Model{Chunks: cfg.Chunks,
-					Inputs: []scenarios.ModelInput{{Name: "x", Init: func(c int) uint64 { return uint64(c + 3) }}},
-					Ops: []scenarios.ModelOp{
+			Unsharded: func(cfg scenarios.Config) (*check.Model, error) {
+				return &check.Model{Chunks: cfg.Chunks,
+					Inputs: []check.ModelInput{{Name: "x", Init: func(c int) uint64 { return uint64(c + 3) }}},
+					Ops: []check.ModelOp{
 						{Name: "moe", Kind: "linear", Inputs: []string{"x"}, Output: "rt_y", Weight: 2 + 3 + 4 + 5},
 						{Name: "out", Kind: "add", Inputs: []string{"rt_y"}, Output: "out"},
 					},

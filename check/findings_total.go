@@ -1,14 +1,13 @@
 package check
 
 import (
-	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
 )
 
 // runCapped is RunSchedule with the world keeping at most maxFindings
 // findings of each kind (0: its default).
-func runCapped(sc *scenarios.Scenario, cfg scenarios.Config, ref *Reference, mode sim.Mode, ch sim.Chooser, maxFindings int) (*Outcome, error) {
-	b, err := ref.Build(sc, cfg, sim.NewEngine(mode, ch))
+func runCapped(p Program, ref *Reference, mode sim.Mode, ch sim.Chooser, maxFindings int) (*Outcome, error) {
+	b, err := ref.Build(p, sim.NewEngine(mode, ch))
 	if err != nil {
 		return nil, err
 	}

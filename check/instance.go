@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -13,21 +12,21 @@ import (
 // the same program, so only the world it runs in needs to be new.
 type template struct {
 	once  sync.Once
-	built *scenarios.Built // the template's build (its world never runs)
-	tmpl  *ranks.Template  // nil: the config is built afresh each time
+	built *Built          // the template's build (its world never runs)
+	tmpl  *ranks.Template // nil: the config is built afresh each time
 }
 
-// Build returns cfg of sc built on eng, ready to run: a copy of the
-// reference's template when sc and cfg are the reference's, identical to
-// what sc.Build(cfg, scenarios.BuildOptions{}, eng) returns, otherwise that
-// build. ref may be nil.
-func (ref *Reference) Build(sc *scenarios.Scenario, cfg scenarios.Config, eng *sim.Engine) (*scenarios.Built, error) {
-	if ref == nil || ref.sc != sc || ref.cfg != cfg {
-		return sc.Build(cfg, scenarios.BuildOptions{}, eng)
+// Build returns p built on eng, ready to run: a copy of the reference's
+// template when p is the reference's program, identical to what
+// p.Build(BuildOptions{}, eng) returns, otherwise that build. ref may be
+// nil.
+func (ref *Reference) Build(p Program, eng *sim.Engine) (*Built, error) {
+	if ref == nil || ref.prog != p {
+		return p.Build(BuildOptions{}, eng)
 	}
 	t := &ref.tmpl
 	t.once.Do(func() {
-		b, err := sc.Build(cfg, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, nil))
+		b, err := p.Build(BuildOptions{}, sim.NewEngine(sim.Timed, nil))
 		if err != nil {
 			return // every schedule builds afresh and reports the error
 		}
@@ -36,11 +35,11 @@ func (ref *Reference) Build(sc *scenarios.Scenario, cfg scenarios.Config, eng *s
 		}
 	})
 	if t.tmpl == nil {
-		return sc.Build(cfg, scenarios.BuildOptions{}, eng)
+		return p.Build(BuildOptions{}, eng)
 	}
 	tb := t.built
 	w := t.tmpl.Instantiate(eng)
-	b := &scenarios.Built{
+	b := &Built{
 		World: w,
 		// Full slice expressions: an append by one schedule's caller
 		// copies, never writes into another's.

@@ -48,19 +48,19 @@ func TestTemplateRunEqualsFreshRun(t *testing.T) {
 		ref, ok := refs[i]
 		if !ok {
 			var err error
-			ref, err = check.NewReference(sc, cfg)
+			ref, err = check.NewReference(sc.Program(cfg, nil))
 			require.NoError(t, err)
 			refs[i] = ref
 		}
 		seeds := rapid.SliceOfN(rapid.Uint64(), 1, 4).Draw(t, "seeds")
 		kept := make([]*check.Outcome, len(seeds))
 		for k, seed := range seeds {
-			o, err := check.RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(seed, check.RandomPerMille))
+			o, err := check.RunSchedule(sc.Program(cfg, nil), ref, sim.Timed, sim.NewRandom(seed, check.RandomPerMille))
 			require.NoError(t, err)
 			kept[k] = o
 		}
 		for k, seed := range seeds {
-			b, err := sc.Build(cfg, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, sim.NewRandom(seed, check.RandomPerMille)))
+			b, err := sc.Build(cfg, check.BuildOptions{}, sim.NewEngine(sim.Timed, sim.NewRandom(seed, check.RandomPerMille)))
 			require.NoError(t, err)
 			fresh, err := check.RunBuilt(b, ref)
 			require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestBuiltinsAreTemplates(t *testing.T) {
 		for _, v := range sc.Variants {
 			cfg, err := sc.VariantConfig(v, nil)
 			require.NoError(t, err)
-			b, err := sc.Build(cfg, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, nil))
+			b, err := sc.Build(cfg, check.BuildOptions{}, sim.NewEngine(sim.Timed, nil))
 			require.NoError(t, err)
 			_, err = ranks.NewTemplate(b.World)
 			require.NoError(t, err, "%s/%s", name, v.Name)
@@ -122,7 +122,7 @@ func TestPropRecycledRunEqualsFreshRun(t *testing.T) {
 		v, _ := sc.Variant(variant)
 		cfg, err := sc.VariantConfig(v, sets)
 		require.NoError(t, err)
-		ref, err := check.NewReference(sc, cfg)
+		ref, err := check.NewReference(sc.Program(cfg, nil))
 		require.NoError(t, err)
 		targets = append(targets, target{sc, cfg, ref})
 	}
@@ -154,11 +154,11 @@ func TestPropRecycledRunEqualsFreshRun(t *testing.T) {
 		tg := targets[rapid.IntRange(0, len(targets)-1).Draw(t, "target")]
 		seeds := rapid.SliceOfN(rapid.Uint64(), 2, 5).Draw(t, "seeds")
 		for _, seed := range seeds {
-			o, err := check.RunSchedule(tg.sc, tg.cfg, tg.ref, sim.Timed, sim.NewRandom(seed, check.RandomPerMille))
+			o, err := check.RunSchedule(tg.sc.Program(tg.cfg, nil), tg.ref, sim.Timed, sim.NewRandom(seed, check.RandomPerMille))
 			require.NoError(t, err)
 			got := look(o)
 			o.Release()
-			b, err := tg.sc.Build(tg.cfg, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, sim.NewRandom(seed, check.RandomPerMille)))
+			b, err := tg.sc.Build(tg.cfg, check.BuildOptions{}, sim.NewEngine(sim.Timed, sim.NewRandom(seed, check.RandomPerMille)))
 			require.NoError(t, err)
 			fresh, err := check.RunBuilt(b, tg.ref)
 			require.NoError(t, err)

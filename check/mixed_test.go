@@ -42,10 +42,10 @@ func TestRunMixesRandomAndPCT(t *testing.T) {
 	// The witness replays from what the report says.
 	cfg, err := sc.VariantConfig(v, []string{"skew_ns=0", "budget=20"})
 	require.NoError(t, err)
-	ref, err := check.NewReference(sc, cfg)
+	ref, err := check.NewReference(sc.Program(cfg, nil))
 	require.NoError(t, err)
 	mode, ch := rep.WitnessChooser()
-	o, err := check.RunSchedule(sc, cfg, ref, mode, ch)
+	o, err := check.RunSchedule(sc.Program(cfg, nil), ref, mode, ch)
 	require.NoError(t, err)
 	require.Equal(t, rep.WitnessHash, o.TraceHash)
 	require.Equal(t, check.Hang, o.Verdict)

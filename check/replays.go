@@ -5,7 +5,6 @@ import (
 
 	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -22,7 +21,7 @@ import (
 // are independent steps: built apart on each replay's inputs when they
 // are per-replay, otherwise the one reference (every replay computes the
 // same thing). Replays that carry state are judged by the final state.
-func (ref *Reference) buildReplayRefs(sc *scenarios.Scenario, cfg scenarios.Config) error {
+func (ref *Reference) buildReplayRefs(p Program) error {
 	w := ref.built.World
 	R := w.InputReplays()
 	if R < 2 || !w.IndependentReplays() {
@@ -33,7 +32,7 @@ func (ref *Reference) buildReplayRefs(sc *scenarios.Scenario, cfg scenarios.Conf
 			ref.replays = append(ref.replays, ref.built)
 			continue
 		}
-		b, err := sc.Build(cfg, scenarios.BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
+		b, err := p.Build(BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
 		if err != nil {
 			return err
 		}
@@ -54,7 +53,7 @@ func (ref *Reference) buildReplayRefs(sc *scenarios.Scenario, cfg scenarios.Conf
 // compared tensors differs from that replay's reference, with its first
 // differing chunk. The second result makes each finding's message and
 // resource (see compare); bad marks the ranks reported.
-func compareReplays(got *scenarios.Built, ref *Reference) (out []ranks.Finding, details []func() (message, resource string), bad map[int]bool) {
+func compareReplays(got *Built, ref *Reference) (out []ranks.Finding, details []func() (message, resource string), bad map[int]bool) {
 	if len(ref.replays) == 0 || mutant.On(mutant.ReplaysNotChecked) {
 		return nil, nil, nil
 	}

@@ -23,7 +23,7 @@ func TestScaleProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := check.RunSchedule(sc, cfg, nil, sim.Timed, sim.Nominal{})
+	o, err := check.RunSchedule(sc.Program(cfg, nil), nil, sim.Timed, sim.Nominal{})
 	if err != nil {
 		t.Fatal(err)
 	}

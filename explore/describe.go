@@ -34,7 +34,7 @@ func (d Deviation) String() string {
 func Explain(t *Target, w *Witness) ([]Deviation, error) {
 	d := &describer{replay: sim.Replay{Choices: w.Choices}}
 	eng := sim.NewEngine(w.mode(), d)
-	b, err := t.ref.Build(t.Scenario, t.Config, eng)
+	b, err := t.ref.Build(t.program(), eng)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,9 @@ type Target struct {
 	Variant string
 	Sets    []string
 	Config  scenarios.Config
+	// Program is Config as the checker runs it (check.Program); nil:
+	// Scenario.Program(Config, Sets).
+	Program check.Program
 	// Provenance keeps every schedule's output values with their
 	// provenance (Schedule.Outputs, for --outcomes); off, only their hash
 	// is kept.
@@ -79,11 +82,12 @@ func NewTargetFrom(name, variant string, sets []string, read scenarios.ReadFunc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 	}
-	ref, err := check.NewReference(sc, cfg)
+	prog := sc.Program(cfg, sets)
+	ref, err := check.NewReference(prog)
 	if err != nil {
 		return nil, err
 	}
-	return &Target{Scenario: sc, Source: name, Variant: variant, Sets: append([]string(nil), sets...), Config: cfg, ref: ref}, nil
+	return &Target{Scenario: sc, Source: name, Variant: variant, Sets: append([]string(nil), sets...), Config: cfg, Program: prog, ref: ref}, nil
 }
 
 // Attacher is implemented by choosers that need to see the world before it
@@ -175,11 +179,19 @@ func (s *Schedule) Has(kind string) bool {
 // kindOrder is the finding kinds, most severe first.
 var kindOrder = []string{check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race}
 
+// program is the target's program: Program, or its scenario's Config.
+func (t *Target) program() check.Program {
+	if t.Program != nil {
+		return t.Program
+	}
+	return t.Scenario.Program(t.Config, t.Sets)
+}
+
 // Run builds the target with chooser ch in mode, runs it and judges it.
 func (t *Target) Run(mode sim.Mode, ch sim.Chooser) (*Schedule, error) {
 	rec := &sim.Recorder{Inner: ch, Choices: t.takeChoices()}
 	eng := sim.NewEngine(mode, rec)
-	b, err := t.ref.Build(t.Scenario, t.Config, eng) // a copy of the config's template
+	b, err := t.ref.Build(t.program(), eng) // a copy of the config's template
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,8 @@ func tp8Schedules(o Options) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	ref, err := check.NewReference(sc, cfg)
+	prog := sc.Program(cfg, nil)
+	ref, err := check.NewReference(prog)
 	if err != nil {
 		return Row{}, err
 	}
@@ -198,7 +199,7 @@ func tp8Schedules(o Options) (Row, error) {
 		t0 := time.Now()
 		for i := range n {
 			seed := uint64(r*n + i)
-			out, err := check.RunSchedule(sc, cfg, ref, sim.Timed, sim.NewRandom(seed, check.RandomPerMille))
+			out, err := check.RunSchedule(prog, ref, sim.Timed, sim.NewRandom(seed, check.RandomPerMille))
 			if err != nil {
 				return Row{}, err
 			}
@@ -355,7 +356,7 @@ func scaleRow(name string, sets []string) (Row, error) {
 	reset := resetPeak()
 	before := peakRSS()
 	t0, w0 := cpuTime(), time.Now()
-	_, err = check.RunSchedule(sc, cfg, nil, sim.Timed, sim.Nominal{})
+	_, err = check.RunSchedule(sc.Program(cfg, nil), nil, sim.Timed, sim.Nominal{})
 	secs, wall := (cpuTime() - t0).Seconds(), time.Since(w0).Seconds()
 	if err != nil {
 		return Row{}, err
@@ -415,7 +416,7 @@ func sweep(name, knob string, values []int, sets []string) (Row, error) {
 		debug.FreeOSMemory()
 		resetPeak()
 		t0 := cpuTime()
-		if _, err := check.RunSchedule(sc, cfg, nil, sim.Timed, sim.Nominal{}); err != nil {
+		if _, err := check.RunSchedule(sc.Program(cfg, nil), nil, sim.Timed, sim.Nominal{}); err != nil {
 			return Row{}, err
 		}
 		s := max((cpuTime() - t0).Seconds(), 1e-4)

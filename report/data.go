@@ -154,7 +154,7 @@ func Capture(sc *scenarios.Scenario, vr *check.VariantReport) (*Variant, error) 
 	if vr.WitnessSeed != nil {
 		want = vr.WitnessHash
 	}
-	v, err := ScheduleMode(sc, vr.Config, vr.Name, mode, ch)
+	v, err := ScheduleMode(vr.Program, vr.Config, vr.Name, mode, ch)
 	if err != nil {
 		return nil, err
 	}
@@ -178,25 +178,26 @@ func Capture(sc *scenarios.Scenario, vr *check.VariantReport) (*Variant, error) 
 	return v, nil
 }
 
-// Schedule runs cfg of sc under chooser ch with the timeline on, judges it
-// against the reference, and returns it as a report variant named name.
-// Exploration and replay commands use it to show a witness schedule.
-func Schedule(sc *scenarios.Scenario, cfg scenarios.Config, name string, ch sim.Chooser) (*Variant, error) {
-	return ScheduleMode(sc, cfg, name, sim.Timed, ch)
+// Schedule runs program p (with settings cfg) under chooser ch with the
+// timeline on, judges it against the reference, and returns it as a report
+// variant named name. Exploration and replay commands use it to show a
+// witness schedule.
+func Schedule(p check.Program, cfg check.Settings, name string, ch sim.Chooser) (*Variant, error) {
+	return ScheduleMode(p, cfg, name, sim.Timed, ch)
 }
 
 // ScheduleMode is [Schedule] in a given engine mode: an untimed witness
 // (PCT's, DPOR's) replays its choices in [sim.Untimed].
-func ScheduleMode(sc *scenarios.Scenario, cfg scenarios.Config, name string, mode sim.Mode, ch sim.Chooser) (*Variant, error) {
-	ref, err := check.NewReference(sc, cfg)
+func ScheduleMode(p check.Program, cfg check.Settings, name string, mode sim.Mode, ch sim.Chooser) (*Variant, error) {
+	ref, err := check.NewReference(p)
 	if err != nil {
 		return nil, err
 	}
-	o, err := check.RunScheduleOpt(sc, cfg, ref, mode, ch, scenarios.BuildOptions{Timeline: true})
+	o, err := check.RunScheduleOpt(p, ref, mode, ch, check.BuildOptions{Timeline: true})
 	if err != nil {
 		return nil, err
 	}
-	rb, err := sc.Build(cfg, scenarios.BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
+	rb, err := p.Build(check.BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func ScheduleMode(sc *scenarios.Scenario, cfg scenarios.Config, name string, mod
 // scenarios.BuildOptions{Timeline: true}, into a report variant. ref is the
 // reference run's build (its Compare tensors give expected values); it may
 // be nil.
-func FromOutcome(name string, cfg scenarios.Config, o *check.Outcome, ref *scenarios.Built) *Variant {
+func FromOutcome(name string, cfg check.Settings, o *check.Outcome, ref *check.Built) *Variant {
 	w := o.Built.World
 	v := &Variant{
 		Name: name, Config: cfg.Summary(), Verdict: o.Verdict, Schedule: "nominal",

@@ -68,7 +68,7 @@ func ExampleSchedule() {
 	if err := cfg.ApplySets([]string{"tp=2", "strategy=multimem", "layers=1", "replays=1"}); err != nil {
 		panic(err)
 	}
-	v, err := report.Schedule(sc, cfg, "buggy", sim.Nominal{})
+	v, err := report.Schedule(sc.Program(cfg, nil), &cfg, "buggy", sim.Nominal{})
 	if err != nil {
 		panic(err)
 	}

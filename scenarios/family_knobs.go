@@ -3,8 +3,6 @@ package scenarios
 import (
 	"fmt"
 	"strings"
-
-	"github.com/collsim/collsim/ranks"
 )
 
 // Knobs of the collective-family scenarios, appended to the common list.
@@ -37,17 +35,6 @@ func (c *Config) familySummary() string {
 		s += fmt.Sprintf(" layers=%d", c.Layers)
 	}
 	return s
-}
-
-// BuildFailed reports whether the build found a build error or a capture
-// error: the program never ran, so its outputs are not compared.
-func (b *Built) BuildFailed() bool {
-	for _, f := range b.Findings {
-		if f.Kind == ranks.KindBuildError || f.Kind == ranks.KindCaptureError {
-			return true
-		}
-	}
-	return false
 }
 
 // Comparison asks the text report to print one variant's step time against

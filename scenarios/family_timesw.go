@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 
+	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/sim"
@@ -118,15 +119,15 @@ func buildTimesW(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) 
 
 // modelTimesW is the model sharded by buildTimesW: out = moe(x) + shared(x),
 // both with their whole weights, on one device.
-func modelTimesW(cfg Config) (*Model, error) {
-	m := &Model{Chunks: cfg.Chunks, Inputs: []ModelInput{{Name: "x", Init: timesWInput}}}
+func modelTimesW(cfg Config) (*check.Model, error) {
+	m := &check.Model{Chunks: cfg.Chunks, Inputs: []check.ModelInput{{Name: "x", Init: timesWInput}}}
 	in := "x"
 	for l := range cfg.Layers {
 		p := fmt.Sprintf("L%d.", l)
 		m.Ops = append(m.Ops,
-			ModelOp{Name: p + "moe", Kind: "linear", Inputs: []string{in}, Output: p + "rt_y", Weight: fullWeight(cfg, p+"moe")},
-			ModelOp{Name: p + "shared", Kind: "linear", Inputs: []string{in}, Output: p + "sh_y", Weight: fullWeight(cfg, p+"shared")},
-			ModelOp{Name: p + "merge", Kind: "add", Inputs: []string{p + "rt_y", p + "sh_y"}, Output: p + "out"},
+			check.ModelOp{Name: p + "moe", Kind: "linear", Inputs: []string{in}, Output: p + "rt_y", Weight: fullWeight(cfg, p+"moe")},
+			check.ModelOp{Name: p + "shared", Kind: "linear", Inputs: []string{in}, Output: p + "sh_y", Weight: fullWeight(cfg, p+"shared")},
+			check.ModelOp{Name: p + "merge", Kind: "add", Inputs: []string{p + "rt_y", p + "sh_y"}, Output: p + "out"},
 		)
 		m.Outputs = append(m.Outputs, p+"out")
 		in = p + "out"

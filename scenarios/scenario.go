@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/sim"
@@ -12,12 +13,7 @@ import (
 
 // Variant is one configuration of a scenario with the verdict its mechanics
 // are expected to produce. Expect may list alternatives ("race|corruption").
-type Variant struct {
-	Name   string
-	Sets   []string // knob overrides applied to the scenario's base config
-	Expect string
-	Doc    string
-}
+type Variant = check.Variant
 
 // Scenario is a built-in scenario: a base config, variants, and a builder.
 type Scenario struct {
@@ -30,8 +26,9 @@ type Scenario struct {
 	// Compare lists step-time comparisons for the text report.
 	Compare []Comparison
 	// Unsharded, when set, names the model the scenario shards: the
-	// reference is then also that model run on one device (see [Model]).
-	Unsharded func(cfg Config) (*Model, error)
+	// reference is then also that model run on one device (see
+	// [check.Model]).
+	Unsharded func(cfg Config) (*check.Model, error)
 	// GraphMatchesEager declares that the graph path must compute what the
 	// eager path computes: in graph mode every schedule's outputs are also
 	// compared with the eager path's (Build with mode=eager).
@@ -41,28 +38,13 @@ type Scenario struct {
 	Spec *Spec
 }
 
-// BuildOptions are how a world is built, independent of the scenario's knobs.
-type BuildOptions struct {
-	// Reference builds the reference program instead: the same ops, each
-	// rank's ops serialized in program order on one stream, eager.
-	Reference bool
-	// Timeline records task spans (ranks.World.Spans) for timelines.
-	Timeline bool
-}
+// BuildOptions are how a world is built, independent of the scenario's
+// knobs (the checker's, [check.BuildOptions]).
+type BuildOptions = check.BuildOptions
 
-// Built is a world ready to run, with what to compare afterwards.
-type Built struct {
-	World *ranks.World
-	// Compare lists, per rank, the tensors to compare against the
-	// reference, in program order.
-	Compare [][]*ranks.Buffer
-	// Notes are facts about the build worth reporting (strategies chosen,
-	// transform decisions).
-	Notes []string
-	// Findings are what the build itself found (an engine that failed to
-	// build); they join the run's findings.
-	Findings []ranks.Finding
-}
+// Built is a world ready to run, with what to compare afterwards
+// ([check.Built]).
+type Built = check.Built
 
 var registry = map[string]*Scenario{}
 

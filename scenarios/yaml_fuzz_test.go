@@ -83,9 +83,9 @@ func FuzzValidate(f *testing.F) {
 			}
 			// Validation is complete: what it accepts builds and runs
 			// (capture rules included) without an error.
-			ref, err := check.NewReference(sc, cfg)
+			ref, err := check.NewReference(sc.Program(cfg, nil))
 			require.NoError(t, err, "variant %s", v.Name)
-			_, err = check.RunSchedule(sc, cfg, ref, sim.Timed, sim.Nominal{})
+			_, err = check.RunSchedule(sc.Program(cfg, nil), ref, sim.Timed, sim.Nominal{})
 			require.NoError(t, err, "variant %s", v.Name)
 		}
 	})

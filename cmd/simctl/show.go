@@ -138,11 +138,12 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	ref, err := check.NewReference(sc, cfg)
+	prog := sc.Program(cfg, f.sets)
+	ref, err := check.NewReference(prog)
 	if err != nil {
 		return usageError{fmt.Errorf("variant %s: %w", v.Name, err)}
 	}
-	o, err := check.RunScheduleOpt(sc, cfg, ref, sim.Timed, sim.Nominal{}, scenarios.BuildOptions{Timeline: true})
+	o, err := check.RunScheduleOpt(prog, ref, sim.Timed, sim.Nominal{}, check.BuildOptions{Timeline: true})
 	if err != nil {
 		return usageError{fmt.Errorf("variant %s: %w", v.Name, err)}
 	}

@@ -26,7 +26,7 @@ func witnessData(t *explore.Target, w *explore.Witness, devs []explore.Deviation
 			mode = sim.Untimed
 		}
 	}
-	v, err := report.ScheduleMode(t.Scenario, t.Config, t.Variant, mode, ch)
+	v, err := report.ScheduleMode(t.Scenario.Program(t.Config, t.Sets), &t.Config, t.Variant, mode, ch)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package check
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 
 // Model is the unsharded model a scenario shards: linear ops over tensors,
 // as one device runs them. A scenario that names its model
-// ([Scenario.Unsharded]) is checked against it besides the serialized
+// ([References.Model]) is checked against it besides the serialized
 // program: every rank's output tensor must equal the model's tensor of the
 // same name, so a shared output counted once per rank, a partial never
 // reduced or a tensor reduced twice is corruption even when the program
@@ -82,9 +82,9 @@ func (m *Model) Run() (*ranks.World, map[string]*ranks.Buffer, error) {
 		ts[op.Output] = out
 		switch op.Kind {
 		case "linear":
-			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: linear(op.Name, out, op.Weight, 1, srcs...)})
+			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: modelKernel(op.Name, "gemm", out, op.Weight, true, srcs)})
 		case "add":
-			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: sum(op.Name, out, 1, srcs...)})
+			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: modelKernel(op.Name, "add", out, 1, false, srcs)})
 		default:
 			return nil, nil, fmt.Errorf("unsharded model: op %q: unknown kind %q (want linear or add)", op.Name, op.Kind)
 		}
@@ -103,4 +103,16 @@ func (m *Model) Run() (*ranks.World, map[string]*ranks.Buffer, error) {
 		return nil, nil, fmt.Errorf("unsharded model hangs")
 	}
 	return w, ts, nil
+}
+
+// modelKernel is one model op as a kernel of duration 1: dst = coef·Σ srcs,
+// a fresh value (a linear op, a computation) or one that keeps the
+// provenance of its terms (an add, so a report can say which contributions
+// a value holds).
+func modelKernel(name, kind string, dst *ranks.Buffer, coef int64, fresh bool, srcs []*ranks.Buffer) *ranks.KernelSpec {
+	ss := make([]ranks.Src, len(srcs))
+	for i, s := range srcs {
+		ss[i] = ranks.Src{Buf: s, Coef: coef}
+	}
+	return &ranks.KernelSpec{Name: name, Kind: kind, Instrs: []ranks.Instr{{Op: ranks.OpCompute, Phase: kind, Dst: dst, N: dst.Chunks(), Srcs: ss, Fresh: fresh, Dur: 1}}}
 }
