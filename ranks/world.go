@@ -70,7 +70,10 @@ type World struct {
 	ep        epoch // the executing micro-op's epoch, when epOK (World.epoch)
 	epOK      bool
 	nominal   bool // the chooser is sim.Nominal: no jitter
-	noFilter  bool // tests: every lane counts as shared
+	// keepHistory: retire nothing (KeepHistory; retire.go)
+	keepHistory bool
+	hist        History
+	noFilter    bool // tests: every lane counts as shared
 	// a template's copy: its pads and FIFOs by id (the shared micro-ops
 	// name the template's; see bufOf, padOf, fifoOf)
 	tPads  []*SignalPad
@@ -173,7 +176,10 @@ type task struct {
 	heldBy   int32 // waiting for residency: 1 + the pool it waits on (0: none; residency.go)
 	nameID   int32 // 1 + interned (op, stream) name, 0: not yet (exec.go)
 	streamID int32 // 1 + interned stream name, 0: not yet (exec.go)
-	_        [4]byte
+	// users is how many tasks are still to acquire done: those not yet
+	// started among the ones whose dependencies name t, made or still to be
+	// made (retire.go). At 0, done is dropped.
+	users int32
 }
 
 type blockRef struct {
@@ -440,7 +446,7 @@ func (w *World) stepHost(r int) {
 		if h.next == 0 {
 			h.base = w.int32s(len(h.nodes))[:len(h.nodes)]
 		}
-		t := w.newTask(r, n, p, 0, h.base)
+		t := w.newTask(r, h.next, n, p, 0, h.base)
 		h.base[h.next] = t.id
 		h.next++
 		w.issue(t)
@@ -475,8 +481,8 @@ func (w *World) stepHost(r int) {
 	for i := range base {
 		base[i] = first + int32(i)
 	}
-	for _, n := range h.nodes {
-		t := w.newTask(r, n, p, replay, base)
+	for i, n := range h.nodes {
+		t := w.newTask(r, i, n, p, replay, base)
 		if len(n.deps) == 0 && h.prevJoin >= 0 {
 			w.addDep(t, h.prevJoin)
 		}
@@ -484,6 +490,9 @@ func (w *World) stepHost(r int) {
 	ts := w.tasks[first:]
 	// A join task completes when the whole replay has.
 	join := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}})
+	if h.next < w.cfg.Replays {
+		join.users = w.plan.roots[r] // the next replay's first nodes wait for it
+	}
 	w.tasks = append(w.tasks, join)
 	for _, t := range ts {
 		w.addDep(join, t.id)
@@ -511,9 +520,10 @@ func (w *World) hostGap(r int, def sim.Time) sim.Time {
 	return def
 }
 
-func (w *World) newTask(r int, n node, p *Program, replay int32, base []int32) *task {
+func (w *World) newTask(r, i int, n node, p *Program, replay int32, base []int32) *task {
 	op := &p.Ops[n.op]
-	t := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay}})
+	t := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay},
+		users: w.plan.users[r][i]})
 	if op.Kernel != nil {
 		t.sig = op.Kernel.Sig
 	}
@@ -576,6 +586,9 @@ func (w *World) allocTask(t task) *task {
 func (w *World) addDep(t *task, dep int32) {
 	t.deps = w.appendI32(t.deps, dep)
 	d := w.tasks[dep]
+	if d.state == done && w.isJoin(t) && !w.keepHistory {
+		w.accumulate(t, d) // (a join's dependencies are never done yet: made with it)
+	}
 	if d.state != done {
 		t.waiting++
 		d.dependents = w.appendI32(d.dependents, t.id)
@@ -618,14 +631,7 @@ func (w *World) stepTaskOnce(t *task) bool {
 		}
 		t.state = running
 		t.start = now
-		for _, d := range t.deps {
-			// A dependency on the lane's own earlier task (stream order)
-			// hands back a snapshot of this very clock, which has only
-			// grown since: joining it changes nothing.
-			if dt := w.tasks[d]; dt.lane != t.lane {
-				w.acquireVC(t.lane, dt.done)
-			}
-		}
+		w.acquireDeps(t)
 		if w.startsAlone(t) {
 			// Becoming resident took a contended pool: under an
 			// explorer that is a step of its own (residency.go).
@@ -694,6 +700,11 @@ type plan struct {
 	// 1..names (0: not a launch), for race dedupe keys (World.taskNameID)
 	opName [][]int32
 	names  int32
+	// per rank and node: how many of the rank's nodes depend on it; per
+	// rank: how many nodes depend on none (a replay's first). A task's
+	// users start there (retire.go).
+	users [][]int32
+	roots []int32
 }
 
 func makePlan(progs []*Program, capture bool) (*plan, error) {
@@ -735,6 +746,18 @@ func makePlan(progs []*Program, capture bool) (*plan, error) {
 			return nil, err
 		}
 		pl.nodes[r] = nodes
+	}
+	pl.users, pl.roots = make([][]int32, len(progs)), make([]int32, len(progs))
+	for r, nodes := range pl.nodes {
+		pl.users[r] = make([]int32, len(nodes))
+		for _, n := range nodes {
+			for _, d := range n.deps {
+				pl.users[r][d]++
+			}
+			if len(n.deps) == 0 {
+				pl.roots[r]++
+			}
+		}
 	}
 	pl.names = int32(len(nameID))
 	return pl, nil
@@ -791,6 +814,7 @@ func (w *World) complete(t *task) {
 		w.replayDone(t) // a replay's join: every node of the replay is done
 	}
 	t.done = w.snapshot(t.lane)
+	w.retireDone(t)
 	w.recordSpan(t)
 	w.release(t)
 	w.checkDropped(t)
