@@ -26,7 +26,7 @@ func retireRun(t *testing.T, sc *scenarios.Scenario, cfg scenarios.Config, ref *
 	if seed != 0 {
 		ch = sim.NewRandom(seed, check.RandomPerMille)
 	}
-	b, err := sc.Build(cfg, scenarios.BuildOptions{}, sim.NewEngine(sim.Timed, ch))
+	b, err := sc.Build(cfg, check.BuildOptions{}, sim.NewEngine(sim.Timed, ch))
 	require.NoError(t, err)
 	if keep {
 		b.World.KeepHistory()
@@ -59,7 +59,7 @@ func TestRetireSameResults(t *testing.T) {
 		for _, v := range sc.Variants {
 			cfg, err := sc.VariantConfig(v, nil)
 			require.NoError(t, err)
-			ref, err := check.NewReference(sc, cfg)
+			ref, err := check.NewReference(sc.Program(cfg, nil))
 			require.NoError(t, err)
 			for _, seed := range seeds {
 				got, _ := retireRun(t, sc, cfg, ref, seed, false)
