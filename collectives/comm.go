@@ -42,6 +42,18 @@ type Comm struct {
 	// and one block's slots); all-gather and all-to-all need group size ×
 	// chunks, kernels with B blocks B × group size slots.
 	WorkspaceChunks, PadSlots int
+	// StreamGuard is PyTorch's GroupStreamGuard (symm_mem/GroupStreamGuard.cpp,
+	// PR #195947): a signal-pad kernel of the group issued on a stream other
+	// than the previous one's waits for the previous one, so the group's pad
+	// kernels run in host issue order on each rank. Nothing else is ordered:
+	// TensorRT-LLM's copies in and out of the workspace are not pad kernels
+	// (multimem.go). See [Comm.Launches].
+	StreamGuard bool
+	// FusedMultimem models a MULTIMEM all-reduce as one kernel (copy-in,
+	// barrier, ld_reduce into the output, barrier), as this simulator did
+	// before it followed TensorRT-LLM's three kernels (multimem.go). It is
+	// kept as the comparison that shows what the split changes.
+	FusedMultimem bool
 
 	w       *ranks.World
 	shared  *ranks.Symmetric
@@ -76,19 +88,30 @@ func (c *Comm) index(rank int) int {
 	return -1
 }
 
+// padSlots is the slot count of a new signal pad: PadSlots, at least one
+// block's, and room for the largest multimem_all_reduce_ grid where that
+// fits PyTorch's 512 slots (multimem.go).
+func (c *Comm) padSlots() int {
+	n := len(c.Group)
+	s := max(n, c.PadSlots)
+	if MultimemMaxBlocks*n <= PadSlots {
+		s = max(s, MultimemMaxBlocks*n)
+	}
+	return s
+}
+
 // workspace returns the symmetric buffer a call uses.
 func (c *Comm) workspace(call string) *ranks.Symmetric {
-	n := len(c.Group)
 	if c.Workspace == PerCallWorkspace {
 		s, ok := c.perCall[call]
 		if !ok {
-			s = c.w.AllocSymmetric(c.Name+".ws."+call, c.Group, 0, max(c.chunks, c.WorkspaceChunks), max(n, c.PadSlots))
+			s = c.w.AllocSymmetric(c.Name+".ws."+call, c.Group, 0, max(c.chunks, c.WorkspaceChunks), c.padSlots())
 			c.perCall[call] = s
 		}
 		return s
 	}
 	if c.shared == nil {
-		c.shared = c.w.AllocSymmetric(c.Name+".ws", c.Group, 0, max(c.chunks, c.WorkspaceChunks), max(n, c.PadSlots))
+		c.shared = c.w.AllocSymmetric(c.Name+".ws", c.Group, 0, max(c.chunks, c.WorkspaceChunks), c.padSlots())
 	}
 	if mutant.On(mutant.PadNotShared) { // the workspace shared, a pad per call
 		s, ok := c.perCall[call]

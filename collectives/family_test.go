@@ -254,7 +254,7 @@ func TestFamilyBadInput(t *testing.T) {
 		{collectives.Call{Name: "x", Op: collectives.Broadcast, Strategy: collectives.NCCL, In: a2, Out: a2, Root: 4}, 0, "root 4 out of range"},
 		{collectives.Call{Name: "x", Op: collectives.AllReduce, Strategy: collectives.NCCL, In: a2, Out: a2}, 7, "not in communicator"},
 		{collectives.Call{Name: "x", Op: collectives.AllGather, Strategy: collectives.P2POneShot, In: a2, Out: a8}, 0, "workspace"},
-		{collectives.Call{Name: "x", Op: collectives.AllReduce, Strategy: collectives.Multimem, In: a2, Out: a2, Blocks: 2}, 0, "signal pad"},
+		{collectives.Call{Name: "x", Op: collectives.AllReduce, Strategy: collectives.Multimem, In: a2, Out: a2, Blocks: 9}, 0, "signal pad"}, // a pad holds 8 blocks of slots (collectives.MultimemMaxBlocks)
 		{collectives.Call{Name: "x", Op: "gather", Strategy: collectives.NCCL, In: a2, Out: a2}, 0, "unknown op"},
 	} {
 		_, err := comm.Collective(tc.rank, tc.call)

@@ -13,7 +13,8 @@ import (
 
 // TestOutcomesFollowTheVerdict: a program that marks no tensor as an output
 // (testdata/two-stream-no-outputs.yaml: docs/examples/two-stream.yaml
-// without its output marks) is judged on every tensor it writes; its
+// without its output marks, the aux kernel longer) is judged on every
+// tensor it writes; its
 // outcomes must then tell a corrupted schedule from a clean one. Schedules
 // that share an outcome hash agree on whether they corrupt (corruption is
 // a difference in exactly the values the hash covers), and the exploration

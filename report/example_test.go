@@ -84,5 +84,5 @@ func ExampleSchedule() {
 	// verdict: race
 	// first finding: race at 47618ns
 	//   L0.shared_ar on rank 0 stream aux
-	//   L0.routed_ar on rank 0 stream main
+	//   L0.routed_ar.copy_in on rank 0 stream main
 }

@@ -114,10 +114,12 @@ func TestTP8YAMLMatchesGo(t *testing.T) {
 	// when it lost its copy-in to read the input where it is; eager-buggy's
 	// when eager ops took their measured host issue costs, ranks/hw.go; the
 	// graph variants' when each replay got inputs of its own, re-filled
-	// between replays: ranks/replays.go).
+	// between replays: ranks/replays.go; the MULTIMEM variants' when a
+	// MULTIMEM all-reduce became TensorRT-LLM's three kernels,
+	// collectives/multimem.go).
 	want := map[string]string{
-		"buggy": "fade94f3ba2236aa", "fixed": "69e4d3e5e55bace2", "fixed-overlap": "741101b8b00c38cf",
-		"tp4-buggy": "0eabacf8d54f35be", "prefill-buggy": "8decb02a44273512", "eager-buggy": "fadae921f732209c",
+		"buggy": "503542ed2ec28939", "fixed": "dc67c215190559ec", "fixed-overlap": "3b95ace8887f16a8",
+		"tp4-buggy": "0eabacf8d54f35be", "prefill-buggy": "e516adb675555335", "eager-buggy": "804ffb92aa05889d",
 	}
 	for _, v := range y.Variants {
 		rep, err := check.RunVariant(y, v, check.Options{Extra: []string{"budget=0"}})

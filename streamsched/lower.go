@@ -84,11 +84,13 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 				continue
 			}
 			op := g.Ops[st.Op]
-			k, err := kernel(w, r, op, ts, comms, cfg, weight, lo)
+			ks, err := kernels(r, op, ts, comms, cfg, weight, lo)
 			if err != nil {
 				return nil, err
 			}
-			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: cur, Kernel: k})
+			for _, k := range ks {
+				p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: cur, Kernel: k})
+			}
 		}
 		w.SetProgram(r, p)
 	}
@@ -120,7 +122,32 @@ func allocTensors(w *ranks.World, g *Graph, chunks int, init func(tensor string,
 	return out
 }
 
-func kernel(w *ranks.World, r int, op Op, ts map[string]*ranks.Buffer, comms map[string]*collectives.Comm, cfg LowerConfig, weight func(string, int) int64, lo *Lowered) (*ranks.KernelSpec, error) {
+// kernels is what the host launches for op on rank r, in order on the
+// current stream: one kernel, or a split MULTIMEM all-reduce's three
+// (collectives.Comm.Launches).
+func kernels(r int, op Op, ts map[string]*ranks.Buffer, comms map[string]*collectives.Comm, cfg LowerConfig, weight func(string, int) int64, lo *Lowered) ([]*ranks.KernelSpec, error) {
+	if op.Kind == AllReduce {
+		c, ok := comms[op.Comm]
+		if cfg.CommFor != nil {
+			c, ok = cfg.CommFor(op.Comm, r)
+		}
+		if !ok {
+			return nil, fmt.Errorf("op %q: unknown communicator %q", op.Name, op.Comm)
+		}
+		out := ts[op.Output]
+		s := collectives.Resolve(cfg.Strategy, cfg.HW.Arch, c.Size(), out.Bytes)
+		lo.Strategies[op.Name] = s
+		return c.Launches(r, collectives.Call{Name: op.Name, Op: collectives.AllReduce, Strategy: s, In: ts[op.Inputs[0]], Out: out})
+	}
+	k, err := kernel(r, op, ts, cfg, weight)
+	if err != nil {
+		return nil, err
+	}
+	return []*ranks.KernelSpec{k}, nil
+}
+
+// kernel is op's one kernel on rank r (every kind but all-reduce).
+func kernel(r int, op Op, ts map[string]*ranks.Buffer, cfg LowerConfig, weight func(string, int) int64) (*ranks.KernelSpec, error) {
 	out := ts[op.Output]
 	srcs := make([]ranks.Src, len(op.Inputs))
 	for i, in := range op.Inputs {
@@ -141,17 +168,6 @@ func kernel(w *ranks.World, r int, op Op, ts map[string]*ranks.Buffer, comms map
 		dur := hw.KStart + ranks.Bytes(3*out.Bytes, hw.HBM)
 		return &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: []ranks.Instr{{
 			Op: ranks.OpCompute, Phase: "add", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: dur}}}, nil
-	case AllReduce:
-		c, ok := comms[op.Comm]
-		if cfg.CommFor != nil {
-			c, ok = cfg.CommFor(op.Comm, r)
-		}
-		if !ok {
-			return nil, fmt.Errorf("op %q: unknown communicator %q", op.Name, op.Comm)
-		}
-		s := collectives.Resolve(cfg.Strategy, hw.Arch, c.Size(), out.Bytes)
-		lo.Strategies[op.Name] = s
-		return c.AllReduce(r, op.Name, s, ts[op.Inputs[0]], out)
 	}
 	return nil, fmt.Errorf("op %q: unknown kind %q", op.Name, op.Kind)
 }

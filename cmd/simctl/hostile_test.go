@@ -107,7 +107,7 @@ func TestHostileInputs(t *testing.T) {
 		unmet = append(unmet, e.write(t, "unmet-"+sh[:1]+".json", out))
 	}
 	esc := e.write(t, "esc.yaml", strings.Replace(string(forty), "name: two-stream", "name: \"two\\e[31mstream\"", 1))
-	escTensor := e.write(t, "esc-tensor.yaml", strings.ReplaceAll(string(forty), "b_sum", `"b\e[2Jsum"`))
+	escTensor := e.write(t, "esc-tensor.yaml", strings.ReplaceAll(string(forty), "a_sum", `"a\e[2Jsum"`))
 	notDir := e.write(t, "plain", "x")
 
 	cases := []struct {
@@ -154,7 +154,7 @@ func TestHostileInputs(t *testing.T) {
 		{"an unwritable --witness keeps the summary", []string{"explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--budget", "4", "--witness", filepath.Join(notDir, "w.json")}, 2, []string{"verdict: corruption", "--witness", "not a directory"}, false},
 		// terminal safety (input.go)
 		{"control characters in a scenario's name", []string{"run", esc, "--set", "budget=0", "--no-expect"}, 0, []string{`two\x1b[31mstream`}, false},
-		{"control characters in a tensor's name, in findings", []string{"run", escTensor, "--no-expect"}, 0, []string{`b\x1b[2Jsum`}, false},
+		{"control characters in a tensor's name, in findings", []string{"run", escTensor, "--no-expect"}, 0, []string{`a\x1b[2Jsum`}, false},
 		{"control characters in a file name", []string{"validate", filepath.Join(e.dir, "no\x1b[2Jsuch.yaml")}, 2, []string{`no\x1b[2Jsuch.yaml`}, false},
 	}
 	for _, c := range cases {
