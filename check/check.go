@@ -17,6 +17,11 @@ const (
 	Corruption = ranks.KindCorruption
 	Dropped    = ranks.KindDropped
 	Hang       = ranks.KindHang
+	// InvalidAccess: a kernel touched memory its rank never mapped (a
+	// peer's buffer that was never registered): CUDA's illegal memory
+	// access, which ends the process. It ran, so it ranks below the
+	// verdicts where nothing ran.
+	InvalidAccess = ranks.KindInvalidAccess
 	// CaptureError: the CUDA graph capture was invalidated (a cudaMalloc
 	// without the caching allocator, a host synchronize): no graph, nothing
 	// ran.
@@ -26,7 +31,7 @@ const (
 	BuildError = ranks.KindBuildError
 )
 
-var severity = map[string]int{OK: 0, Race: 1, Mismatch: 2, Corruption: 3, Dropped: 4, Hang: 5, CaptureError: 6, BuildError: 7}
+var severity = map[string]int{OK: 0, Race: 1, Mismatch: 2, Corruption: 3, Dropped: 4, Hang: 5, InvalidAccess: 6, CaptureError: 7, BuildError: 8}
 
 // Worse reports whether verdict a is more severe than b.
 func Worse(a, b string) bool { return severity[a] > severity[b] }

@@ -5,5 +5,7 @@
 //
 // Verdicts, in increasing severity: ok, race (a latent happens-before race;
 // outputs right in every schedule tried), mismatch (a collective consumed
-// another's signal or data, outputs still right), corruption, dropped, hang.
+// another's signal or data, outputs still right), corruption, dropped, hang,
+// invalid-access (a kernel touched memory its rank never mapped),
+// capture-error, build-error.
 package check

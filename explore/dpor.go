@@ -707,9 +707,15 @@ func (r *dporRun) accessesInto(out []access, st *ranks.Step, first, commit bool)
 				mem(s.Buf, s.Lo+i, false)
 			}
 		}
-		if in.Dst != nil && (in.Op == ranks.OpCompute || in.Op == ranks.OpRecv || in.Op == ranks.OpRecvSend) {
+		if in.Dst != nil && (in.Op == ranks.OpCompute || in.Op == ranks.OpRecv || in.Op == ranks.OpRecvSend || in.Op == ranks.OpFlagPut) {
 			for i := 0; i < in.N; i++ {
 				mem(in.Dst, in.DstLo+i, true)
+			}
+		}
+		if in.Op == ranks.OpFlagWait {
+			// a satisfied flag wait reads its region (ranks/flags.go)
+			for i := 0; i < in.N; i++ {
+				mem(in.Dst, in.DstLo+i, false)
 			}
 		}
 		switch in.Op {

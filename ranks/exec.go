@@ -65,6 +65,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
+		if w.flags != nil {
+			w.flagWoke(w.bufOf(in.Dst)) // a plain store into a polled buffer
+		}
 	case OpPut:
 		pad := w.padOf(in.Pad)
 		s := &pad.Slots[in.Slot]
@@ -189,6 +192,12 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.eng.Mix3(0x53, uint64(o.Src), uint64(o.Dst))
 		w.wake(&o.waiters)
 	case OpDelay:
+	case OpFlagPut:
+		w.execFlagPut(t, in)
+	case OpFlagWait:
+		return w.execFlagWait(t, in)
+	case OpFault:
+		w.execFault(t, in)
 	}
 	return true
 }
@@ -334,6 +343,8 @@ func (t *task) blockReason() string {
 			return fmt.Sprintf("send on %s (full)", in.Fwd.Name)
 		}
 		return fmt.Sprintf("recv on %s (empty)", in.Fifo.Name)
+	case OpFlagWait:
+		return flagWaitReason(in)
 	}
 	return in.Op.String()
 }

@@ -167,6 +167,8 @@ func (w *World) NextStep(a int32) Step {
 		st.Block = w.fifoOf(in.Fifo).inFlight() == 0
 	case OpRecvSend:
 		st.Block = w.fifoOf(in.Fifo).inFlight() == 0 || w.fifoOf(in.Fwd).inFlight() >= in.Fwd.Cap
+	case OpFlagWait:
+		st.Block = !w.flagHolds(in)
 	}
 	return st
 }
@@ -196,6 +198,8 @@ func (w *World) WouldBlock(a int32) bool {
 		return w.fifoOf(in.Fifo).inFlight() == 0
 	case OpRecvSend:
 		return w.fifoOf(in.Fifo).inFlight() == 0 || w.fifoOf(in.Fwd).inFlight() >= in.Fwd.Cap
+	case OpFlagWait:
+		return !w.flagHolds(in)
 	}
 	return false
 }

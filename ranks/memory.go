@@ -259,16 +259,28 @@ const (
 	// while Fifo is empty or Fwd is full. The forwarded values come from
 	// registers: Dst is written, not read back.
 	OpRecvSend
+	// OpFlagPut: an atomic store of the value Slot (or of Srcs[0]'s N
+	// chunks) into Dst[DstLo : DstLo+N], with release unless Fresh
+	// (flags.go).
+	OpFlagPut
+	// OpFlagWait: spin until every chunk of Dst[DstLo : DstLo+N] compares
+	// true with Slot under Cmp; acquire the stores it observed (flags.go).
+	OpFlagWait
+	// OpFault: an access to Dst, a buffer the rank never mapped: an
+	// illegal memory access (KindInvalidAccess; Phase says why).
+	OpFault
 )
 
-var instrOpNames = [...]string{"compute", "put", "wait", "send", "recv", "delay", "recv+send"}
+var instrOpNames = [...]string{"compute", "put", "wait", "send", "recv", "delay", "recv+send", "flag-put", "flag-wait", "fault"}
 
 func (o InstrOp) String() string { return instrOpNames[o] }
 
 // Instr is one device micro-op of a kernel. Its effects happen when it
 // executes; the kernel's next micro-op runs Dur later.
 type Instr struct {
-	Op    InstrOp
+	Op InstrOp
+	// Cmp is a flag wait's comparison (flags.go); it fills padding after Op.
+	Cmp   FlagCmp
 	Phase string // label for timelines ("copy-in", "barrier", "ld_reduce")
 	Dur   sim.Time
 	Dst   *Buffer
@@ -277,7 +289,7 @@ type Instr struct {
 	Srcs  []Src
 	Fresh bool
 	Pad   *SignalPad
-	Slot  int
+	Slot  int // a pad slot; a flag op's value
 	Fifo  *Fifo
 	Fwd   *Fifo // where an OpRecvSend forwards its results
 	// Peer is the world rank a put or wait is addressed to or expects, for

@@ -128,6 +128,7 @@ type World struct {
 	snaps        [][][]Value     // per rank and replay: their copies
 
 	res     *residency     // SM and Exclusive pools (residency.go)
+	flags   *flagState     // device-side flags (flags.go); nil until the first flag op
 	dropped map[string]int // dropped finding index by kernel name
 }
 

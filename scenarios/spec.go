@@ -208,7 +208,7 @@ const (
 
 // opKinds lists every op kind in the order the format's documentation does.
 var opKinds = []OpKind{OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpRecord, OpWait, OpSync,
-	OpAlloc, OpFree, OpRecordStream, OpEmptyCache}
+	OpAlloc, OpFree, OpRecordStream, OpEmptyCache, OpPut, OpAwait, OpReset, OpRegister}
 
 // memory reports whether k is a caching-allocator op.
 func (k OpKind) memory() bool { return k == OpAlloc || k == OpFree || k == OpRecordStream }
@@ -271,6 +271,8 @@ type OpSpec struct {
 	// the communicator's ranks, or next / prev (the neighbours in
 	// communicator order, wrapping around).
 	Peer string
+	// Flag is a flag op's buffer, region and value (spec_flags.go).
+	Flag *FlagSpec
 	// Repeat is set for a repeated block of ops (Kind OpRepeat).
 	Repeat *RepeatSpec
 	// When lists conditions on knobs: the op is part of the program only

@@ -288,6 +288,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 	}
 	written := map[string]bool{}
 	ops := p.opsFor(cfg)
+	mapped := s.newMapping(cfg, ops)
 	var alloc *ranks.Allocator
 	for _, op := range ops {
 		if (op.Kind == OpAlloc || op.Kind == OpEmptyCache) && alloc == nil {
@@ -372,7 +373,23 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				kind = ranks.Wait
 			}
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: kind, Stream: st, Event: ev, Host: sim.Time(op.HostNs)})
+		case OpRegister:
+			mapped.mapped[op.Name] = true // the host opened its peers' handles
+		case OpPut, OpAwait, OpReset:
+			k, err := s.lowerFlagOp(cfg, hw, &op, r, bufs, symms, mapped)
+			if err != nil {
+				return nil, nil, err
+			}
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 		case OpKernel:
+			if s.kernelRefs(&op) {
+				k, err := s.lowerRefKernel(cfg, hw, &op, r, bufs, symms, mapped, written)
+				if err != nil {
+					return nil, nil, err
+				}
+				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
+				continue
+			}
 			k := &ranks.KernelSpec{Name: op.Name, Kind: "kernel", Blocks: op.Blocks, Spins: op.Spin}
 			var srcs []ranks.Src
 			var moved int64

@@ -27,7 +27,10 @@ type SymmSpec struct {
 	Ranks  RankSet
 	Chunks int
 	Pad    string // allocation | per-group; empty: the pad knob
-	pos    posMap
+	// Registration is rendezvous (mapped on every rank when made; "" too)
+	// or op (mapped on a rank by a register op: spec_flags.go).
+	Registration string
+	pos          posMap
 }
 
 func (d *decoder) symm(o *obj) SymmSpec {
@@ -46,6 +49,13 @@ func (d *decoder) symm(o *obj) SymmSpec {
 			sy.Pad = ""
 		}
 	}
+	if v := o.get("registration"); v != nil {
+		sy.Registration = o.str("registration")
+		if sy.Registration != RegisterRendezvous && sy.Registration != RegisterOp {
+			d.add(posOf(v), "symmetric registration: %q; expected %s or %s", sy.Registration, RegisterRendezvous, RegisterOp)
+			sy.Registration = ""
+		}
+	}
 	return sy
 }
 
@@ -62,6 +72,11 @@ func (s *Spec) symmSpec(name string) *SymmSpec {
 func (sy *SymmSpec) padScope(cfg Config) collectives.PadScope {
 	if sy.Pad != "" {
 		return collectives.PadScope(sy.Pad)
+	}
+	if cfg.Bug.Pad == "" {
+		// no all-reduce runs over it (checkSymmCall says so where one
+		// does): its pads are never used
+		return collectives.PadPerAllocation
 	}
 	return collectives.PadScope(cfg.Bug.Pad)
 }

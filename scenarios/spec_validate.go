@@ -250,12 +250,19 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			e.add(op.pos.at("stream"), "%s %q on undefined stream %q; this program's streams: %s", op.Kind, op.Name, op.Stream, strings.Join(p.Streams, ", "))
 		}
 		switch op.Kind {
+		case OpPut, OpAwait, OpReset, OpRegister:
+			s.validateFlagOp(e, op, tensors)
 		case OpKernel:
+			s.validateKernelRefs(e, op)
 			for i, r := range op.Reads {
-				tensor(op, item("reads", i), r, "reads")
+				if _, ok := s.parseMemRef(r); !ok {
+					tensor(op, item("reads", i), r, "reads")
+				}
 			}
 			for i, w := range op.Writes {
-				tensor(op, item("writes", i), w, "writes")
+				if _, ok := s.parseMemRef(w); !ok {
+					tensor(op, item("writes", i), w, "writes")
+				}
 			}
 		case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv:
 			if op.Kind != OpRecv {
@@ -383,6 +390,7 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 			owner[r] = pi
 			for i := range ops {
 				s.checkCall(cfg, &ops[i], r, commRanks, report)
+				s.checkFlags(cfg, &ops[i], r, report)
 			}
 		}
 	}
@@ -435,7 +443,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 	prog := &ranks.Program{Streams: p.Streams, Events: p.Events}
 	var at []int // at[i] is the index in p.Ops of prog.Ops[i]
 	for oi, op := range ops {
-		if op.Kind.memory() {
+		if op.Kind.memory() || op.Kind == OpRegister {
 			continue // the allocator acts on the host: nothing is captured
 		}
 		at = append(at, oi)
@@ -452,7 +460,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 			if op.Kind == OpWait {
 				h.Kind = ranks.Wait
 			}
-		case OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv:
+		case OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpPut, OpAwait, OpReset:
 			h.Kind, h.Kernel = ranks.Launch, &ranks.KernelSpec{Name: op.Name}
 			group := commRanks[op.Comm]
 			tin, tout := s.tensor(op.In), s.tensor(op.Out)
@@ -614,6 +622,12 @@ func opTensors(op *OpSpec) (names, fields []string) {
 	}
 	if op.Out != "" {
 		names, fields = append(names, op.Out), append(fields, "out")
+	}
+	if f := op.Flag; f != nil {
+		names, fields = append(names, f.Flag), append(fields, "flag")
+		if f.From != "" {
+			names, fields = append(names, f.From), append(fields, "from")
+		}
 	}
 	return names, fields
 }

@@ -654,7 +654,7 @@ func (d *decoder) spec(n ast.Node) *Spec {
 	}
 	if v := o.get("symmetric"); v != nil {
 		for _, it := range d.seqAtMost(v, "symmetric", MaxCommsPerFile, "") {
-			s.Symm = append(s.Symm, d.symm(d.mapping(it, "symmetric allocation", "name", "ranks", "chunks", "pad")))
+			s.Symm = append(s.Symm, d.symm(d.mapping(it, "symmetric allocation", "name", "ranks", "chunks", "pad", "registration")))
 		}
 	}
 	if v := o.get("tensors"); v != nil {
@@ -873,7 +873,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 }
 
 var opKeys = []string{"id", "when", "repeat", "ops", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
-	"alloc", "free", "record_stream", "empty_cache",
+	"alloc", "free", "record_stream", "empty_cache", "put", "await", "reset", "register", "flag", "at", "n", "value", "from", "until",
 	"stream", "reads", "writes", "time", "weight", "spin", "symmetric", "offset", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
 // opStrategies are the strategy values an op may name: auto and every
@@ -946,7 +946,10 @@ func (d *decoder) op(n ast.Node) OpSpec {
 	// Every op the host issues may carry the host gap before it (HostNs);
 	// the allocator ops issue nothing.
 	allowed := append(slices.Clip(opAllowed[op.Kind]), "id", "when")
-	if !op.Kind.memory() {
+	if a, ok := flagOpAllowed[op.Kind]; ok {
+		allowed = append(slices.Clip(a), "id", "when")
+	}
+	if !op.Kind.memory() && op.Kind != OpRegister {
 		allowed = append(allowed, "host")
 	}
 	for _, k := range o.order {
@@ -999,6 +1002,8 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		if o.has("symmetric") && o.has("strategy") {
 			d.add(o.kpos["strategy"], "an allreduce on a symmetric allocation is PyTorch's one-shot kernel; remove strategy")
 		}
+	case op.Kind.flag() || op.Kind == OpRegister:
+		d.flagOp(o, &op)
 	case op.Kind == OpRecordStream:
 		o.require("stream")
 	case op.Kind == OpSend || op.Kind == OpRecv:
@@ -1078,7 +1083,7 @@ func checkPeer(s string) error {
 }
 
 // verdicts a variant may expect.
-var verdictNames = []string{"ok", "race", "mismatch", "corruption", "dropped", "hang", "build-error"}
+var verdictNames = []string{"ok", "race", "mismatch", "corruption", "dropped", "hang", "invalid-access", "build-error"}
 
 func (d *decoder) variant(n ast.Node) (Variant, posMap, []PatchSpec) {
 	var v Variant

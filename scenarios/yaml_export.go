@@ -99,6 +99,9 @@ func MarshalSpec(s *Spec) []byte {
 			if sy.Pad != "" {
 				line += ", pad: " + quote(sy.Pad)
 			}
+			if sy.Registration != "" {
+				line += ", registration: " + quote(sy.Registration)
+			}
 			p(1, "%s}", line)
 		}
 	}
@@ -298,6 +301,8 @@ func opLine(op OpSpec) string {
 		parts = append(parts, "comm: "+quote(op.Comm), "in: "+quote(op.In), "peer: "+knobVal(op.Peer))
 	case OpRecv:
 		parts = append(parts, "comm: "+quote(op.Comm), "out: "+quote(op.Out), "peer: "+knobVal(op.Peer))
+	case OpPut, OpAwait, OpReset:
+		parts = append(parts, flagParts(op)...)
 	}
 	if op.HostNs != 0 {
 		parts = append(parts, fmt.Sprintf("host: %dns", op.HostNs))

@@ -64,7 +64,7 @@ func writeFindingSample(w io.Writer, fs []ranks.Finding, rest string) {
 	for _, f := range fs {
 		count[f.Kind]++
 	}
-	for _, k := range []string{check.BuildError, check.CaptureError, check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race} {
+	for _, k := range []string{check.BuildError, check.CaptureError, check.InvalidAccess, check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race} {
 		shown := 0
 		for _, f := range fs {
 			if f.Kind == k && shown < 2 {
