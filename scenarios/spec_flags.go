@@ -369,7 +369,7 @@ func (s *Spec) checkFlags(cfg Config, op *OpSpec, r int, report func(Pos, string
 			return // reported by validateFlagOp
 		}
 		if _, _, err := s.flagRegion(cfg, op, r); err != nil {
-			report(op.pos.at("at"), fmt.Sprintf("%s %q on rank %d: %v", op.Kind, op.Name, r, err))
+			report(op.pos.at("at"), fmt.Sprintf("%s %q on rank %d: %v; expected a region within the buffer, on a rank that holds a copy", op.Kind, op.Name, r, err))
 			return
 		}
 		if group, ok := s.flagGroup(cfg, f.Flag); ok {
@@ -378,7 +378,7 @@ func (s *Spec) checkFlags(cfg Config, op *OpSpec, r int, report func(Pos, string
 				return
 			}
 			if _, err := peerRanks(f.Peer, r, group); err != nil {
-				report(op.pos.at("peer"), fmt.Sprintf("%s %q on rank %d: %v", op.Kind, op.Name, r, err))
+				report(op.pos.at("peer"), fmt.Sprintf("%s %q on rank %d: %v; expected a rank of the allocation", op.Kind, op.Name, r, err))
 			}
 		}
 	case op.Kind == OpKernel && s.kernelRefs(op):
@@ -392,7 +392,7 @@ func (s *Spec) checkFlags(cfg Config, op *OpSpec, r int, report func(Pos, string
 				field = item("writes", i-len(op.Reads))
 			}
 			if _, err := s.refRegions(cfg, op, n, r, nil); err != nil {
-				report(op.pos.at(field), fmt.Sprintf("kernel %q %q on rank %d: %v", op.Name, n, r, err))
+				report(op.pos.at(field), fmt.Sprintf("kernel %q %q on rank %d: %v; expected a copy and slot the allocation has", op.Name, n, r, err))
 			}
 		}
 	}
