@@ -97,23 +97,8 @@ func (f *famBuilder) stream(s int) int {
 	return s
 }
 
-// streamName is the name the allocator sees for stream s.
-func (f *famBuilder) streamName(r, s int) string { return f.progs[r].Streams[f.stream(s)] }
-
 func (f *famBuilder) launch(r, s int, k *ranks.KernelSpec) {
 	f.progs[r].Ops = append(f.progs[r].Ops, ranks.HostOp{Kind: ranks.Launch, Stream: f.stream(s), Kernel: k})
-}
-
-func (f *famBuilder) record(r, s, ev int) {
-	if !f.ref {
-		f.progs[r].Ops = append(f.progs[r].Ops, ranks.HostOp{Kind: ranks.Record, Stream: s, Event: ev})
-	}
-}
-
-func (f *famBuilder) wait(r, s, ev int) {
-	if !f.ref {
-		f.progs[r].Ops = append(f.progs[r].Ops, ranks.HostOp{Kind: ranks.Wait, Stream: s, Event: ev})
-	}
 }
 
 func (f *famBuilder) finish() {

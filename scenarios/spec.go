@@ -40,6 +40,10 @@ type Spec struct {
 	Params []ParamSpec
 	// Compare lists step-time comparisons between variants for the report.
 	Compare []Comparison
+	// Steps and HostScalars are the host values (spec_host.go): whether the
+	// replays carry state, and the host scalars kernels read.
+	Steps       string
+	HostScalars []HostScalarSpec
 
 	// File is the file name errors are reported against.
 	File   string
@@ -127,6 +131,11 @@ type CommSpec struct {
 type TensorSpec struct {
 	Name  string
 	Bytes int64
+	// BytesExpr, when set, gives Bytes as a function of the knobs
+	// (spec_expr.go); Bytes is then its value under the file's base.
+	BytesExpr *Expr
+	// PerReplay re-fills the tensor before each replay (spec_host.go).
+	PerReplay [][]uint64
 	// Init gives chunk values, the same on every rank (chunk c gets
 	// Init[c % len(Init)]). InitPerRank gives them per rank and wins.
 	Init        []uint64
@@ -243,6 +252,17 @@ type OpSpec struct {
 	Reads  []string
 	Writes []string
 	TimeNs int64 // 0: derived from bytes moved
+	// TimeExpr, when set, is the time as a function of the knobs and the
+	// profile (gemm(m, k, n), mem(bytes); spec_expr.go).
+	TimeExpr *Expr
+	// Scale names a host scalar that multiplies a kernel's weight when the
+	// op is issued; By is an advance's or increment's amount (spec_host.go).
+	Scale string
+	By    int64
+	// Launch is "gemm" for a kernel whose host launch costs a GEMM's (a
+	// linear layer); empty: a plain kernel's, or a GEMM's when its time
+	// calls gemm().
+	Launch string
 	Weight int64 // 0: a per-rank weight derived from the name
 	// Kernel resources (ranks.KernelSpec.Blocks and Spins): thread blocks
 	// that must be resident at once (0: fits anywhere), and whether it
@@ -275,6 +295,10 @@ type OpSpec struct {
 	Flag *FlagSpec
 	// Repeat is set for a repeated block of ops (Kind OpRepeat).
 	Repeat *RepeatSpec
+	// Capture is set for a capture block (Kind OpCapture; spec_graphs.go).
+	Capture *CaptureSpec
+	// Values are a fill's values (chunk c gets Values[c % len]).
+	Values []uint64
 	// When lists conditions on knobs: the op is part of the program only
 	// in a configuration where every one holds.
 	When []Cond

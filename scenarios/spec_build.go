@@ -41,8 +41,15 @@ func (s *Spec) world(cfg Config, opt BuildOptions, eng *sim.Engine, mode ranks.M
 	if cfg.Chunks < 1 || cfg.Chunks > MaxChunks {
 		return nil, hw, fmt.Errorf("chunks %d: expected 1..%d", cfg.Chunks, MaxChunks)
 	}
-	w := ranks.NewWorld(cfg.TP, worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
-	w.SetIndependentReplays(true) // each replay a step on inputs of its own, checked on its own (ranks/replays.go)
+	replays := cfg.Replays
+	if s.graphProgram() {
+		replays = 1 // the program's replay ops are its replays
+	}
+	w := ranks.NewWorld(cfg.TP, worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
+	// Each replay a step on inputs of its own, checked on its own
+	// (ranks/replays.go), unless the file says its steps carry state
+	// (spec_host.go).
+	w.SetIndependentReplays(!s.carried())
 	return w, hw, nil
 }
 
@@ -95,6 +102,9 @@ func (s *Spec) tensor(name string) *TensorSpec {
 func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	strat, err := cfg.strategy()
 	if err != nil {
+		return nil, err
+	}
+	if s, err = s.sized(cfg); err != nil {
 		return nil, err
 	}
 	g := &streamsched.Graph{}
@@ -183,9 +193,13 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	if _, err := cfg.strategy(); err != nil {
 		return nil, err
 	}
+	s, err := s.sized(cfg)
+	if err != nil {
+		return nil, err
+	}
 	mode := ranks.Eager
-	if cfg.Mode == "graph" && !opt.Reference {
-		mode = ranks.Graph
+	if cfg.Mode == "graph" && !opt.Reference && !s.graphProgram() {
+		mode = ranks.Graph // the whole program captured; with capture blocks the program says (spec_graphs.go)
 	}
 	w, hw, err := s.world(cfg, opt, eng, mode)
 	if err != nil {
@@ -205,6 +219,9 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 			}
 			b := w.Alloc(r, t.Name, t.Bytes, t.chunks(cfg))
 			b.Output = t.Output
+			if len(t.PerReplay) > 0 {
+				perReplayInit(w, b, t)
+			}
 			if t.hasInit() {
 				if _, ok := t.initValue(r, 0); ok {
 					w.Init(b, func(c int) uint64 { v, _ := t.initValue(r, c); return v })
@@ -287,7 +304,15 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 		return nil, fmt.Errorf("rank %d: undefined tensor %q", r, name)
 	}
 	written := map[string]bool{}
-	ops := p.opsFor(cfg)
+	issue, copies := s.passes(cfg, reference)
+	ops := graphWork(repeatOps(p.opsFor(cfg), issue), cfg)
+	gl := &graphLowering{reference: reference, graphs: map[string]*capturedGraph{}}
+	fills := 0
+	hs := s.newHostState()
+	if r == 0 && !reference {
+		defer func() { b.Notes = append(b.Notes, hs.notes(s, cfg.Mode == "graph")...) }()
+	}
+	defer func() { prog.Ops = repeatOps(prog.Ops, copies) }()
 	mapped := s.newMapping(cfg, ops)
 	var alloc *ranks.Allocator
 	for _, op := range ops {
@@ -295,10 +320,17 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			alloc = w.NewAllocator(r, cfg.Bug.Caching != "off")
 		}
 	}
-	if alloc != nil && cfg.Mode == "graph" && !reference {
+	if alloc != nil && cfg.Mode == "graph" && !reference && !p.hasCaptures() {
 		// Allocations during capture come from the graph's private pool.
 		alloc.BeginCapture()
 		defer alloc.EndCapture()
+	}
+	if alloc != nil {
+		defer func() {
+			if len(alloc.Findings) > 0 {
+				b.Findings = append(b.Findings, alloc.Findings[0]) // the op that breaks the capture
+			}
+		}()
 	}
 	if alloc != nil && r == 0 && !reference {
 		defer func() {
@@ -317,7 +349,39 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 		if reference {
 			st = 0
 		}
+		if ok, err := gl.step(&op, prog, alloc, st); ok {
+			if err != nil {
+				return nil, nil, fmt.Errorf("rank %d: %w", r, err)
+			}
+			continue
+		}
 		switch op.Kind {
+		case OpFill:
+			x, err := buf(op.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			dur, err := s.opTime(&op, cfg, hw, hw.KStart+ranks.Bytes(x.Bytes, hw.HBM))
+			if err != nil {
+				return nil, nil, err
+			}
+			written[op.Name] = true
+			fills++
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: fillKernel(w, r, &op, x, fills, dur), Host: sim.Time(op.HostNs)})
+		case OpAdvance:
+			hs[op.Name].Advance(op.By)
+		case OpIncrement:
+			x, err := buf(op.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			dur, err := s.opTime(&op, cfg, hw, hw.KStart+ranks.Bytes(2*x.Bytes, hw.HBM))
+			if err != nil {
+				return nil, nil, err
+			}
+			written[op.Name] = true
+			k := incrementKernel(&op, x, counterOne(w, bufs, r, x, op.By), dur)
+			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 		case OpSync:
 			sst := -1
 			if op.Name != SyncDevice {
@@ -348,6 +412,9 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				return nil, nil, err
 			}
 			x.Output = t.Output
+			if vals := op.Values; len(vals) > 0 {
+				w.Init(x, func(c int) uint64 { return vals[c%len(vals)] % ranks.Modulus })
+			}
 			bufs[t.Name] = x
 		case OpFree, OpRecordStream:
 			x, err := buf(op.Name)
@@ -390,7 +457,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 				continue
 			}
-			k := &ranks.KernelSpec{Name: op.Name, Kind: "kernel", Blocks: op.Blocks, Spins: op.Spin}
+			k := &ranks.KernelSpec{Name: op.Name, Kind: op.kernelKind(), Blocks: op.Blocks, Spins: op.Spin}
 			var srcs []ranks.Src
 			var moved int64
 			for i, name := range op.Reads {
@@ -403,6 +470,11 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 					coef = op.Weight
 					if coef == 0 {
 						coef = KernelWeight(op.Name, r)
+					}
+					if op.Scale != "" {
+						// A host scalar is a launch argument: read now,
+						// at issue (eager) or at capture (graph).
+						coef *= hs[op.Scale].Arg()
 					}
 				}
 				srcs = append(srcs, ranks.Src{Buf: in, Coef: coef})
@@ -418,9 +490,9 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				moved += out.Bytes
 				written[name] = true
 			}
-			total := sim.Time(op.TimeNs)
-			if total == 0 {
-				total = hw.KStart + ranks.Bytes(moved, hw.HBM)
+			total, err := s.opTime(&op, cfg, hw, hw.KStart+ranks.Bytes(moved, hw.HBM))
+			if err != nil {
+				return nil, nil, err
 			}
 			for _, out := range outs {
 				k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true,

@@ -39,6 +39,9 @@ func (s *Spec) usedKnobs() map[string]bool {
 		}
 	}
 	add(commonKnobs)
+	for _, t := range s.Tensors {
+		add(t.BytesExpr.names())
+	}
 	switch {
 	case s.Graph != nil && s.Graph.Builder != "":
 		add(formKnobs[s.Graph.Builder])
@@ -53,6 +56,9 @@ func (s *Spec) usedKnobs() map[string]bool {
 			for _, op := range p.flat() {
 				for _, c := range op.When {
 					used[c.Key] = true
+				}
+				for _, name := range op.TimeExpr.names() {
+					used[name] = true
 				}
 				if op.Repeat != nil && op.Repeat.CountKnob != "" {
 					used[op.Repeat.CountKnob] = true

@@ -20,7 +20,10 @@ type ParamSpec struct {
 	Name    string
 	Values  []string
 	Default string
-	pos     posMap
+	// Sizes gives each value an integer, for expressions that name the
+	// param (a dtype's bytes per element; spec_expr.go).
+	Sizes map[string]int64
+	pos   posMap
 }
 
 // MaxParams bounds a file's params.
@@ -93,6 +96,19 @@ func (d *decoder) param(o *obj) ParamSpec {
 			p.Default = txt
 			if len(p.Values) > 0 && !slices.Contains(p.Values, txt) {
 				d.add(posOf(v), "param default: %q; expected one of its values: %s", txt, strings.Join(p.Values, ", "))
+			}
+		}
+	}
+	if v := o.get("sizes"); v != nil && len(p.Values) > 0 {
+		so := d.mapping(v, "param sizes", p.Values...)
+		p.Sizes = map[string]int64{}
+		for _, k := range so.order {
+			p.Sizes[k] = so.int(k, 0, MaxTensorBytes)
+		}
+		for _, val := range p.Values {
+			if !so.has(val) {
+				d.add(posOf(v), "param sizes: no size for value %q; expected one for each of %s", val, strings.Join(p.Values, ", "))
+				break
 			}
 		}
 	}

@@ -72,13 +72,13 @@ func (p *ProgramSpec) expandedLen(cfg Config) int {
 			continue
 		}
 		if op.Repeat == nil {
-			n++
+			n += opIssues(p, op, cfg)
 			continue
 		}
 		k := 0
 		for j := range op.Repeat.Ops {
 			if op.Repeat.Ops[j].holds(cfg) {
-				k++
+				k += opIssues(p, &op.Repeat.Ops[j], cfg)
 			}
 		}
 		n += k * op.Repeat.count(cfg)
@@ -94,6 +94,9 @@ func (p *ProgramSpec) flat() []OpSpec {
 		out = append(out, op)
 		if op.Repeat != nil {
 			out = append(out, op.Repeat.Ops...)
+		}
+		if op.Capture != nil {
+			out = append(out, op.Capture.Ops...)
 		}
 	}
 	return out

@@ -39,6 +39,7 @@ func (s *Spec) Validate() error {
 		s.validateGraph(e, tensors, comms)
 	}
 	managed := s.managed()
+	s.validateHost(e, managed)
 	for name := range managed {
 		if t := tensors[name]; t != nil && t.hasInit() {
 			key := "init"
@@ -50,6 +51,7 @@ func (s *Spec) Validate() error {
 	}
 	for i := range s.Programs {
 		s.validateProgram(e, &s.Programs[i], tensors, comms)
+		s.validateGraphs(e, &s.Programs[i])
 	}
 	s.patched = nil
 	for i := range s.patches {
@@ -297,6 +299,10 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 // having one program, collectives' communicators including their callers,
 // limits.
 func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
+	if !s.validateExprs(cfg, report) {
+		return
+	}
+	s, _ = s.sized(cfg)
 	n := cfg.TP
 	if n > MaxRanks {
 		report(s.pos.at("ranks"), fmt.Sprintf("ranks: %d; at most %d", n, MaxRanks))
@@ -373,7 +379,8 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 			report(p.pos.at("ops"), fmt.Sprintf("%d ops to run per rank (repeated blocks expanded, over replays); at most %d", n, MaxTasks))
 			continue
 		}
-		ops := p.opsFor(cfg)
+		issue, _ := s.passes(cfg, false)
+		ops := graphWork(repeatOps(p.opsFor(cfg), issue), cfg)
 		checkOrder(&p, ops, report)
 		s.validateLifetime(ops, managed, report)
 		rs, err := p.Ranks.Resolve(n)
@@ -404,7 +411,11 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	}
 	if cfg.Mode == "graph" {
 		for i := range progs {
-			s.checkCapture(cfg, &progs[i], commRanks, report)
+			if progs[i].hasCaptures() {
+				s.checkCaptures(cfg, &progs[i], commRanks, report)
+			} else {
+				s.checkCapture(cfg, &progs[i], commRanks, report)
+			}
 		}
 	}
 }
@@ -443,8 +454,8 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 	prog := &ranks.Program{Streams: p.Streams, Events: p.Events}
 	var at []int // at[i] is the index in p.Ops of prog.Ops[i]
 	for oi, op := range ops {
-		if op.Kind.memory() || op.Kind == OpRegister {
-			continue // the allocator acts on the host: nothing is captured
+		if op.Kind.memory() || op.Kind == OpRegister || op.Kind == OpAdvance {
+			continue // the allocator, registration and host scalars act on the host: nothing is captured
 		}
 		at = append(at, oi)
 		h := ranks.HostOp{Stream: stream(op.Stream), Event: -1}
@@ -460,7 +471,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 			if op.Kind == OpWait {
 				h.Kind = ranks.Wait
 			}
-		case OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpPut, OpAwait, OpReset:
+		case OpKernel, OpIncrement, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpPut, OpAwait, OpReset:
 			h.Kind, h.Kernel = ranks.Launch, &ranks.KernelSpec{Name: op.Name}
 			group := commRanks[op.Comm]
 			tin, tout := s.tensor(op.In), s.tensor(op.Out)
@@ -628,6 +639,9 @@ func opTensors(op *OpSpec) (names, fields []string) {
 		if f.From != "" {
 			names, fields = append(names, f.From), append(fields, "from")
 		}
+	}
+	if op.Kind == OpIncrement || op.Kind == OpFill {
+		names, fields = append(names, op.Name), append(fields, "name")
 	}
 	return names, fields
 }

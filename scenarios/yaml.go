@@ -543,7 +543,7 @@ func parseDuration(s string) (int64, error) {
 
 // top-level keys in the order the documentation and the exporter use.
 var topKeys = []string{"name", "description", "hardware", "ranks", "mode", "replays", "chunks", "knobs",
-	"params", "references", "communicators", "symmetric", "tensors", "graph", "programs", "variants", "compare"}
+	"params", "references", "steps", "host_scalars", "communicators", "symmetric", "tensors", "graph", "programs", "variants", "compare"}
 
 // knobs that have their own top-level key.
 var topKnob = map[string]string{"hardware": "arch", "ranks": "tp", "mode": "mode", "replays": "replays", "chunks": "chunks"}
@@ -621,7 +621,7 @@ func (d *decoder) spec(n ast.Node) *Spec {
 	}
 	if v := o.get("params"); v != nil {
 		for _, it := range d.seqAtMost(v, "params", MaxParams, "") {
-			p := d.param(d.mapping(it, "param", "name", "values", "default"))
+			p := d.param(d.mapping(it, "param", "name", "values", "default", "sizes"))
 			if p.Name != "" && d.param0(p.Name) != nil {
 				d.add(p.pos.at("name"), "param %q declared twice", p.Name)
 				continue
@@ -652,6 +652,7 @@ func (d *decoder) spec(n ast.Node) *Spec {
 			}
 		}
 	}
+	d.hostTop(o, s)
 	if v := o.get("symmetric"); v != nil {
 		for _, it := range d.seqAtMost(v, "symmetric", MaxCommsPerFile, "") {
 			s.Symm = append(s.Symm, d.symm(d.mapping(it, "symmetric allocation", "name", "ranks", "chunks", "pad", "registration")))
@@ -763,13 +764,14 @@ func (d *decoder) comm(n ast.Node) CommSpec {
 
 func (d *decoder) tensor(n ast.Node) TensorSpec {
 	t := TensorSpec{pos: posMap{}}
-	o := d.mapping(n, "tensor", "name", "bytes", "chunks", "init", "init_per_rank", "output")
+	o := d.mapping(n, "tensor", "name", "bytes", "chunks", "init", "init_per_rank", "output", "per_replay")
 	o.record(t.pos)
 	o.require("name", "bytes")
 	t.Name = o.name("name")
-	if o.has("bytes") {
-		t.Bytes = o.int("bytes", 1, MaxTensorBytes)
+	if v := o.get("bytes"); v != nil {
+		t.Bytes, t.BytesExpr = d.sizeOrExpr(v, "tensor bytes", 1, MaxTensorBytes)
 	}
+	d.perReplay(o, &t)
 	t.Chunks = int(o.int("chunks", 1, MaxTensorChunks))
 	if v := o.get("init"); v != nil {
 		t.Init = o.values("init", v)
@@ -911,6 +913,10 @@ func (d *decoder) op(n ast.Node) OpSpec {
 	op := OpSpec{pos: posMap{}}
 	o := d.mapping(n, "op", opKeys...)
 	o.record(op.pos)
+	if o.has("capture") {
+		d.captureBlock(o, &op)
+		return op
+	}
 	if o.has("repeat") {
 		for _, k := range o.order {
 			if k != "repeat" && k != "ops" && k != "when" {
@@ -924,7 +930,7 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		return op
 	}
 	if o.has("ops") {
-		d.add(o.kpos["ops"], "key \"ops\" applies to a repeat block only")
+		d.add(o.kpos["ops"], "key \"ops\" applies to a repeat or capture block only")
 	}
 	var kinds []string
 	for _, k := range opKinds {
@@ -949,7 +955,7 @@ func (d *decoder) op(n ast.Node) OpSpec {
 	if a, ok := flagOpAllowed[op.Kind]; ok {
 		allowed = append(slices.Clip(a), "id", "when")
 	}
-	if !op.Kind.memory() && op.Kind != OpRegister {
+	if !op.Kind.memory() && op.Kind != OpRegister && op.Kind != OpAdvance {
 		allowed = append(allowed, "host")
 	}
 	for _, k := range o.order {
@@ -969,13 +975,15 @@ func (d *decoder) op(n ast.Node) OpSpec {
 	if v := o.get("host"); v != nil {
 		op.HostNs = d.duration(v, "host gap")
 	}
+	d.hostOp(o, &op)
+	d.fillOp(o, &op)
 	switch {
 	case op.Kind == OpKernel:
 		o.require("writes")
 		op.Reads = o.names("reads", 16)
 		op.Writes = o.names("writes", 16)
 		if v := o.get("time"); v != nil {
-			op.TimeNs = d.duration(v, "kernel time")
+			op.TimeNs, op.TimeExpr = d.timeOrExpr(v, "kernel time")
 		}
 		op.Weight = o.int("weight", 1, 1<<30)
 		op.Blocks = int(o.int("blocks", 1, MaxKernelBlocks))

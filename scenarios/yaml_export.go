@@ -79,9 +79,18 @@ func MarshalSpec(s *Spec) []byte {
 	if len(s.Params) > 0 {
 		p(0, "params:")
 		for _, pr := range s.Params {
-			p(1, "- {name: %s, values: %s, default: %s}", quote(pr.Name), names(pr.Values), quote(pr.Default))
+			sizes := ""
+			if pr.Sizes != nil {
+				var kv []string
+				for _, v := range pr.Values {
+					kv = append(kv, fmt.Sprintf("%s: %d", quote(v), pr.Sizes[v]))
+				}
+				sizes = ", sizes: {" + strings.Join(kv, ", ") + "}"
+			}
+			p(1, "- {name: %s, values: %s, default: %s%s}", quote(pr.Name), names(pr.Values), quote(pr.Default), sizes)
 		}
 	}
+	writeHostTop(p, s)
 	if len(s.Comms) > 0 {
 		p(0, "communicators:")
 		for _, cm := range s.Comms {
@@ -109,7 +118,17 @@ func MarshalSpec(s *Spec) []byte {
 		p(0, "tensors:")
 		for _, t := range s.Tensors {
 			p(1, "- name: %s", quote(t.Name))
-			p(2, "bytes: %d", t.Bytes)
+			if t.BytesExpr != nil {
+				p(2, "bytes: %s", strconv.Quote(t.BytesExpr.Src))
+			} else {
+				p(2, "bytes: %d", t.Bytes)
+			}
+			if len(t.PerReplay) > 0 {
+				p(2, "per_replay:")
+				for _, row := range t.PerReplay {
+					p(3, "- %s", uints(row))
+				}
+			}
 			if t.Chunks != 0 {
 				p(2, "chunks: %d", t.Chunks)
 			}
@@ -166,6 +185,10 @@ func MarshalSpec(s *Spec) []byte {
 			}
 			p(2, "ops:")
 			for _, op := range pr.Ops {
+				if op.Capture != nil {
+					writeCapture(p, op)
+					continue
+				}
 				r := op.Repeat
 				if r == nil {
 					p(3, "- %s", opLine(op))
@@ -268,11 +291,15 @@ func opLine(op OpSpec) string {
 			parts = append(parts, "reads: "+names(op.Reads))
 		}
 		parts = append(parts, "writes: "+names(op.Writes))
-		if op.TimeNs != 0 {
-			parts = append(parts, fmt.Sprintf("time: %dns", op.TimeNs))
-		}
+		parts = append(parts, timePart(op)...)
 		if op.Weight != 0 {
 			parts = append(parts, fmt.Sprintf("weight: %d", op.Weight))
+		}
+		if op.Scale != "" {
+			parts = append(parts, "scale: "+quote(op.Scale))
+		}
+		if op.Launch != "" {
+			parts = append(parts, "launch: "+op.Launch)
 		}
 		if op.Blocks != 0 {
 			parts = append(parts, fmt.Sprintf("blocks: %d", op.Blocks))
@@ -297,6 +324,18 @@ func opLine(op OpSpec) string {
 		if op.Kind == OpBroadcast && op.Root != 0 {
 			parts = append(parts, fmt.Sprintf("root: %d", op.Root))
 		}
+	case OpAlloc:
+		if len(op.Values) > 0 {
+			parts = append(parts, "init: "+uints(op.Values))
+		}
+	case OpFill:
+		parts = append(parts, "values: "+uints(op.Values))
+		parts = append(parts, timePart(op)...)
+	case OpAdvance, OpIncrement:
+		if op.By != 1 {
+			parts = append(parts, fmt.Sprintf("by: %d", op.By))
+		}
+		parts = append(parts, timePart(op)...)
 	case OpSend:
 		parts = append(parts, "comm: "+quote(op.Comm), "in: "+quote(op.In), "peer: "+knobVal(op.Peer))
 	case OpRecv:
