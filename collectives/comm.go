@@ -266,6 +266,14 @@ type ringGen struct {
 	per            int   // chunks per segment when they divide evenly, else 0
 }
 
+// Ring describes the micro-ops At hands out, so that the world may run
+// the whole ring as one computation when nothing else can touch its memory
+// and connections (ranks/coarse.go).
+func (g *ringGen) Ring() ranks.RingShape {
+	return ranks.RingShape{Pos: g.i, N: g.n, In: g.in, Out: g.out, Send: g.sendF, Recv: g.recvF,
+		SegLo: g.segLo, StartDur: g.startDur, StepDur: g.stepDur}
+}
+
 func (g *ringGen) Refs() ranks.Refs {
 	r := ranks.Refs{Buffers: []*ranks.Buffer{g.in, g.out}}
 	if g.n > 1 {

@@ -31,6 +31,7 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.BarrierNoExit:           {"ranks": {"TestFlowsOrderedCalls"}, "collectives": {"TestAllReduceEqualsIdealSum", "TestPropAllReduceIdealWhenOrdered"}},
 	mutant.ReplayInputsFixed:       {"ranks": {"TestEveryReplayOnItsOwnInputs"}},
 	mutant.ReplaysNotChecked:       {"check": {"TestEveryReplayChecked"}},
+	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine"}},
 }
 
 // TestMutantsAreKilled builds the test binaries of the packages the

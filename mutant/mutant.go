@@ -54,6 +54,10 @@ const (
 	// ReplaysNotChecked: only the final state of a graph's memory is
 	// compared with the reference, not each replay's.
 	ReplaysNotChecked Name = "replays-not-checked"
+	// CoarseWhereShared: a ring all-reduce runs as one coarse computation
+	// even when another stream shares its lane's memory (the soundness
+	// decision of ranks/coarse.go ignores other streams).
+	CoarseWhereShared Name = "coarse-where-shared"
 )
 
 // All lists every mutant, in the order the harness applies them.
@@ -61,5 +65,5 @@ var All = []Name{
 	RaceDetectorOff, MismatchCheckOff, PadNotShared, PadAlwaysShared,
 	EventWaitFirstRecord, WorkspaceCapRemoved, RankSkewOff,
 	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
-	ReplayInputsFixed, ReplaysNotChecked,
+	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared,
 }

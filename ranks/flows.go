@@ -87,6 +87,16 @@ type flowLog struct {
 	marks   []Mark
 	pending []int32 // tasks of the finding about to be reported
 	issues  []Issue
+	// FIFO flows of coarse rings resumed at the end of a hung run, whose
+	// times coarseFixFlows corrects (coarse.go)
+	resumed []resumedFlow
+}
+
+// resumedFlow is flow index flow: task's receive at micro-op pc.
+type resumedFlow struct {
+	flow int
+	task int32
+	pc   int
 }
 
 // Flows returns the run's flows: signal and FIFO flows in the order they were
@@ -190,6 +200,9 @@ func (w *World) noteRecvSlow(t *task, f *Fifo, m *msg) {
 	if len(q) > 0 {
 		at, w.tl.sendAt[f] = q[0], q[1:]
 	}
+	if w.resuming {
+		w.tl.resumed = append(w.tl.resumed, resumedFlow{flow: len(w.tl.flows), task: t.id, pc: t.pc})
+	}
 	w.tl.flows = append(w.tl.flows, Flow{
 		Kind: FlowFifo, Label: f.Name,
 		From:     FlowEnd{w.ref(m.by), at},
@@ -216,7 +229,7 @@ func (w *World) noteFinding(f *Finding) {
 	if w.counts[f.Kind] >= w.cfg.MaxFindings {
 		return
 	}
-	m := Mark{Kind: f.Kind, Message: f.Message, At: w.eng.Now()}
+	m := Mark{Kind: f.Kind, Message: f.Message, At: w.now()}
 	for _, id := range ids {
 		m.Tasks = append(m.Tasks, w.ref(id))
 	}

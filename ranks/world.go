@@ -35,6 +35,12 @@ type Config struct {
 	// durations and for host issue costs (ranks/hw.go MeasuredJitter); nil
 	// offers the wide default table.
 	Jitter, HostJitter []int64
+	// FineSteps runs every micro-op as an event of its own: no collective
+	// runs as one coarse computation where nothing can interleave with it
+	// (coarse.go). Results are the same either way but for the trace hash
+	// and the step count; this is the oracle the coarse path is checked
+	// against, and a way to look at every step.
+	FineSteps bool
 }
 
 // Jitter multipliers (per mille) offered to the chooser for each duration
@@ -130,6 +136,14 @@ type World struct {
 	res     *residency     // SM and Exclusive pools (residency.go)
 	flags   *flagState     // device-side flags (flags.go); nil until the first flag op
 	dropped map[string]int // dropped finding index by kernel name
+
+	// coarse collective steps (coarse.go)
+	coarseOp     [][]bool // per rank and op: the launch may run coarse (nil: none)
+	coarseGroups map[Instance]*coarseGroup
+	coarseOrder  []*coarseGroup // in creation order
+	coarseRan    int            // calls run coarse
+	resuming     bool           // coarse rings are being resumed micro-op by micro-op
+	dryAt        sim.Time       // then: when the fine run would have ended (coarse.go)
 }
 
 type taskState uint8
@@ -168,6 +182,7 @@ type task struct {
 	waiting    int // deps not yet done
 	dependents []int32
 	issued     bool
+	coarse     uint8 // coarseNo, coarseCand, coarseParked or coarseDone (coarse.go)
 
 	blockWho []blockRef // for hang analysis
 	start    sim.Time
@@ -354,6 +369,7 @@ func (w *World) Run() (*Result, error) {
 		w.anyShared = w.anyShared || s
 	}
 	_, w.nominal = w.eng.Chooser().(sim.Nominal)
+	w.coarseOp = w.coarsePlan()
 	if w.plan == nil { // a template's copy shares the template's
 		pl, err := makePlan(w.progs, w.cfg.Mode == Graph)
 		if err != nil {
@@ -382,16 +398,22 @@ func (w *World) Run() (*Result, error) {
 		w.eng.Schedule(skew, uint64(r), int32(r))
 	}
 	for {
-		it, ok := w.eng.Next()
-		if !ok {
+		for {
+			it, ok := w.eng.Next()
+			if !ok {
+				break
+			}
+			if int(it.Actor) < w.N {
+				w.stepHost(int(it.Actor))
+			} else {
+				w.stepTask(w.tasks[int(it.Actor)-w.N])
+			}
+		}
+		if !w.coarseUnpark() {
 			break
 		}
-		if int(it.Actor) < w.N {
-			w.stepHost(int(it.Actor))
-		} else {
-			w.stepTask(w.tasks[int(it.Actor)-w.N])
-		}
 	}
+	w.coarseFixFlows()
 	res := &Result{Steps: w.eng.Steps(), Start: max(w.start, 0), End: w.end, Counts: w.counts}
 	if hang := w.hangFinding(); hang != nil {
 		res.Hung = true
@@ -529,6 +551,9 @@ func (w *World) newTask(r, i int, n node, p *Program, replay int32, base []int32
 		t.sig = op.Kernel.Sig
 	}
 	t.inst.Call = w.plan.opCall[r][n.op]
+	if w.coarseOp != nil && w.coarseOp[r] != nil && w.coarseOp[r][n.op] {
+		t.coarse = coarseCand
+	}
 	w.tasks = append(w.tasks, t)
 	t.deps = w.int32s(len(n.deps))
 	for _, d := range n.deps {
@@ -639,6 +664,10 @@ func (w *World) stepTaskOnce(t *task) bool {
 			w.eng.Schedule(now, w.key(t), int32(w.N)+t.id)
 			return false
 		}
+	}
+	if t.coarse == coarseCand {
+		w.coarseArrive(t, now)
+		return false
 	}
 	in := w.instr(t)
 	if in == nil {
