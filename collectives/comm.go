@@ -58,6 +58,9 @@ type Comm struct {
 	w       *ranks.World
 	shared  *ranks.Symmetric
 	perCall map[string]*ranks.Symmetric
+	// the one-shot reduce's sources, per workspace (every rank's are the
+	// same: oneShot)
+	reduceSrcs map[*ranks.Symmetric][]ranks.Src
 	fifos   map[[2]int]*ranks.Fifo
 	p2p     map[[2]int]*ranks.Fifo // point-to-point connections (sendrecv.go)
 	chunks  int
@@ -157,7 +160,7 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 		k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
 		k.Exclusive = NCCLExclusive
 	case Multimem, P2POneShot:
-		k.Instrs = c.oneShot(i, call, s, in, out)
+		k.Gen = c.oneShot(i, call, s, in, out)
 	case NCCLTree, MultimemTwoShot, P2PTwoShot:
 		return c.Collective(rank, Call{Name: call, Op: AllReduce, Strategy: s, In: in, Out: out})
 	default:
@@ -189,7 +192,43 @@ func (c *Comm) barrier(out []ranks.Instr, i int, ws *ranks.Symmetric, phase stri
 // Sources: torch symm_mem one_shot_all_reduce / multimem_one_shot_all_reduce
 // (CUDASymmetricMemoryOps.cu); TensorRT-LLM SymmetricMemoryAllReduce.forward
 // (buffer[:n].copy_(inp) before the kernel).
-func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []ranks.Instr {
+//
+// Its 4n-2 micro-ops (2n without the exit barrier) are generated on demand
+// (oneShotGen): a TP=8 × DP=128 world of 61 layers stored 125 k of these
+// kernels, 3.8 KB each, half a gigabyte. oneShotList is the stored form,
+// the generator's test oracle.
+func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) *oneShotGen {
+	ws := c.workspace(call)
+	n := len(c.Group)
+	hw := c.HW
+	g := &oneShotGen{n: n, i: i, chunks: c.chunks, group: c.Group, in: in, out: out, bufs: ws.Bufs, pads: ws.Pads,
+		copyDur: hw.KStart + ranks.Bytes(in.Bytes, hw.HBM), sigDur: hw.SigLat / 4,
+		phase: "ld_reduce", redDur: ranks.Bytes(in.Bytes, hw.NVLink) + ranks.Bytes(in.Bytes, hw.HBM),
+		exit: !mutant.On(mutant.BarrierNoExit)}
+	if s == P2POneShot {
+		g.phase, g.redDur = "p2p-reduce", ranks.Bytes(in.Bytes*int64(n-1), hw.NVLink)+ranks.Bytes(in.Bytes, hw.HBM)
+	}
+	// Every rank of the call reduces the same sources: one list per
+	// workspace, shared.
+	if c.reduceSrcs == nil {
+		c.reduceSrcs = map[*ranks.Symmetric][]ranks.Src{}
+	}
+	srcs, ok := c.reduceSrcs[ws]
+	if !ok {
+		srcs = make([]ranks.Src, n)
+		for p := range n {
+			srcs[p] = ranks.Src{Buf: ws.Bufs[p], Coef: 1}
+		}
+		c.reduceSrcs[ws] = srcs
+	}
+	g.shape(srcs)
+	return g
+}
+
+// oneShotList is oneShot's micro-ops as a stored list, built the way the
+// kernel was before it was generated: the oracle TestOneShotGenMatchesList
+// compares the generator with.
+func (c *Comm) oneShotList(i int, call string, s Strategy, in, out *ranks.Buffer) []ranks.Instr {
 	ws := c.workspace(call)
 	n := len(c.Group)
 	C := c.chunks
@@ -212,6 +251,87 @@ func (c *Comm) oneShot(i int, call string, s Strategy, in, out *ranks.Buffer) []
 	}
 	prog = c.barrier(prog, i, ws, "barrier-exit")
 	return prog
+}
+
+// oneShotGen generates rank i's one-shot all-reduce micro-ops: 0 copies
+// the input into the workspace; 1 … n-1 put the entry barrier's flag into
+// each peer's pad (peers i+1, i+2, … mod n), n … 2n-2 wait for each peer's
+// flag in this rank's pad; 2n-1 reduces every rank's workspace copy into
+// the output; then the exit barrier's n-1 puts and n-1 waits, the same way
+// (barrier: sync_remote_blocks for block 0).
+type oneShotGen struct {
+	n, i, chunks    int
+	group           []int // world ranks, shared by the communicator's kernels
+	in, out         *ranks.Buffer
+	bufs            []*ranks.Buffer    // the workspace's copies, per group index
+	pads            []*ranks.SignalPad // the workspace's pads, per group index
+	copyDur, sigDur sim.Time
+	redDur          sim.Time
+	phase           string // of the reduce: ld_reduce or p2p-reduce
+	exit            bool   // the exit barrier is there (mutant.BarrierNoExit drops it)
+	reduce          ranks.Instr
+}
+
+func (g *oneShotGen) shape(srcs []ranks.Src) {
+	g.reduce = ranks.Instr{Op: ranks.OpCompute, Phase: g.phase, Dst: g.out, N: g.chunks, Srcs: srcs, Dur: g.redDur}
+}
+
+func (g *oneShotGen) Len() int {
+	if g.exit {
+		return 4*g.n - 2
+	}
+	return 2 * g.n
+}
+
+// Enumerable: the static passes read its micro-ops one by one (a few per
+// peer), so they see exactly which pad sides and buffers each touches.
+func (g *oneShotGen) Enumerable() {}
+
+func (g *oneShotGen) At(pc int, in *ranks.Instr) *ranks.Instr {
+	n := g.n
+	switch {
+	case pc == 0:
+		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "copy-in", Dst: g.bufs[g.i], N: g.chunks,
+			Srcs: append(in.Srcs[:0], ranks.Src{Buf: g.in, Coef: 1}), Dur: g.copyDur}
+		return in
+	case pc == 2*n-1:
+		return &g.reduce
+	}
+	phase, k := "barrier-entry", pc-1 // k: the step within the barrier, 0 … 2n-3
+	if pc >= 2*n {
+		phase, k = "barrier-exit", pc-2*n
+	}
+	if k < n-1 {
+		p := (g.i + k + 1) % n
+		*in = ranks.Instr{Op: ranks.OpPut, Phase: phase, Pad: g.pads[p], Slot: g.i, Dur: g.sigDur, Peer: g.group[p]}
+		return in
+	}
+	p := (g.i + k - (n - 1) + 1) % n
+	*in = ranks.Instr{Op: ranks.OpWait, Phase: phase, Pad: g.pads[g.i], Slot: p, Dur: g.sigDur, Peer: g.group[p]}
+	return in
+}
+
+func (g *oneShotGen) Refs() ranks.Refs {
+	bs := make([]*ranks.Buffer, 0, 2+len(g.bufs))
+	bs = append(append(bs, g.in, g.out), g.bufs...)
+	return ranks.Refs{Buffers: bs, Pads: g.pads}
+}
+
+func (g *oneShotGen) Rebind(m ranks.Rebinding) ranks.InstrGen {
+	c := *g
+	c.in, c.out = m.Buffer(g.in), m.Buffer(g.out)
+	c.bufs = make([]*ranks.Buffer, len(g.bufs))
+	srcs := make([]ranks.Src, len(g.bufs))
+	for p, b := range g.bufs {
+		c.bufs[p] = m.Buffer(b)
+		srcs[p] = ranks.Src{Buf: c.bufs[p], Coef: 1}
+	}
+	c.pads = make([]*ranks.SignalPad, len(g.pads))
+	for p, q := range g.pads {
+		c.pads[p] = m.Pad(q)
+	}
+	c.shape(srcs)
+	return &c
 }
 
 // ring is NCCL's ring all-reduce, the primitives of runRing (all_reduce.h)

@@ -254,27 +254,7 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) [
 						last = k
 					}
 				}
-				if g := op.Kernel.Gen; g != nil {
-					refs := g.Refs()
-					for _, b := range refs.Buffers {
-						visit(b)
-					}
-					for _, p := range refs.Pads { // which side is not said: both
-						side(padSide{p, true})
-						side(padSide{p, false})
-					}
-					for _, q := range refs.Fifos {
-						if q.Src == r {
-							side(fifoSide{q, true})
-						}
-						if q.Dst == r {
-							side(fifoSide{q, false})
-						}
-					}
-					continue
-				}
-				for i := range op.Kernel.Instrs {
-					in := &op.Kernel.Instrs[i]
+				if op.Kernel.listed(func(in *Instr) {
 					for _, s := range in.Srcs {
 						visit(s.Buf)
 					}
@@ -289,6 +269,24 @@ func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) [
 					case OpRecvSend:
 						side(fifoSide{in.Fifo, false})
 						side(fifoSide{in.Fwd, true})
+					}
+				}) {
+					continue
+				}
+				refs := op.Kernel.Gen.Refs()
+				for _, b := range refs.Buffers {
+					visit(b)
+				}
+				for _, p := range refs.Pads { // which side is not said: both
+					side(padSide{p, true})
+					side(padSide{p, false})
+				}
+				for _, q := range refs.Fifos {
+					if q.Src == r {
+						side(fifoSide{q, true})
+					}
+					if q.Dst == r {
+						side(fifoSide{q, false})
 					}
 				}
 			}

@@ -111,6 +111,39 @@ type InstrGen interface {
 	Rebind(m Rebinding) InstrGen
 }
 
+// Enumerable marks an [InstrGen] whose micro-ops are few enough for the
+// static passes (which lanes share memory, which tensors a replay writes)
+// to generate one by one: they then see exactly which buffer each micro-op
+// reads or writes and which side of a pad it touches, as for a stored
+// kernel, instead of the over-approximation of [InstrGen.Refs] (every
+// buffer written, both sides of every pad). A one-shot all-reduce is a few
+// micro-ops per peer; a ring's 2n-1 per rank, n² in all, are not listed.
+type Enumerable interface {
+	InstrGen
+	Enumerable()
+}
+
+// listed calls f with each of k's micro-ops, stored or generated, and
+// reports whether it could: false for a generator that is not
+// [Enumerable], whose [InstrGen.Refs] the caller reads instead. f must not
+// keep the micro-op.
+func (k *KernelSpec) listed(f func(in *Instr)) bool {
+	if k.Gen == nil {
+		for i := range k.Instrs {
+			f(&k.Instrs[i])
+		}
+		return true
+	}
+	if _, ok := k.Gen.(Enumerable); !ok {
+		return false
+	}
+	var scratch Instr
+	for pc := range k.Gen.Len() {
+		f(k.Gen.At(pc, &scratch))
+	}
+	return true
+}
+
 // Refs are the memory and connections a generated kernel uses.
 type Refs struct {
 	Buffers []*Buffer

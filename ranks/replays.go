@@ -154,16 +154,15 @@ func (w *World) setupReplayInputs() {
 			if op.Kind != Launch || op.Kernel == nil {
 				continue
 			}
-			if g := op.Kernel.Gen; g != nil {
-				for _, b := range g.Refs().Buffers { // which it writes is not said: all
-					written[b.storage()] = true
+			if op.Kernel.listed(func(in *Instr) {
+				if in.Dst != nil {
+					written[in.Dst.storage()] = true
 				}
+			}) {
 				continue
 			}
-			for i := range op.Kernel.Instrs {
-				if d := op.Kernel.Instrs[i].Dst; d != nil {
-					written[d.storage()] = true
-				}
+			for _, b := range op.Kernel.Gen.Refs().Buffers { // which it writes is not said: all
+				written[b.storage()] = true
 			}
 		}
 	}
