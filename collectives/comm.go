@@ -61,10 +61,10 @@ type Comm struct {
 	// the one-shot reduce's sources, per workspace (every rank's are the
 	// same: oneShot)
 	reduceSrcs map[*ranks.Symmetric][]ranks.Src
-	fifos   map[[2]int]*ranks.Fifo
-	p2p     map[[2]int]*ranks.Fifo // point-to-point connections (sendrecv.go)
-	chunks  int
-	segLo   []int // ring segment bounds (ring)
+	fifos      map[[2]int]*ranks.Fifo
+	p2p        map[[2]int]*ranks.Fifo // point-to-point connections (sendrecv.go)
+	chunks     int
+	segLo      []int // ring segment bounds (ring)
 
 	scratches map[string]*ranks.Buffer // per-call private buffers (family.go)
 }
