@@ -17,7 +17,8 @@ import "fmt"
 //     With Instr.Fresh the store is relaxed instead: a reset that re-arms a
 //     flag or clears a Lamport buffer (it releases nothing).
 //   - [OpFlagWait] spins until every chunk of the region compares true with
-//     Instr.Slot under Instr.Cmp (vLLM's `while (ld_flag_acquire(...) !=
+//     Instr.Slot (or, with Srcs, chunk Srcs[0].Lo of Srcs[0].Buf: a value
+//     in device memory, such as a colour counter) under Instr.Cmp (vLLM's `while (ld_flag_acquire(...) !=
 //     flag)`, a Lamport poll `while (is_neg_zero(v))`). It acquires the
 //     release clock of the put whose value each chunk holds — only when the
 //     chunk still holds exactly the value that put stored: a wait that is
@@ -178,6 +179,9 @@ func (w *World) checkAtomicStore(t *task, b *Buffer, c int, cell *flagCell) {
 func (w *World) flagHolds(in *Instr) bool {
 	b := w.bufOf(in.Dst)
 	want := uint64(in.Slot) % Modulus
+	if len(in.Srcs) > 0 {
+		want = w.bufOf(in.Srcs[0].Buf).Vals[in.Srcs[0].Lo].N
+	}
 	for i := 0; i < in.N; i++ {
 		if !in.Cmp.holds(b.Vals[in.DstLo+i].N, want) {
 			return false
@@ -199,6 +203,9 @@ func (w *World) execFlagWait(t *task, in *Instr) bool {
 		}
 		w.blockOn(t, ws, in, -1)
 		return false
+	}
+	if len(in.Srcs) > 0 {
+		w.read(t, in.Srcs[0].Buf, in.Srcs[0].Lo) // the value compared with: a plain load
 	}
 	for i := 0; i < in.N; i++ {
 		c := in.DstLo + i
@@ -253,5 +260,8 @@ func (w *World) execFault(t *task, in *Instr) {
 
 // flagWaitReason describes a flag wait a task spins on, for hang reports.
 func flagWaitReason(in *Instr) string {
+	if len(in.Srcs) > 0 {
+		return fmt.Sprintf("flag wait on %s chunks [%d, %d) until %s %s[%d]", in.Dst.Describe(), in.DstLo, in.DstLo+in.N, in.Cmp, in.Srcs[0].Buf.Name, in.Srcs[0].Lo)
+	}
 	return fmt.Sprintf("flag wait on %s chunks [%d, %d) until %s %d", in.Dst.Describe(), in.DstLo, in.DstLo+in.N, in.Cmp, in.Slot)
 }

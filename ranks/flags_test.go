@@ -192,3 +192,31 @@ func TestFlagWaitOnOverwrittenPutAcquiresNothing(t *testing.T) {
 	require.False(t, res.Hung)
 	require.NotEmpty(t, raceOn(res, `symmetric buffer "data"`), "the wait saw rank 1's plain store, not rank 0's put")
 }
+
+// TestWrittenTensorIsNoReplayInputInACopy: a tensor set with Init that a
+// kernel writes carries state from one replay to the next (a device-side
+// counter), so it is no per-replay input — in a template's copy too, whose
+// micro-ops name the template's buffers. Before the copy resolved them,
+// the counter was re-filled as an input in every copy, with values that
+// differ by rank: a flag protocol keyed on it hung.
+func TestWrittenTensorIsNoReplayInputInACopy(t *testing.T) {
+	build := func() *ranks.World {
+		w := ranks.NewWorld(1, ranks.Config{Mode: ranks.Graph, Replays: 3, LaunchCost: 1000}, sim.NewEngine(sim.Timed, nil))
+		w.SetIndependentReplays(true)
+		c := w.Alloc(0, "counter", 4, 1)
+		w.Init(c, func(int) uint64 { return 1 })
+		k := &ranks.KernelSpec{Name: "double", Instrs: []ranks.Instr{{Op: ranks.OpCompute, Dur: 100, Dst: c, N: 1, Srcs: []ranks.Src{{Buf: c, Coef: 2}}, Fresh: true}}}
+		w.SetProgram(0, &ranks.Program{Streams: []string{"main"}, Ops: []ranks.HostOp{{Kind: ranks.Launch, Kernel: k}}})
+		return w
+	}
+	fresh := build()
+	_, err := fresh.Run()
+	require.NoError(t, err)
+	require.Equal(t, uint64(8), fresh.Buffers()[0].Vals[0].N, "three replays double the counter three times")
+	tmpl, err := ranks.NewTemplate(build())
+	require.NoError(t, err)
+	cp := tmpl.Instantiate(sim.NewEngine(sim.Timed, nil))
+	_, err = cp.Run()
+	require.NoError(t, err)
+	require.Equal(t, uint64(8), cp.Buffers()[0].Vals[0].N, "a template's copy counts the same")
+}

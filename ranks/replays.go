@@ -154,15 +154,17 @@ func (w *World) setupReplayInputs() {
 			if op.Kind != Launch || op.Kernel == nil {
 				continue
 			}
+			// a template's copy runs the template's micro-ops: resolve the
+			// buffers they name to the copy's own
 			if op.Kernel.listed(func(in *Instr) {
 				if in.Dst != nil {
-					written[in.Dst.storage()] = true
+					written[w.bufOf(in.Dst).storage()] = true
 				}
 			}) {
 				continue
 			}
 			for _, b := range op.Kernel.Gen.Refs().Buffers { // which it writes is not said: all
-				written[b.storage()] = true
+				written[w.bufOf(b).storage()] = true
 			}
 		}
 	}

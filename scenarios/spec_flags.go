@@ -75,12 +75,16 @@ type FlagSpec struct {
 	From string
 	// Until is an await's comparison: eq, ne, ge, gt, le, lt ("": eq).
 	Until string
+	// Against names a tensor whose first chunk an await compares with,
+	// read from device memory at each check (a colour counter), in place
+	// of Value.
+	Against string
 }
 
 // flagOpAllowed lists the keys each flag op takes (opAllowed's shape).
 var flagOpAllowed = map[OpKind][]string{
 	OpPut:      {"put", "stream", "flag", "peer", "at", "n", "value", "from", "blocks", "time"},
-	OpAwait:    {"await", "stream", "flag", "at", "n", "until", "value", "blocks", "time"},
+	OpAwait:    {"await", "stream", "flag", "at", "n", "until", "value", "against", "blocks", "time"},
 	OpReset:    {"reset", "stream", "flag", "at", "n", "value", "blocks", "time"},
 	OpRegister: {"register"},
 }
@@ -119,6 +123,7 @@ func (d *decoder) flagOp(o *obj, op *OpSpec) {
 		}
 	}
 	f.From = o.name("from")
+	f.Against = o.name("against")
 	if v := o.get("until"); v != nil {
 		f.Until = o.str("until")
 		if _, ok := ranks.ParseFlagCmp(f.Until); !ok {
@@ -131,8 +136,10 @@ func (d *decoder) flagOp(o *obj, op *OpSpec) {
 		d.add(o.kpos["from"], "put %q: give value or from, not both", op.Name)
 	case op.Kind == OpPut && !o.has("value") && !o.has("from"):
 		d.add(o.at, "put %q: expected value: (the flag) or from: (a tensor whose chunks are the data)", op.Name)
-	case op.Kind == OpAwait && !o.has("value"):
-		d.add(o.at, "await %q: expected value: (what the flag is compared with)", op.Name)
+	case op.Kind == OpAwait && o.has("value") && o.has("against"):
+		d.add(o.kpos["against"], "await %q: give value or against, not both", op.Name)
+	case op.Kind == OpAwait && !o.has("value") && !o.has("against"):
+		d.add(o.at, "await %q: expected value: (what the flag is compared with) or against: (a tensor holding it)", op.Name)
 	}
 	if f.From != "" && o.has("n") {
 		d.add(o.kpos["n"], "put %q: n is the from tensor's chunks; remove n", op.Name)
@@ -228,6 +235,9 @@ func (s *Spec) validateFlagOp(e *errs, op *OpSpec, tensors map[string]*TensorSpe
 	}
 	if f.From != "" && tensors[f.From] == nil {
 		e.add(op.pos.at("from"), "put %q reads undefined tensor %q (declare it under tensors)", op.Name, f.From)
+	}
+	if f.Against != "" && tensors[f.Against] == nil {
+		e.add(op.pos.at("against"), "await %q compares with undefined tensor %q (declare it under tensors)", op.Name, f.Against)
 	}
 }
 
@@ -577,6 +587,13 @@ func (s *Spec) lowerFlagOp(cfg Config, hw ranks.Profile, op *OpSpec, r int, bufs
 		case OpAwait:
 			in.Op = ranks.OpFlagWait
 			in.Cmp, _ = ranks.ParseFlagCmp(cmpOr(f.Until))
+			if f.Against != "" {
+				src, ok := bufs[f.Against]
+				if !ok {
+					return nil, fmt.Errorf("rank %d: undefined tensor %q", r, f.Against)
+				}
+				in.Srcs = []ranks.Src{{Buf: src, Coef: 1}}
+			}
 		}
 		k.Instrs = append(k.Instrs, in)
 	}
@@ -691,6 +708,9 @@ func flagParts(op OpSpec) []string {
 	}
 	if f.From != "" {
 		parts = append(parts, "from: "+quote(f.From))
+	}
+	if f.Against != "" {
+		parts = append(parts, "against: "+quote(f.Against))
 	}
 	if op.Blocks != 0 {
 		parts = append(parts, fmt.Sprintf("blocks: %d", op.Blocks))

@@ -639,6 +639,9 @@ func opTensors(op *OpSpec) (names, fields []string) {
 		if f.From != "" {
 			names, fields = append(names, f.From), append(fields, "from")
 		}
+		if f.Against != "" {
+			names, fields = append(names, f.Against), append(fields, "against")
+		}
 	}
 	if op.Kind == OpIncrement || op.Kind == OpFill {
 		names, fields = append(names, op.Name), append(fields, "name")

@@ -875,7 +875,7 @@ func (d *decoder) program(n ast.Node) ProgramSpec {
 }
 
 var opKeys = []string{"id", "when", "repeat", "ops", "kernel", "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "send", "recv", "record", "wait", "sync",
-	"alloc", "free", "record_stream", "empty_cache", "put", "await", "reset", "register", "flag", "at", "n", "value", "from", "until",
+	"alloc", "free", "record_stream", "empty_cache", "put", "await", "reset", "register", "flag", "at", "n", "value", "from", "until", "against",
 	"stream", "reads", "writes", "time", "weight", "spin", "symmetric", "offset", "comm", "in", "out", "strategy", "blocks", "root", "peer", "host"}
 
 // opStrategies are the strategy values an op may name: auto and every
