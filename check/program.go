@@ -167,7 +167,9 @@ func compareByName(got, want *Built, name string) []ranks.Finding {
 		if r >= len(want.Compare) {
 			break
 		}
-	tensors:
+		bad := 0
+		var first, wfirst *ranks.Buffer
+		fc := 0
 		for _, b := range got.Compare[r] {
 			var wb *ranks.Buffer
 			for _, x := range want.Compare[r] {
@@ -182,17 +184,24 @@ func compareByName(got, want *Built, name string) []ranks.Finding {
 				if b.Vals[c].N == wb.Vals[c].N {
 					continue
 				}
-				out = append(out, ranks.Finding{
-					Kind: ranks.KindCorruption,
-					Message: fmt.Sprintf("rank %d tensor %s[%d] differs from variant %s's reference: expected %d = %s; observed %d = %s",
-						r, b.Name, c, name, wb.Vals[c].N, want.World.Srcs.Format(wb.Vals[c]), b.Vals[c].N, got.World.Srcs.Format(b.Vals[c])),
-					Ranks:    []int{r},
-					Ops:      []string{b.Name},
-					Resource: fmt.Sprintf("rank %d tensor %q", r, b.Name),
-				})
-				break tensors
+				bad++
+				if first == nil {
+					first, wfirst, fc = b, wb, c
+				}
 			}
 		}
+		if first == nil {
+			continue
+		}
+		g, w := first.Vals[fc], wfirst.Vals[fc]
+		out = append(out, ranks.Finding{
+			Kind: ranks.KindCorruption,
+			Message: fmt.Sprintf("rank %d tensor %s[%d] differs from variant %s's reference: expected %d = %s; observed %d = %s (%d chunks differ from it on rank %d)",
+				r, first.Name, fc, name, w.N, want.World.Srcs.Format(w), g.N, got.World.Srcs.Format(g), bad, r),
+			Ranks:    []int{r},
+			Ops:      []string{first.Name},
+			Resource: fmt.Sprintf("rank %d tensor %q", r, first.Name),
+		})
 	}
 	return out
 }

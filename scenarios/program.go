@@ -72,6 +72,11 @@ func (p program) References() (*check.References, error) {
 		ec.Mode = "eager"
 		refs.Eager = sc.program(ec, p.sets())
 	}
+	if sc.Spec != nil {
+		if err := sc.Spec.references(p, refs); err != nil {
+			return nil, err
+		}
+	}
 	if refs.Model == nil && refs.Eager == nil && len(refs.Variants) == 0 && len(refs.Expected) == 0 {
 		return nil, nil
 	}

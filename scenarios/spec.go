@@ -31,8 +31,10 @@ type Spec struct {
 	Variants []Variant
 	// References lists the references besides the serialized program that
 	// every run is compared with: "eager" (in graph mode, the eager path's
-	// outputs: Scenario.GraphMatchesEager).
+	// outputs: Scenario.GraphMatchesEager). Refs are the others: another
+	// variant, the unsharded model, explicit values (spec_refs.go).
 	References []string
+	Refs       []RefSpec
 	// Symm are symmetric allocations several communicators may share
 	// (spec_symm.go).
 	Symm []SymmSpec
@@ -264,6 +266,15 @@ type OpSpec struct {
 	// calls gemm().
 	Launch string
 	Weight int64 // 0: a per-rank weight derived from the name
+	// Whole (weight: whole) is the kernel's whole weight on every rank: the
+	// sum over the world's ranks of the per-rank weights derived from its
+	// name, as a weight left replicated where its peers are sharded holds.
+	Whole bool
+	// Sum (sum: true) makes a kernel an elementwise add: writes[i] = Σ
+	// reads, no weight, and the values keep the provenance of their terms
+	// (a data movement), so a report can say which contributions a value
+	// holds.
+	Sum bool
 	// Kernel resources (ranks.KernelSpec.Blocks and Spins): thread blocks
 	// that must be resident at once (0: fits anywhere), and whether it
 	// holds its SMs while it waits.

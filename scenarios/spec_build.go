@@ -187,6 +187,17 @@ func KernelWeight(kernel string, rank int) int64 {
 	return 2 + int64((h.Sum32()+uint32(rank))%89)
 }
 
+// WholeWeight is the whole weight of kernel on a world of n ranks: the sum
+// of the per-rank weights [KernelWeight] gives its shards (a row-parallel
+// split), what a rank that holds it replicated multiplies by.
+func WholeWeight(kernel string, n int) int64 {
+	var w int64
+	for r := range n {
+		w += KernelWeight(kernel, r)
+	}
+	return w
+}
+
 // buildPrograms builds the explicit per-rank programs. The reference puts
 // every op of a rank on its first stream, eager.
 func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
@@ -466,9 +477,13 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 					return nil, nil, err
 				}
 				coef := int64(1)
-				if i == 0 {
-					coef = op.Weight
-					if coef == 0 {
+				if i == 0 && !op.Sum {
+					switch {
+					case op.Whole:
+						coef = WholeWeight(op.Name, cfg.TP)
+					case op.Weight != 0:
+						coef = op.Weight
+					default:
 						coef = KernelWeight(op.Name, r)
 					}
 					if op.Scale != "" {
@@ -495,7 +510,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				return nil, nil, err
 			}
 			for _, out := range outs {
-				k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true,
+				k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: !op.Sum,
 					Dur: total / sim.Time(len(outs))})
 			}
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})

@@ -38,6 +38,7 @@ func (s *Spec) Validate() error {
 	if s.Graph != nil && s.Graph.Builder == "" {
 		s.validateGraph(e, tensors, comms)
 	}
+	s.validateRefs(e, tensors) // spec_refs.go
 	managed := s.managed()
 	s.validateHost(e, managed)
 	for name := range managed {

@@ -638,19 +638,7 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		}
 	}
 	if v := o.get("references"); v != nil {
-		for _, it := range d.seqAtMost(v, "references", 4, "") {
-			name, ok := d.str(it, "references")
-			switch {
-			case !ok:
-			case name != "eager":
-				d.add(posOf(it), "references: %q; expected eager (in graph mode, also compare with the eager path's outputs)", name)
-			case slices.Contains(s.References, name):
-				d.add(posOf(it), "references: %q listed twice", name)
-			default:
-				s.References = append(s.References, name)
-				s.pos["references.eager"] = posOf(it)
-			}
-		}
+		d.references(v, s) // spec_refs.go
 	}
 	d.hostTop(o, s)
 	if v := o.get("symmetric"); v != nil {
@@ -985,7 +973,21 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		if v := o.get("time"); v != nil {
 			op.TimeNs, op.TimeExpr = d.timeOrExpr(v, "kernel time")
 		}
-		op.Weight = o.int("weight", 1, 1<<30)
+		if v := o.get("weight"); v != nil {
+			if sn, isStr := v.(*ast.StringNode); isStr {
+				if sn.Value == "whole" {
+					op.Whole = true
+				} else {
+					d.add(posOf(v), "kernel weight: %q; expected an integer in [1, %d], or whole (the sum of every rank's shard)", sn.Value, 1<<30)
+				}
+			} else {
+				op.Weight = o.int("weight", 1, 1<<30)
+			}
+		}
+		op.Sum = o.bool("sum")
+		if op.Sum && o.has("weight") {
+			d.add(o.kpos["weight"], "kernel %q: a sum kernel adds its reads with no weight; remove weight or sum", op.Name)
+		}
 		op.Blocks = int(o.int("blocks", 1, MaxKernelBlocks))
 		op.Spin = o.bool("spin")
 	case op.Kind.collective():

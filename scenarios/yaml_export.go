@@ -73,9 +73,7 @@ func MarshalSpec(s *Spec) []byte {
 		}
 		p(1, "%s: %s", k.key, knobVal(val))
 	}
-	if len(s.References) > 0 {
-		p(0, "references: %s", names(s.References))
-	}
+	marshalRefs(p, s) // spec_refs.go
 	if len(s.Params) > 0 {
 		p(0, "params:")
 		for _, pr := range s.Params {
@@ -294,6 +292,12 @@ func opLine(op OpSpec) string {
 		parts = append(parts, timePart(op)...)
 		if op.Weight != 0 {
 			parts = append(parts, fmt.Sprintf("weight: %d", op.Weight))
+		}
+		if op.Whole {
+			parts = append(parts, "weight: whole")
+		}
+		if op.Sum {
+			parts = append(parts, "sum: true")
 		}
 		if op.Scale != "" {
 			parts = append(parts, "scale: "+quote(op.Scale))
