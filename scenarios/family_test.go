@@ -116,5 +116,5 @@ func TestFamilyBadKnobs(t *testing.T) {
 	require.ErrorContains(t, err, "want one of")
 	sc, _ = scenarios.Lookup("nccl-order-mismatch")
 	_, err = check.RunVariant(sc, sc.Variants[0], check.Options{Extra: []string{"tp=1"}})
-	require.ErrorContains(t, err, "at least 2 ranks")
+	require.ErrorContains(t, err, "rank 2 is out of range")
 }

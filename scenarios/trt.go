@@ -255,3 +255,33 @@ func buildMoEEP(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	g := moeEPGraph(cfg.Layers, cfg.Tokens, cfg.Hidden)
 	return buildEngines(cfg, opt, eng, g, map[string][][]int{"ep": {allRanks(cfg.TP)}})
 }
+
+func allRanks(n int) []int {
+	g := make([]int, n)
+	for i := range g {
+		g[i] = i
+	}
+	return g
+}
+
+func concreteStrategy(cfg Config, hw ranks.Profile, n int, bytes int64) (collectives.Strategy, error) {
+	s, err := cfg.strategy()
+	if err != nil {
+		return "", err
+	}
+	return collectives.Resolve(s, hw.Arch, n, bytes), nil
+}
+
+func needTP(cfg Config, lo int) error {
+	if cfg.TP < lo {
+		return fmt.Errorf("%w: tp=%d: this scenario needs at least %d ranks", ErrBadKnob, cfg.TP, lo)
+	}
+	return nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
