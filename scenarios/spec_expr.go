@@ -124,7 +124,7 @@ func (p *exprParser) product(depth int) *exprNode {
 }
 
 func isNameByte(c byte, first bool) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || !first && (c >= '0' && c <= '9' || c == '-')
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || !first && c >= '0' && c <= '9'
 }
 
 func (p *exprParser) atom(depth int) *exprNode {
@@ -146,7 +146,9 @@ func (p *exprParser) atom(depth int) *exprNode {
 		if p.err == nil && (p.i >= len(p.s) || p.s[p.i] != ')') {
 			p.fail("expected )")
 		}
-		p.i++
+		if p.err == nil {
+			p.i++
+		}
 		return n
 	case c >= '0' && c <= '9':
 		j := p.i

@@ -1,0 +1,117 @@
+package scenarios_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios"
+)
+
+// graphsFile is a program with one capture block: n kernels on main
+// adding 10·step to acc (step a host scalar the kernel reads when it is
+// issued, or captured), replayed three times with the host's step
+// advancing between replays and an eager kernel between them.
+func graphsFile(n int) string {
+	ops := ""
+	for i := range n {
+		ops += "          - {kernel: add" + string(rune('a'+i)) + ", reads: [one, acc], writes: [acc], weight: 10, scale: step, time: 1us}\n"
+	}
+	return `name: graphs
+ranks: 1
+mode: graph
+knobs: {budget: 1}
+references: [eager]
+host_scalars:
+  - {name: step, value: 1}
+tensors:
+  - {name: one, bytes: 64, init: [1]}
+  - {name: acc, bytes: 64, output: true}
+  - {name: log, bytes: 64}
+programs:
+  - ranks: all
+    ops:
+      - capture: step
+        ops:
+` + ops + `      - repeat: {count: 3, as: i}
+        ops:
+          - {replay: step}
+          - {kernel: "log${i}", reads: [acc], writes: [log], time: 1us}
+          - {advance: step}
+variants: [{name: a}]
+`
+}
+
+// TestGraphBlocks: what a capture block and its replays compute and when
+// (spec_graphs.go), against the same program issued eagerly.
+func TestGraphBlocks(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+		return p
+	}
+	one := write("one.yaml", graphsFile(1))
+	ten := write("ten.yaml", graphsFile(10))
+	tests := []struct {
+		name string
+		file string
+		sets []string
+		want uint64
+	}{
+		// The capture read step = 1; each of 3 replays adds 10·1.
+		{"host scalar frozen at capture", one, nil, 30},
+		// Eager: each replay issues the block again, reading 1, 2, 3.
+		{"eager replays re-read the host scalar", one, []string{"mode=eager"}, 10 + 20 + 30},
+		{"ten captured kernels", ten, nil, 300},
+		{"ten kernels eager", ten, []string{"mode=eager"}, 10 * (10 + 20 + 30)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := finalValue(t, tt.file, tt.sets, 0, "acc", 0)
+			require.Equal(t, tt.want%ranks.Modulus, got)
+		})
+	}
+	// One launch issues every node: ten 1 µs kernels replayed take about
+	// their device time, eagerly about ten launches each.
+	_, graph := finalValue(t, ten, nil, 0, "acc", 0)
+	_, eager := finalValue(t, ten, []string{"mode=eager"}, 0, "acc", 0)
+	require.Less(t, int64(graph)*2, int64(eager), "graph %v, eager %v", graph, eager)
+	// The eager path differs from the graph path in the frozen value.
+	data, err := os.ReadFile(one)
+	require.NoError(t, err)
+	sc, err := scenarios.Load(one, data)
+	require.NoError(t, err)
+	rep, err := check.RunVariant(sc, sc.Variants[0], check.Options{Extra: []string{"budget=1"}})
+	require.NoError(t, err)
+	require.Equal(t, "corruption", rep.Verdict, "%v", rep.Findings)
+}
+
+// TestGraphStreams: a replay's nodes keep the capture's dependencies, not
+// the eager streams' order. In graphs-piecewise.yaml an eager kernel on aux
+// writes kv and the attention graph's aux node reads it: the graph's aux
+// node runs on the graph's own stream, so only the explicit join orders
+// the two; eagerly the same ops are ordered by the aux stream itself.
+func TestGraphStreams(t *testing.T) {
+	data, err := os.ReadFile("testdata/ok/graphs-piecewise.yaml")
+	require.NoError(t, err)
+	sc, err := scenarios.Load("graphs-piecewise.yaml", data)
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		sets []string
+		want string
+	}{
+		{nil, "ok"},
+		{[]string{"join=off"}, "race"},
+		{[]string{"join=off", "mode=eager"}, "ok"},
+		{[]string{"mode=eager"}, "ok"},
+	} {
+		rep, err := check.RunVariant(sc, scenarios.Variant{Name: "t"}, check.Options{Extra: append([]string{"budget=1"}, tt.sets...)})
+		require.NoError(t, err)
+		require.Equal(t, tt.want, rep.Verdict, "sets %v: %v", tt.sets, rep.Findings)
+	}
+}
