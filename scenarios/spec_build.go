@@ -318,6 +318,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 	issue, copies := s.passes(cfg, reference)
 	ops := graphWork(repeatOps(p.opsFor(cfg), issue), cfg)
 	gl := &graphLowering{reference: reference, graphs: map[string]*capturedGraph{}}
+	issues := issueNames{}
 	fills := 0
 	hs := s.newHostState()
 	if r == 0 && !reference {
@@ -359,6 +360,9 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 		}
 		if reference {
 			st = 0
+		}
+		if op.Kind.comm() {
+			op.Name = issues.name(op.Kind, op.Name)
 		}
 		if ok, err := gl.step(&op, prog, alloc, st); ok {
 			if err != nil {

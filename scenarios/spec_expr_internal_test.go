@@ -65,3 +65,24 @@ func TestExpr(t *testing.T) {
 		require.Equal(t, bad.at, at, bad.src)
 	}
 }
+
+// FuzzExpr: no text panics the expression parser or its evaluation, and
+// an error offset lies within the text.
+func FuzzExpr(f *testing.F) {
+	for _, s := range []string{"tokens*hidden*2", "2*gemm(tokens, hidden, hidden/8)", "mem(3*tokens*hidden*2)", "(1+2", "1/0", "tokens*routed_dtype", "gemm(1,2)", "a(", ")"} {
+		f.Add(s)
+	}
+	cfg := DefaultConfig()
+	hw, _ := cfg.Profile()
+	f.Fuzz(func(t *testing.T, s string) {
+		e, at, err := ParseExpr(s)
+		if err != nil {
+			require.LessOrEqual(t, at, len(s)+1)
+			return
+		}
+		v, err := e.eval(exprEnv{cfg: &cfg, hw: &hw})
+		if err == nil {
+			require.GreaterOrEqual(t, v, int64(0))
+		}
+	})
+}

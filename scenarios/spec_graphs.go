@@ -181,7 +181,7 @@ const (
 func graphWork(ops []OpSpec, cfg Config) []OpSpec {
 	has := false
 	for i := range ops {
-		has = has || ops[i].Kind == OpCapture
+		has = has || ops[i].Kind == OpCapture || ops[i].Kind == OpReplay
 	}
 	if !has {
 		return ops
@@ -204,7 +204,8 @@ func graphWork(ops []OpSpec, cfg Config) []OpSpec {
 				out = append(out, OpSpec{Kind: opCaptureEnd, Name: op.Name, Stream: op.Stream, pos: op.pos})
 			}
 		case OpReplay:
-			if cfg.Mode == "graph" {
+			// A replay of a block when: leaves out issues nothing.
+			if _, ok := blocks[op.Name]; ok && cfg.Mode == "graph" {
 				out = append(out, op)
 			} else {
 				out = append(out, blocks[op.Name]...)
@@ -235,6 +236,7 @@ type capturedGraph struct {
 	origin  int
 	streams map[int]int // program stream → the graph's own stream
 	events  map[int]int
+	replays int
 }
 
 // step handles the graph ops of the lowering (markers and replays),
@@ -284,7 +286,15 @@ func (g *graphLowering) replay(c *capturedGraph, op *OpSpec, prog *ranks.Program
 			}
 		}
 	}
+	c.replays++
 	for i, h := range c.ops {
+		if k := h.Kernel; k != nil && k.Coll != "" && c.replays > 1 {
+			// Each replay's collective is an instance of its own, as
+			// graph mode's replay index makes it.
+			kc := *k
+			kc.Coll = fmt.Sprintf("%s#%d", k.Coll, c.replays)
+			h.Kernel = &kc
+		}
 		if !g.reference {
 			switch {
 			case h.Stream == c.origin:
@@ -300,7 +310,7 @@ func (g *graphLowering) replay(c *capturedGraph, op *OpSpec, prog *ranks.Program
 			}
 			if k := h.Kernel; k != nil && k.OrderEagerOnly && k.OrderKey != "" {
 				// The library adds no order edge to captured work.
-				kc := *k
+				kc := *k // (a copy of the copy above, if any)
 				kc.OrderKey = ""
 				h.Kernel = &kc
 			}
@@ -458,4 +468,22 @@ func writeCapture(p func(int, string, ...any), op OpSpec) {
 	for _, in := range op.Capture.Ops {
 		p(5, "- %s", opLine(in))
 	}
+}
+
+// issueNames renames a collective, send or receive the host issues again
+// (a carried step issued once per replay, an eager replay of a capture
+// block): the k-th issue of NAME is NAME#k, the same on every rank, so
+// each is an instance of its own (a send and a receive count apart).
+type issueNames map[string]int
+
+func (n issueNames) name(kind OpKind, name string) string {
+	key := name
+	if kind == OpSend || kind == OpRecv {
+		key = string(kind) + "\x00" + name
+	}
+	n[key]++
+	if k := n[key]; k > 1 {
+		return fmt.Sprintf("%s#%d", name, k)
+	}
+	return name
 }

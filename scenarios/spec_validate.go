@@ -382,7 +382,10 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 		}
 		issue, _ := s.passes(cfg, false)
 		ops := graphWork(repeatOps(p.opsFor(cfg), issue), cfg)
-		checkOrder(&p, ops, report)
+		// Names and event order as one step issues them, a graph once.
+		once := cfg
+		once.Mode = "graph"
+		checkOrder(&p, graphWork(p.opsFor(cfg), once), report)
 		s.validateLifetime(ops, managed, report)
 		rs, err := p.Ranks.Resolve(n)
 		if err != nil {
