@@ -1,6 +1,9 @@
 package ranks
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // VC is a sparse vector clock over lanes (one lane per rank and stream): the
 // happens-before relation. Event a happens before b iff a's epoch (lane,
@@ -88,10 +91,15 @@ func (v *VC) join(o *VC) {
 		}
 		return
 	}
-	if len(o.e) == 0 {
+	v.joinEntries(o.e)
+}
+
+// joinEntries joins the sorted entries b of a sparse clock into sparse v.
+func (v *VC) joinEntries(b []clockEntry) {
+	if len(b) == 0 {
 		return
 	}
-	a, b := v.e, o.e
+	a := v.e
 	// Fast path: v already covers o (no new lanes, no larger entries).
 	covered := true
 	for i, j := 0, 0; j < len(b); {
@@ -224,74 +232,7 @@ var emptyVC = &VC{}
 // the shadow-memory checks (the static form of a race detector's
 // thread-local filter), recording only who wrote each chunk last.
 func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) []bool {
-	walk := func(f func(k any, lane int32)) {
-		for r, p := range progs {
-			if p == nil {
-				continue
-			}
-			for _, op := range p.Ops {
-				if op.Kind != Launch || op.Kernel == nil {
-					continue
-				}
-				lane := laneBase[r] + int32(op.Stream)
-				var last any // consecutive instructions mostly touch one buffer
-				visit := func(b *Buffer) {
-					if b == nil {
-						return
-					}
-					if k := b.storage(); k != last {
-						f(k, lane)
-						last = k
-					}
-				}
-				// Signal-pad slots and FIFOs are checked too (exec.go,
-				// checkSlot): puts into a pad against puts, waits against
-				// waits, sends into a FIFO against sends, receives against
-				// receives. Each side is a location of its own.
-				side := func(k any) {
-					if k != last {
-						f(k, lane)
-						last = k
-					}
-				}
-				if op.Kernel.listed(func(in *Instr) {
-					for _, s := range in.Srcs {
-						visit(s.Buf)
-					}
-					visit(in.Dst)
-					switch in.Op {
-					case OpPut, OpWait:
-						side(padSide{in.Pad, in.Op == OpPut})
-					case OpSend:
-						side(fifoSide{in.Fifo, true})
-					case OpRecv:
-						side(fifoSide{in.Fifo, false})
-					case OpRecvSend:
-						side(fifoSide{in.Fifo, false})
-						side(fifoSide{in.Fwd, true})
-					}
-				}) {
-					continue
-				}
-				refs := op.Kernel.Gen.Refs()
-				for _, b := range refs.Buffers {
-					visit(b)
-				}
-				for _, p := range refs.Pads { // which side is not said: both
-					side(padSide{p, true})
-					side(padSide{p, false})
-				}
-				for _, q := range refs.Fifos {
-					if q.Src == r {
-						side(fifoSide{q, true})
-					}
-					if q.Dst == r {
-						side(fifoSide{q, false})
-					}
-				}
-			}
-		}
-	}
+	walk := func(f func(k any, lane int32)) { walkLocations(progs, laneBase, f) }
 	owner := map[any]int32{} // storage -> the one lane touching it, or -1
 	walk(func(k any, lane int32) {
 		if o, ok := owner[k]; !ok {
@@ -325,6 +266,80 @@ type fifoSide struct {
 	send bool
 }
 
+// walkLocations calls f(k, lane) for every location a kernel launched on
+// lane touches: k is a buffer's storage (Buffer.storage), a pad's put or
+// wait side (padSide), or a FIFO's send or receive side (fifoSide). Runs of
+// one location within a kernel are reported once; the order is the
+// programs' (deterministic).
+func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)) {
+	for r, p := range progs {
+		if p == nil {
+			continue
+		}
+		for _, op := range p.Ops {
+			if op.Kind != Launch || op.Kernel == nil {
+				continue
+			}
+			lane := laneBase[r] + int32(op.Stream)
+			var last any // consecutive instructions mostly touch one buffer
+			visit := func(b *Buffer) {
+				if b == nil {
+					return
+				}
+				if k := b.storage(); k != last {
+					f(k, lane)
+					last = k
+				}
+			}
+			// Signal-pad slots and FIFOs are checked too (exec.go,
+			// checkSlot): puts into a pad against puts, waits against
+			// waits, sends into a FIFO against sends, receives against
+			// receives. Each side is a location of its own.
+			side := func(k any) {
+				if k != last {
+					f(k, lane)
+					last = k
+				}
+			}
+			if op.Kernel.listed(func(in *Instr) {
+				for _, s := range in.Srcs {
+					visit(s.Buf)
+				}
+				visit(in.Dst)
+				switch in.Op {
+				case OpPut, OpWait:
+					side(padSide{in.Pad, in.Op == OpPut})
+				case OpSend:
+					side(fifoSide{in.Fifo, true})
+				case OpRecv:
+					side(fifoSide{in.Fifo, false})
+				case OpRecvSend:
+					side(fifoSide{in.Fifo, false})
+					side(fifoSide{in.Fwd, true})
+				}
+			}) {
+				continue
+			}
+			refs := op.Kernel.Gen.Refs()
+			for _, b := range refs.Buffers {
+				visit(b)
+			}
+			for _, p := range refs.Pads { // which side is not said: both
+				side(padSide{p, true})
+				side(padSide{p, false})
+			}
+			for _, q := range refs.Fifos {
+				if q.Src == r {
+					side(fifoSide{q, true})
+				}
+				if q.Dst == r {
+					side(fifoSide{q, false})
+				}
+			}
+		}
+	}
+}
+
 // snapshot returns an immutable copy of lane's clock to hand to others (a
 // completed task, a signal, a message) and starts a new epoch of the lane.
 // A lane that neither accessed memory nor acquired anything since its last
@@ -332,11 +347,29 @@ type fifoSide struct {
 // tell the two apart, and the common case (event records, waits, a run of
 // puts) then allocates nothing.
 func (w *World) snapshot(lane int32) *VC {
+	s, tick := w.snapshotTick(lane)
+	if w.clockHist != nil {
+		if s == emptyVC {
+			// The same empty clock, but one per release: the history
+			// tells releases apart by identity (and one handed out again
+			// is the same one).
+			s = &VC{}
+			if w.snap != nil && w.snap[lane] == emptyVC {
+				w.snap[lane] = s
+			}
+		}
+		w.clockHist.Events = append(w.clockHist.Events, clockEvent{Kind: 'r', Lane: lane, Clock: s, Tick: tick})
+	}
+	return s
+}
+
+// snapshotTick is snapshot, and whether the lane's epoch advanced.
+func (w *World) snapshotTick(lane int32) (*VC, bool) {
 	if !w.anyShared {
-		return emptyVC // no clock entry is of use to anybody
+		return emptyVC, false // no clock entry is of use to anybody
 	}
 	if !w.dirty[lane] && w.snap[lane] != nil {
-		return w.snap[lane]
+		return w.snap[lane], false
 	}
 	var s *VC
 	if v := w.vc[lane]; v.d != nil {
@@ -351,13 +384,56 @@ func (w *World) snapshot(lane int32) *VC {
 		w.vc[lane].tick(lane)
 	}
 	w.snap[lane], w.dirty[lane] = s, false
-	return s
+	return s, w.shared[lane]
+}
+
+// hb reports whether epoch e happens before the current point of the lane
+// whose clock is cur (every race check is one such query).
+func (w *World) hb(e epoch, cur *VC) bool {
+	ok := e.none() || e.clock <= cur.get(e.lane)
+	if w.clockHist != nil && !e.none() {
+		w.clockHist.query(w, cur, e, ok)
+	}
+	return ok
+}
+
+// clockHistory records a run's releases, acquires and happens-before
+// queries (World.clockHist, set by tests only), so that a test can replay them
+// on reference vector clocks of its own and compare every answer.
+type clockHistory struct {
+	Events []clockEvent
+}
+
+// clockEvent is one step of a clock history.
+type clockEvent struct {
+	Kind  byte  // 'r' release, 'a' acquire, 'q' query
+	Lane  int32 // the releasing, acquiring or querying lane
+	Clock *VC   // release, acquire: the clock handed over (its identity)
+	Tick  bool  // release: the lane's epoch advanced after it
+	// query: the epoch asked about (lane, clock) and the answer
+	Of  int32
+	At  uint32
+	Yes bool
+}
+
+func (h *clockHistory) query(w *World, cur *VC, e epoch, ok bool) {
+	m := slices.Index(w.vc, cur)
+	h.Events = append(h.Events, clockEvent{Kind: 'q', Lane: int32(m), Of: e.lane, At: e.clock, Yes: ok})
 }
 
 // acquireVC joins o into lane's clock (a wait that consumed a signal, a
 // message received, a dependency that finished).
 func (w *World) acquireVC(lane int32, o *VC) {
-	w.vc[lane].join(o)
+	if w.clockHist != nil {
+		w.clockHist.Events = append(w.clockHist.Events, clockEvent{Kind: 'a', Lane: lane, Clock: o})
+	}
+	if c := w.carry; c != nil && o != nil && len(o.e) > 0 {
+		// Only the entries this lane keeps (carry.go).
+		w.carryBuf = c.filter(lane, o.e, w.carryBuf)
+		w.vc[lane].joinEntries(w.carryBuf)
+	} else {
+		w.vc[lane].join(o)
+	}
 	w.dirty[lane] = true
 }
 

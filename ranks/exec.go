@@ -360,8 +360,6 @@ func (w *World) epoch(t *task) epoch {
 	return w.ep
 }
 
-func (w *World) hb(e epoch, cur *VC) bool { return e.none() || e.clock <= cur.get(e.lane) }
-
 // read and write take a buffer as a micro-op names it (a template's copy
 // resolves it to its own, World.bufOf).
 func (w *World) read(t *task, b *Buffer, c int) Value {

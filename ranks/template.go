@@ -42,6 +42,7 @@ type Template struct {
 	fifoIx        map[*Fifo]int32      // read-only once made
 	padIx         map[*SignalPad]int32 // read-only once made
 	shared        []bool               // sharedLanes, read-only
+	carry         *carry               // carryLanes (sparse clocks), read-only
 	opKernel      [][]int32            // per rank and op: index into kernels, or -1
 	plan          *plan                // lowered once for every copy (nil: each lowers, and reports the error)
 	nVals, nSlots int
@@ -171,6 +172,9 @@ func NewTemplate(w *World) (*Template, error) {
 	base, nl := laneLayout(w.progs)
 	t.shared = sharedLanes(w.progs, base, nl, w.bufs) // the same for every copy, which copies the buffers' marks
 	t.plan, _ = makePlan(w.progs, w.cfg.Mode == Graph)
+	if t.plan != nil && nl > denseLanes && !w.sparse && !w.noFilter && !w.noCarry {
+		t.carry = carryLanes(w.progs, base, nl, t.plan.nodes, w.cfg.Mode == Graph)
+	}
 	return t, nil
 }
 
@@ -187,6 +191,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		counts: map[string]int{},
 		dedupe: map[dedupeKey]bool{},
 		shared: t.shared,
+		carry:  t.carry,
 		mem:    t.arenas.get(),
 		tmpl:   t,
 	}

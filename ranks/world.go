@@ -68,10 +68,14 @@ type World struct {
 	snap      []*VC   // per lane: the last snapshot handed out (immutable)
 	dirty     []bool  // per lane: accessed or acquired since snap
 	shared    []bool  // per lane: shares memory with another lane (clock.go)
-	anyShared bool    // some lane is shared
-	scratch   Instr   // the generated micro-op being executed (World.instr)
-	probe     Instr   // a generated micro-op WouldBlock looks at
-	stepInstr Instr   // NextStep's generated micro-op
+	carry     *carry  // sparse clocks: which entries each lane keeps (carry.go)
+	carryBuf  []clockEntry
+	noCarry   bool          // tests: every shared lane's entry travels everywhere
+	clockHist *clockHistory // tests: the run's clock history (clock.go)
+	anyShared bool          // some lane is shared
+	scratch   Instr         // the generated micro-op being executed (World.instr)
+	probe     Instr         // a generated micro-op WouldBlock looks at
+	stepInstr Instr         // NextStep's generated micro-op
 	stepActs  []ActorID
 	ep        epoch // the executing micro-op's epoch, when epOK (World.epoch)
 	epOK      bool
@@ -378,6 +382,9 @@ func (w *World) Run() (*Result, error) {
 		w.plan = pl
 	}
 	w.calls = w.plan.calls
+	if w.carry == nil && !w.noFilter && !w.noCarry && (nl > denseLanes || w.sparse) {
+		w.carry = carryLanes(w.progs, w.laneBase, nl, w.plan.nodes, w.cfg.Mode == Graph)
+	}
 	w.hosts = make([]host, w.N)
 	tasks := 0 // how many the run will make: every node, once per replay, and a join per replay
 	for r := range w.progs {

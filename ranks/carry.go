@@ -1,0 +1,318 @@
+package ranks
+
+import "slices"
+
+// Which clock entries a lane carries.
+//
+// sharedLanes keeps an unshared lane's entry out of every release. That is
+// not enough once a buffer is shared on every rank: in a TP group whose
+// ranks each have a compute stream A and a communication stream B that
+// share buffers, every lane is shared, each ring message carries its
+// sender's whole clock, and every clock grows to the group's 2·TP lanes.
+// A ring hop then changes about half of the receiver's entries (every lane
+// ticks once per hop, and the news travels one hop per step), so no clock
+// structure that keeps whole clocks, tree clocks included, does less than
+// Θ(TP) work per message: Θ(TP³) for the Θ(TP²) messages of a layer.
+//
+// Yet rank r's entries are only ever read on rank r: the only lane that
+// checks an access of A_r against its own is B_r, and the other way round.
+// Every race check at lane M reads one entry, that of the lane L whose
+// epoch sits in the shadow of a location both touched: L and M are
+// partners (they touch one buffer's storage, one side of a pad or one side
+// of a FIFO: walkLocations). Entry L must therefore be exact in M's clock
+// when M checks, and nowhere else matters except on the way there.
+//
+// Take the chain of releases and acquires that brought M its value of L:
+// L, Y1, …, Yk, M. Cut it after the last L on it (L's own entry only grows,
+// so that release carries at least the value), and before the first M
+// after that (M's clock only grows, so M had the value from then on). What
+// is left has every Yi different from L and M, so in the static lane graph
+// G (an edge X→Y when Y can acquire a release of X: a task dependency, a
+// pad's put into its wait, a FIFO's send into its receive) Yi is
+// reachable from L without passing M, and reaches M without passing L. A
+// lane X that is no such Yi for any partner M of L never needs L's entry:
+// acquires drop it (carry.filter). Every check then reads exactly the value
+// the full vector clock would give (the largest value of L on any chain is
+// carried along it), so race detection is unchanged; it is the
+// thread-local filter of sharedLanes, extended from "is anybody
+// interested" to "is this lane on a way to somebody interested".
+//
+// For the TP group: A_r's only out-edges go to B_r, so nothing is on a way
+// from A_r to B_r but themselves, and B_r's way to A_r goes through no
+// other lane. Every clock keeps its own rank's two entries, and a ring
+// message costs O(1) whatever TP is.
+//
+// The analysis is static (programs, not schedules) and deterministic.
+// Where it would cost too much — a location touched by many lanes, a lane
+// with many partners, or a total budget of graph steps spent — the lane's
+// entry travels everywhere, as sharedLanes alone has it.
+type carry struct {
+	need [][]int32 // per lane X: the other lanes whose entries X's clock keeps, sorted
+	all  []bool    // per lane L: L's entry is kept everywhere (not narrowed)
+}
+
+// Limits of the analysis (beyond them, a lane's entry travels everywhere).
+const (
+	carryClique   = 16       // lanes touching one location
+	carryPartners = 16       // partners of one lane
+	carryBudget   = 64 << 20 // graph steps in all
+)
+
+// filter returns the entries of o that lane x keeps, in buf's storage.
+func (c *carry) filter(x int32, o []clockEntry, buf []clockEntry) []clockEntry {
+	need, all := c.need[x], c.all
+	out := buf[:0]
+	j := 0
+	for _, e := range o {
+		if e.lane == x || all[e.lane] {
+			out = append(out, e)
+			continue
+		}
+		if len(need) > 8*len(o) {
+			if _, ok := slices.BinarySearch(need, e.lane); ok {
+				out = append(out, e)
+			}
+			continue
+		}
+		for j < len(need) && need[j] < e.lane {
+			j++
+		}
+		if j < len(need) && need[j] == e.lane {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// laneGraph is the static lane graph: out[x] are the lanes that can
+// acquire a release of x, in[y] the lanes y can acquire from. Lists are
+// sorted and have no duplicates or self-loops.
+type laneGraph struct {
+	out, in [][]int32
+}
+
+// carryLanes computes which entries each of nl lanes keeps, from the
+// programs, their lowered nodes (the task dependencies) and whether they
+// run as CUDA graphs (a replay's join task, on each rank's first lane,
+// follows every node and precedes the next replay's roots).
+func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, graph bool) *carry {
+	c := &carry{need: make([][]int32, nl), all: make([]bool, nl)}
+	// Locations, numbered in first-seen order, and the lanes touching
+	// each (a lane once).
+	ix := map[any]int32{}
+	var locLanes [][]int32
+	var keys []any
+	walkLocations(progs, laneBase, func(k any, lane int32) {
+		i, ok := ix[k]
+		if !ok {
+			i = int32(len(locLanes))
+			ix[k] = i
+			locLanes = append(locLanes, nil)
+			keys = append(keys, k)
+		}
+		if !slices.Contains(locLanes[i], lane) {
+			locLanes[i] = append(locLanes[i], lane)
+		}
+	})
+
+	var edges []uint64
+	edge := func(a, b int32) {
+		if a != b {
+			edges = append(edges, uint64(a)<<32|uint64(uint32(b)))
+		}
+	}
+	for r, ns := range nodes {
+		base := laneBase[r]
+		for _, n := range ns {
+			for _, d := range n.deps {
+				edge(base+int32(ns[d].stream), base+int32(n.stream))
+			}
+			if graph {
+				edge(base+int32(n.stream), base)
+				edge(base, base+int32(n.stream))
+			}
+		}
+	}
+	for i, k := range keys {
+		var other any
+		switch s := k.(type) {
+		case padSide:
+			if !s.put {
+				continue
+			}
+			other = padSide{s.p, false}
+		case fifoSide:
+			if !s.send {
+				continue
+			}
+			other = fifoSide{s.f, false}
+		default:
+			continue
+		}
+		j, ok := ix[other]
+		if !ok {
+			continue
+		}
+		for _, a := range locLanes[i] {
+			for _, b := range locLanes[j] {
+				edge(a, b)
+			}
+		}
+	}
+	g := newLaneGraph(nl, edges)
+
+	// Partners, per lane.
+	partners := make([][]int32, nl)
+	for _, ls := range locLanes {
+		if len(ls) < 2 {
+			continue
+		}
+		if len(ls) > carryClique {
+			for _, l := range ls {
+				c.all[l] = true
+			}
+			continue
+		}
+		for _, a := range ls {
+			for _, b := range ls {
+				if a != b {
+					partners[a] = append(partners[a], b)
+				}
+			}
+		}
+	}
+
+	s := newReachScratch(nl)
+	budget := carryBudget
+	set := make([]int32, 0, 16)
+	for l := range nl {
+		ps := partners[l]
+		if len(ps) == 0 || c.all[l] {
+			continue
+		}
+		slices.Sort(ps)
+		ps = slices.Compact(ps)
+		if len(ps) > carryPartners || budget <= 0 {
+			c.all[l] = true
+			continue
+		}
+		set = set[:0]
+		s.setGen++
+		add := func(x int32) {
+			if s.inSet[x] != s.setGen {
+				s.inSet[x] = s.setGen
+				set = append(set, x)
+			}
+		}
+		for _, m := range ps {
+			add(m)
+			for _, x := range g.between(l, m, s, &budget) {
+				add(x)
+			}
+		}
+		if budget <= 0 || len(set) > max(64, int(nl)/8) {
+			c.all[l] = true
+			continue
+		}
+		for _, x := range set {
+			c.need[x] = append(c.need[x], l) // l ascends: each list stays sorted
+		}
+	}
+	return c
+}
+
+// newLaneGraph builds the graph of nl lanes from packed edges a<<32|b.
+func newLaneGraph(nl int32, edges []uint64) *laneGraph {
+	slices.Sort(edges)
+	edges = slices.Compact(edges)
+	g := &laneGraph{out: make([][]int32, nl), in: make([][]int32, nl)}
+	for _, e := range edges {
+		a, b := int32(e>>32), int32(uint32(e))
+		g.out[a] = append(g.out[a], b)
+	}
+	for _, e := range edges { // sorted by a: each in-list comes out sorted
+		a, b := int32(e>>32), int32(uint32(e))
+		g.in[b] = append(g.in[b], a)
+	}
+	return g
+}
+
+// reachScratch holds the marks of the graph searches, by generation, so
+// that no search clears them.
+type reachScratch struct {
+	f, b, r     []uint32 // forward, backward and restricted-search marks
+	inSet       []uint32
+	gen, setGen uint32
+	qf, qb, qr  []int32
+}
+
+func newReachScratch(nl int32) *reachScratch {
+	return &reachScratch{f: make([]uint32, nl), b: make([]uint32, nl), r: make([]uint32, nl), inSet: make([]uint32, nl)}
+}
+
+// between returns the lanes other than l and m that lie on a path from l
+// to m that passes neither l nor m in between: reachable from l without
+// passing m, and reaching m without passing l. Both searches advance in
+// turn and the first to finish bounds the answer: every lane on such a
+// path before m is in the forward set, and every lane after l is in the
+// backward set, so a search restricted to the finished set finds them
+// all. The answer is valid until the next call; budget is charged one per
+// edge looked at.
+func (g *laneGraph) between(l, m int32, s *reachScratch, budget *int) []int32 {
+	s.gen++
+	gen := s.gen
+	qf, qb := append(s.qf[:0], l), append(s.qb[:0], m)
+	s.f[l], s.b[m] = gen, gen
+	hf, hb := 0, 0
+	for {
+		if hf == len(qf) {
+			// Forward done: lanes of it (but l) that reach m within it.
+			s.qf, s.qb = qf, qb
+			return g.restricted(m, g.in, s.f, l, s, budget)
+		}
+		if hb == len(qb) {
+			s.qf, s.qb = qf, qb
+			return g.restricted(l, g.out, s.b, m, s, budget)
+		}
+		if *budget <= 0 {
+			s.qf, s.qb = qf, qb
+			return nil // the caller sees the budget spent and gives up on l
+		}
+		a := qf[hf]
+		hf++
+		for _, y := range g.out[a] {
+			if y != m && s.f[y] != gen {
+				s.f[y] = gen
+				qf = append(qf, y)
+			}
+		}
+		b := qb[hb]
+		hb++
+		for _, x := range g.in[b] {
+			if x != l && s.b[x] != gen {
+				s.b[x] = gen
+				qb = append(qb, x)
+			}
+		}
+		*budget -= len(g.out[a]) + len(g.in[b])
+	}
+}
+
+// restricted searches from start along adj, visiting only lanes marked gen
+// in within and never skip, and returns what it visited but start.
+func (g *laneGraph) restricted(start int32, adj [][]int32, within []uint32, skip int32, s *reachScratch, budget *int) []int32 {
+	gen := s.gen
+	q := append(s.qr[:0], start)
+	s.r[start] = gen
+	for h := 0; h < len(q); h++ {
+		*budget -= len(adj[q[h]])
+		for _, y := range adj[q[h]] {
+			if y != skip && within[y] == gen && s.r[y] != gen {
+				s.r[y] = gen
+				q = append(q, y)
+			}
+		}
+	}
+	s.qr = q
+	return q[1:]
+}
