@@ -28,7 +28,8 @@ import "slices"
 // after that (M's clock only grows, so M had the value from then on). What
 // is left has every Yi different from L and M, so in the static lane graph
 // G (an edge X→Y when Y can acquire a release of X: a task dependency, a
-// pad's put into its wait, a FIFO's send into its receive) Yi is
+// pad's put into its wait, a FIFO's send into its receive, a flag store
+// into a flag wait on the same buffer) Yi is
 // reachable from L without passing M, and reaches M without passing L. A
 // lane X that is no such Yi for any partner M of L never needs L's entry:
 // acquires drop it (carry.filter). Every check then reads exactly the value
@@ -82,6 +83,75 @@ func (c *carry) filter(x int32, o []clockEntry, buf []clockEntry) []clockEntry {
 		}
 	}
 	return out
+}
+
+// bufLanes lists, per buffer, the lanes doing something to it (in
+// first-seen order, each lane once).
+type bufLanes struct {
+	ix    map[*Buffer]int
+	bufs  []*Buffer
+	lanes [][]int32
+}
+
+func (b *bufLanes) add(buf *Buffer, lane int32) {
+	if b.ix == nil {
+		b.ix = map[*Buffer]int{}
+	}
+	i, ok := b.ix[buf]
+	if !ok {
+		i = len(b.bufs)
+		b.ix[buf] = i
+		b.bufs = append(b.bufs, buf)
+		b.lanes = append(b.lanes, nil)
+	}
+	if !slices.Contains(b.lanes[i], lane) {
+		b.lanes[i] = append(b.lanes[i], lane)
+	}
+}
+
+func (b *bufLanes) of(buf *Buffer) []int32 {
+	if i, ok := b.ix[buf]; ok {
+		return b.lanes[i]
+	}
+	return nil
+}
+
+// flagLanes returns, per buffer, the lanes that store flags into it
+// (OpFlagPut) and the lanes that wait on flags in it (OpFlagWait). A
+// generated kernel does not say which micro-ops it has: it counts as both
+// for every buffer it names.
+func flagLanes(progs []*Program, laneBase []int32) (puts, waits bufLanes) {
+	for r, p := range progs {
+		if p == nil {
+			continue
+		}
+		for _, op := range p.Ops {
+			if op.Kind != Launch || op.Kernel == nil {
+				continue
+			}
+			lane := laneBase[r] + int32(op.Stream)
+			if g := op.Kernel.Gen; g != nil {
+				for _, b := range g.Refs().Buffers {
+					if b != nil {
+						puts.add(b, lane)
+						waits.add(b, lane)
+					}
+				}
+				continue
+			}
+			for i := range op.Kernel.Instrs {
+				in := &op.Kernel.Instrs[i]
+				switch {
+				case in.Dst == nil:
+				case in.Op == OpFlagPut:
+					puts.add(in.Dst, lane)
+				case in.Op == OpFlagWait:
+					waits.add(in.Dst, lane)
+				}
+			}
+		}
+	}
+	return puts, waits
 }
 
 // laneGraph is the static lane graph: out[x] are the lanes that can
@@ -156,6 +226,16 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 		for _, a := range locLanes[i] {
 			for _, b := range locLanes[j] {
 				edge(a, b)
+			}
+		}
+	}
+	// Device-side flags (flags.go): a flag wait acquires the release of
+	// the flag put whose value it observed in the same buffer.
+	puts, waits := flagLanes(progs, laneBase)
+	for i, b := range puts.bufs {
+		for _, w := range waits.of(b) {
+			for _, a := range puts.lanes[i] {
+				edge(a, w)
 			}
 		}
 	}

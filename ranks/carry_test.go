@@ -33,7 +33,8 @@ type carryKernel struct {
 // carryIns is one micro-op: op 'c' compute (dst = buf of rank peer ← src
 // of own rank), 's' send to peer, 'r' receive from peer, 'f' receive
 // from peer and forward to peer2, 'p' put into peer's pad, 'w' wait on own
-// pad for peer.
+// pad for peer, 'F' store flag value 1+slot into peer's flag buffer, 'W'
+// wait for value 1+slot in the own flag buffer.
 type carryIns struct {
 	op         byte
 	peer, p2   int
@@ -80,7 +81,7 @@ func drawCarryProg(t *rapid.T) carryProg {
 			var ins []carryIns
 			for range rapid.IntRange(1, 3).Draw(t, "ins") {
 				in := compute(r)
-				in.op = rapid.SampledFrom([]byte("ccsrfpw")).Draw(t, "op")
+				in.op = rapid.SampledFrom([]byte("ccsrfpwFW")).Draw(t, "op")
 				in.p2 = other(r, "peer2")
 				in.slot = rapid.IntRange(0, 1).Draw(t, "slot")
 				in.peerAccess = in.peerAccess && in.op == 'c'
@@ -96,9 +97,9 @@ func drawCarryProg(t *rapid.T) carryProg {
 			slot := rapid.IntRange(0, 1).Draw(t, "slot")
 			kernel(r, stream(), compute(r), carryIns{op: 'p', peer: q, slot: slot})
 			kernel(q, stream(), carryIns{op: 'w', peer: r, slot: slot}, compute(q))
-		case 3: // a round trip through another rank: messages (forwarded or not), or signals
+		case 3: // a round trip through another rank: messages (forwarded or not), signals or flags
 			q := other(r, "to")
-			switch rapid.IntRange(0, 2).Draw(t, "by") {
+			switch rapid.IntRange(0, 3).Draw(t, "by") {
 			case 0:
 				kernel(r, stream(), compute(r), carryIns{op: 's', peer: q})
 				kernel(q, stream(), carryIns{op: 'f', peer: r, p2: r})
@@ -112,6 +113,15 @@ func drawCarryProg(t *rapid.T) carryProg {
 				kernel(r, stream(), compute(r), carryIns{op: 'p', peer: q, slot: slot})
 				kernel(q, stream(), carryIns{op: 'w', peer: r, slot: slot}, carryIns{op: 'p', peer: r, slot: slot})
 				kernel(r, stream(), carryIns{op: 'w', peer: q, slot: slot}, compute(r))
+			case 3: // through one more rank when there is one: a flag buffer is its writers' and waiters' partner
+				v := rapid.IntRange(0, 1).Draw(t, "value")
+				q2 := other(q, "then")
+				kernel(r, stream(), compute(r), carryIns{op: 'F', peer: q, slot: v})
+				kernel(q, stream(), carryIns{op: 'W', slot: v}, carryIns{op: 'F', peer: q2, slot: v})
+				if q2 != r {
+					kernel(q2, stream(), carryIns{op: 'W', slot: v}, carryIns{op: 'F', peer: r, slot: v})
+				}
+				kernel(r, stream(), carryIns{op: 'W', slot: v}, compute(r))
 			}
 		}
 	}
@@ -142,7 +152,10 @@ func (p carryProg) run(t require.TestingT, how carryRun) (*World, *Result) {
 		group[r] = r
 	}
 	pads := w.AllocSymmetric("sym", group, 64, 1, 2*p.ranks).Pads
+	flag := make([]*Buffer, p.ranks)
 	for r := range p.ranks {
+		flag[r] = w.Alloc(r, "flag", 64, 1)
+		w.Init(flag[r], func(int) uint64 { return 0 })
 		for b := range p.bufs {
 			x := w.Alloc(r, fmt.Sprintf("b%d", b), 64, 1)
 			w.Init(x, func(int) uint64 { return uint64(1 + 10*r + b) })
@@ -187,6 +200,10 @@ func (p carryProg) run(t require.TestingT, how carryRun) (*World, *Result) {
 				in.Op, in.Pad, in.Slot, in.Peer = OpPut, pads[c.peer], r*2+c.slot, c.peer
 			case 'w':
 				in.Op, in.Pad, in.Slot, in.Peer = OpWait, pads[r], c.peer*2+c.slot, c.peer
+			case 'F':
+				in.Op, in.Dst, in.Slot = OpFlagPut, flag[c.peer], 1+c.slot
+			case 'W':
+				in.Op, in.Dst, in.Slot, in.Cmp = OpFlagWait, flag[r], 1+c.slot, FlagEq
 			}
 			ins = append(ins, in)
 		}
