@@ -118,8 +118,8 @@ func (b *bufLanes) of(buf *Buffer) []int32 {
 
 // flagLanes returns, per buffer, the lanes that store flags into it
 // (OpFlagPut) and the lanes that wait on flags in it (OpFlagWait). A
-// generated kernel does not say which micro-ops it has: it counts as both
-// for every buffer it names.
+// generated kernel that is not [Enumerable] does not say which micro-ops
+// it has: it counts as both for every buffer it names.
 func flagLanes(progs []*Program, laneBase []int32) (puts, waits bufLanes) {
 	for r, p := range progs {
 		if p == nil {
@@ -130,23 +130,21 @@ func flagLanes(progs []*Program, laneBase []int32) (puts, waits bufLanes) {
 				continue
 			}
 			lane := laneBase[r] + int32(op.Stream)
-			if g := op.Kernel.Gen; g != nil {
-				for _, b := range g.Refs().Buffers {
-					if b != nil {
-						puts.add(b, lane)
-						waits.add(b, lane)
-					}
-				}
-				continue
-			}
-			for i := range op.Kernel.Instrs {
-				in := &op.Kernel.Instrs[i]
+			if op.Kernel.listed(func(in *Instr) {
 				switch {
 				case in.Dst == nil:
 				case in.Op == OpFlagPut:
 					puts.add(in.Dst, lane)
 				case in.Op == OpFlagWait:
 					waits.add(in.Dst, lane)
+				}
+			}) {
+				continue
+			}
+			for _, b := range op.Kernel.Gen.Refs().Buffers {
+				if b != nil {
+					puts.add(b, lane)
+					waits.add(b, lane)
 				}
 			}
 		}
