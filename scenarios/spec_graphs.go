@@ -487,3 +487,25 @@ func (n issueNames) name(kind OpKind, name string) string {
 	}
 	return name
 }
+
+// replaysUnread reports whether the replays knob changes nothing in s: its
+// programs say where graphs replay (capture blocks), its steps are
+// independent, and no repeat count or expression names replays.
+func (s *Spec) replaysUnread() bool {
+	if !s.graphProgram() || s.carried() {
+		return false
+	}
+	for _, t := range s.Tensors {
+		if slices.Contains(t.BytesExpr.names(), "replays") {
+			return false
+		}
+	}
+	for _, p := range s.allPrograms() {
+		for _, op := range p.flat() {
+			if op.Repeat != nil && op.Repeat.CountKnob == "replays" || slices.Contains(op.TimeExpr.names(), "replays") {
+				return false
+			}
+		}
+	}
+	return true
+}

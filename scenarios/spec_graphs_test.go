@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -114,4 +115,19 @@ func TestGraphStreams(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tt.want, rep.Verdict, "sets %v: %v", tt.sets, rep.Findings)
 	}
+}
+
+// TestGraphProgramReplaysUnread: with capture blocks the program says
+// where graphs replay, so the replays knob changes nothing unless a repeat
+// count names it, and setting it is an error at its line.
+func TestGraphProgramReplaysUnread(t *testing.T) {
+	src := graphsFile(1)
+	_, err := scenarios.LoadSpec("g.yaml", []byte(src))
+	require.NoError(t, err)
+	withReplays := "name: graphs\nranks: 1\nmode: graph\nreplays: 3\n" + src[len("name: graphs\nranks: 1\nmode: graph\n"):]
+	_, err = scenarios.LoadSpec("g.yaml", []byte(withReplays))
+	require.ErrorContains(t, err, `g.yaml:4:10: knob "replays" is not read by this file's form`)
+	counted := strings.Replace(withReplays, "repeat: {count: 3, as: i}", "repeat: {count: replays, as: i}", 1)
+	_, err = scenarios.LoadSpec("g.yaml", []byte(counted))
+	require.NoError(t, err)
 }

@@ -75,6 +75,9 @@ func (s *Spec) usedKnobs() map[string]bool {
 				used["patch"] = true
 			}
 		}
+		if s.replaysUnread() {
+			delete(used, "replays")
+		}
 	}
 	return used
 }
