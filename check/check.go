@@ -203,7 +203,14 @@ func RunBuilt(b *Built, ref *Reference) (*Outcome, error) {
 		}
 	}
 	if !res.Hung && ref != nil {
-		o.Findings = append(o.Findings, ref.extra.findings(b)...)
+		fs, details := ref.extra.findings(b)
+		base := len(o.Findings)
+		o.Findings = append(o.Findings, fs...)
+		for i, d := range details {
+			if d != nil {
+				o.explain = append(o.explain, func() { o.Findings[base+i].Message = d() })
+			}
+		}
 	}
 	for _, f := range o.Findings {
 		if Worse(f.Kind, o.Verdict) {

@@ -83,22 +83,27 @@ func newExtraRefs(p Program) (*extraRefs, error) {
 	return x, nil
 }
 
-func (x *extraRefs) findings(b *Built) []ranks.Finding {
+// findings compares b with every reference. A finding whose message is
+// costly to write (the provenance of its values) has it made by its
+// entry of details when [Outcome.Explain] asks; nil entries are complete.
+func (x *extraRefs) findings(b *Built) (out []ranks.Finding, details []func() string) {
 	if x == nil {
-		return nil
+		return nil, nil
 	}
-	var out []ranks.Finding
 	if x.model != nil {
 		out = append(out, x.compareModel(b)...)
 	}
 	if x.eager != nil {
 		out = append(out, compareGraphEager(b, x.eager)...)
 	}
+	details = make([]func() string, len(out))
 	for _, v := range x.variants {
-		out = append(out, compareByName(b, v.built, v.name)...)
+		fs, ds := compareByName(b, v.built, v.name)
+		out, details = append(out, fs...), append(details, ds...)
 	}
-	out = append(out, checkExpected(b, x.expected)...)
-	return out
+	fs, ds := checkExpected(b, x.expected)
+	out, details = append(out, fs...), append(details, ds...)
+	return out, details
 }
 
 // compareModel compares every rank's outputs with the unsharded model's and

@@ -127,9 +127,8 @@ type Scenario interface {
 }
 
 // checkExpected reports, per rank and tensor, the first chunk that differs
-// from an explicit expected value.
-func checkExpected(b *Built, exp []Expected) []ranks.Finding {
-	var out []ranks.Finding
+// from an explicit expected value; details makes each finding's message.
+func checkExpected(b *Built, exp []Expected) (out []ranks.Finding, details []func() string) {
 	for _, e := range exp {
 		if e.Rank < 0 || e.Rank >= len(b.Compare) {
 			continue
@@ -142,27 +141,31 @@ func checkExpected(b *Built, exp []Expected) []ranks.Finding {
 		}
 		res := fmt.Sprintf("rank %d tensor %q", e.Rank, e.Tensor)
 		if got == nil {
-			out = append(out, ranks.Finding{Kind: ranks.KindCorruption, Ranks: []int{e.Rank}, Ops: []string{e.Tensor}, Resource: res,
-				Message: fmt.Sprintf("rank %d has no compared tensor %q to hold the expected values", e.Rank, e.Tensor)})
+			msg := fmt.Sprintf("rank %d has no compared tensor %q to hold the expected values", e.Rank, e.Tensor)
+			out = append(out, ranks.Finding{Kind: ranks.KindCorruption, Ranks: []int{e.Rank}, Ops: []string{e.Tensor}, Resource: res, Message: msg})
+			details = append(details, nil)
 			continue
 		}
 		for c, v := range got.Vals {
 			if c >= len(e.Values) || v.N == e.Values[c] {
 				continue
 			}
-			out = append(out, ranks.Finding{Kind: ranks.KindCorruption, Ranks: []int{e.Rank}, Ops: []string{e.Tensor}, Resource: res,
-				Message: fmt.Sprintf("rank %d tensor %s[%d]: expected %d (an explicit expected value); observed %d = %s", e.Rank, e.Tensor, c, e.Values[c], v.N, b.World.Srcs.Format(v))})
+			out = append(out, ranks.Finding{Kind: ranks.KindCorruption, Ranks: []int{e.Rank}, Ops: []string{e.Tensor}, Resource: res})
+			e, c, v, w := e, c, v, b.World
+			details = append(details, func() string {
+				return fmt.Sprintf("rank %d tensor %s[%d]: expected %d (an explicit expected value); observed %d = %s", e.Rank, e.Tensor, c, e.Values[c], v.N, w.Srcs.Format(v))
+			})
 			break
 		}
 	}
-	return out
+	return out, details
 }
 
 // compareByName reports, per rank, the first compared tensor chunk that
 // differs from the tensor of the same name in want (another variant's
-// reference run), naming that variant.
-func compareByName(got, want *Built, name string) []ranks.Finding {
-	var out []ranks.Finding
+// reference run), naming that variant; details makes each finding's
+// message (the provenance of both values).
+func compareByName(got, want *Built, name string) (out []ranks.Finding, details []func() string) {
 	for r := range got.Compare {
 		if r >= len(want.Compare) {
 			break
@@ -193,15 +196,17 @@ func compareByName(got, want *Built, name string) []ranks.Finding {
 		if first == nil {
 			continue
 		}
-		g, w := first.Vals[fc], wfirst.Vals[fc]
 		out = append(out, ranks.Finding{
-			Kind: ranks.KindCorruption,
-			Message: fmt.Sprintf("rank %d tensor %s[%d] differs from variant %s's reference: expected %d = %s; observed %d = %s (%d chunks differ from it on rank %d)",
-				r, first.Name, fc, name, w.N, want.World.Srcs.Format(w), g.N, got.World.Srcs.Format(g), bad, r),
+			Kind:     ranks.KindCorruption,
 			Ranks:    []int{r},
 			Ops:      []string{first.Name},
 			Resource: fmt.Sprintf("rank %d tensor %q", r, first.Name),
 		})
+		r, g, w, tensor := r, first.Vals[fc], wfirst.Vals[fc], first.Name
+		details = append(details, func() string {
+			return fmt.Sprintf("rank %d tensor %s[%d] differs from variant %s's reference: expected %d = %s; observed %d = %s (%d chunks differ from it on rank %d)",
+				r, tensor, fc, name, w.N, want.World.Srcs.Format(w), g.N, got.World.Srcs.Format(g), bad, r)
+		})
 	}
-	return out
+	return out, details
 }
