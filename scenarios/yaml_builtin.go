@@ -1,24 +1,23 @@
 package scenarios
 
 import (
-	"embed"
 	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
+
+	"github.com/collsim/collsim/scenarios/builtin"
 )
 
-// builtinFS holds the built-in scenarios written as scenario files. They are
-// loaded at init, exactly as `simctl run FILE` loads a user's file, so each
-// one doubles as an example of the format.
-//
-//go:embed builtin/*.yaml
-var builtinFS embed.FS
+// The built-in scenarios are data: the files of package builtin
+// (scenarios/builtin/*.yaml). They are loaded at init, exactly as
+// `simctl run FILE` loads a user's file, so each one doubles as an example
+// of the format. Errors name them builtin/NAME.yaml.
 
 // BuiltinFile returns the embedded scenario file of built-in name, if it was
 // written as one.
 func BuiltinFile(name string) ([]byte, bool) {
-	data, err := builtinFS.ReadFile("builtin/" + name + ".yaml")
+	data, err := builtin.FS.ReadFile(name + ".yaml")
 	return data, err == nil
 }
 
@@ -26,7 +25,7 @@ func BuiltinFile(name string) ([]byte, bool) {
 // a bug in the binary, so it panics at init, where every test notices.
 func loadBuiltin(name string) {
 	path := "builtin/" + name + ".yaml"
-	data, err := builtinFS.ReadFile(path)
+	data, err := builtin.FS.ReadFile(name + ".yaml")
 	if err != nil {
 		panic(fmt.Sprintf("scenarios: embedded %s: %v", path, err))
 	}
@@ -43,7 +42,7 @@ func loadBuiltin(name string) {
 // init registers every embedded scenario file, in name order: dropping a
 // file into builtin/ is all it takes to add a built-in.
 func init() {
-	ents, err := fs.ReadDir(builtinFS, "builtin")
+	ents, err := fs.ReadDir(builtin.FS, ".")
 	if err != nil {
 		panic(fmt.Sprintf("scenarios: embedded builtin/: %v", err))
 	}
