@@ -35,6 +35,8 @@ type Config struct {
 	// Knobs of the collective-family scenarios (family_knobs.go).
 	Issue     string `json:"issue,omitempty"`
 	NCCLOrder string `json:"nccl_order,omitempty"`
+	// SymmGuard is "on" for PyTorch's GroupStreamGuard (symmguard.go).
+	SymmGuard string `json:"symm_guard,omitempty"`
 	Blocks    int    `json:"blocks,omitempty"`
 	Engines   string `json:"engines,omitempty"`
 	// SMs overrides the profile's SM count for residency (0: the profile's).

@@ -169,6 +169,7 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 			name = fmt.Sprintf("tp%d", d)
 		}
 		tpComms[d] = collectives.NewComm(w, name, group, ws, hw, cfg.Chunks)
+		tpComms[d].StreamGuard = cfg.SymmGuard == "on"
 	}
 	commFor := func(name string, rank int) (*collectives.Comm, bool) {
 		if name != "tp" {

@@ -82,6 +82,7 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 			}
 		}
 		cm.ImplicitOrder = cfg.NCCLOrder == "implicit"
+		cm.StreamGuard = cfg.SymmGuard == "on"
 		cm.GraphUnordered = cfg.NCCLOrder == "graph-unordered"
 		out[c.Name] = cm
 	}

@@ -18,7 +18,7 @@ var commonKnobs = []string{"arch", "tp", "chunks", "seed", "budget", "sms", "jit
 // formKnobs lists what each graph builder reads besides commonKnobs. A new
 // graph form must add its row (TestEveryFormDeclaresItsKnobs).
 var formKnobs = map[string][]string{
-	"moe":        {"dp", "mode", "replays", "phase", "strategy", "workspace", "placement", "order", "shared", "layers", "tokens", "hidden"},
+	"moe":        {"dp", "mode", "replays", "phase", "strategy", "workspace", "symm-guard", "placement", "order", "shared", "layers", "tokens", "hidden"},
 	"trt-dit":    {"strategy", "engines", "layers", "tokens", "hidden"},
 	"trt-moe-ep": {"strategy", "engines", "layers", "tokens", "hidden"},
 }
@@ -26,8 +26,8 @@ var formKnobs = map[string][]string{
 // graphOpsKnobs and programKnobs are what a user op graph and per-rank
 // programs read.
 var (
-	graphOpsKnobs = []string{"mode", "replays", "phase", "strategy", "workspace", "placement"}
-	programKnobs  = []string{"mode", "replays", "strategy", "workspace", "nccl-order"}
+	graphOpsKnobs = []string{"mode", "replays", "phase", "strategy", "workspace", "symm-guard", "placement"}
+	programKnobs  = []string{"mode", "replays", "strategy", "workspace", "symm-guard", "nccl-order"}
 )
 
 // usedKnobs is the set of knobs s's form reads.

@@ -34,7 +34,7 @@ func TestVariantConfigRefusesUnreadSets(t *testing.T) {
 		{"moe reads layers", builtin("tp8-shared-expert"), "layers=2", ""},
 		{"moe reads dp", builtin("tp8-shared-expert"), "dp=2", ""},
 		{"moe ignores engines", builtin("tp8-shared-expert"), "engines=fused",
-			`engines=fused: knob "engines" is not read by scenario tp8-shared-expert's form (graph builder moe), so it would change nothing; knobs it reads: arch, budget, chunks, dp, hidden, jitter, layers, mode, order, phase, placement, replays, seed, shared, sms, strategy, tokens, tp, workspace`},
+			`engines=fused: knob "engines" is not read by scenario tp8-shared-expert's form (graph builder moe), so it would change nothing; knobs it reads: arch, budget, chunks, dp, hidden, jitter, layers, mode, order, phase, placement, replays, seed, shared, sms, strategy, symm-guard, tokens, tp, workspace`},
 		{"programs read every common knob", builtin("symm-pad-aliasing"), "seed=7", ""},
 		{"programs ignore placement", builtin("symm-pad-aliasing"), "placement=buggy",
 			`placement=buggy: knob "placement" is not read by scenario symm-pad-aliasing's form (programs)`},
