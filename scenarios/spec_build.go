@@ -327,6 +327,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 	}
 	defer func() { prog.Ops = repeatOps(prog.Ops, copies) }()
 	mapped := s.newMapping(cfg, ops)
+	gl.atReplay = mapped.atReplay
 	var alloc *ranks.Allocator
 	for _, op := range ops {
 		if (op.Kind == OpAlloc || op.Kind == OpEmptyCache) && alloc == nil {
@@ -371,6 +372,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			}
 			continue
 		}
+		mapped.capturing = gl.open != ""
 		switch op.Kind {
 		case OpFill:
 			x, err := buf(op.Name)

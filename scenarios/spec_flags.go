@@ -486,16 +486,35 @@ func (s *Spec) refRegions(cfg Config, op *OpSpec, entry string, r int, _ map[str
 }
 
 // mapping tracks, on one rank, which allocations with registration: op it
-// has mapped: in graph mode a register anywhere in the captured program
-// maps them for every replay (vLLM registers a graph's buffers when its
-// capture ends, before any replay); eagerly, from the register op on.
+// has mapped. A whole program captured into one graph (mode: graph, no
+// capture blocks) is mapped by a register anywhere in it, for every replay
+// (vLLM registers a graph's buffers when its capture ends, before any
+// replay). Otherwise a register maps from its place in host order on: an
+// eager kernel touching an unmapped peer copy faults where it is issued,
+// and a kernel captured in a capture block resolves its peer addresses at
+// each replay (the graph holds the addresses the registration fills in), so
+// a replay issued before the register faults and one after it does not.
 type mapping struct {
 	graph  bool
 	mapped map[string]bool
+	// capturing: the kernels being lowered are captured into a block's
+	// graph; their peer accesses wait in pending for each replay.
+	capturing bool
+	pending   map[*ranks.KernelSpec][]peerAccess
+}
+
+// peerAccess is a captured kernel's access of a peer's copy.
+type peerAccess struct {
+	alloc string
+	buf   *ranks.Buffer
 }
 
 func (s *Spec) newMapping(cfg Config, ops []OpSpec) *mapping {
-	m := &mapping{graph: cfg.Mode == "graph", mapped: map[string]bool{}}
+	captures := false
+	for _, op := range ops {
+		captures = captures || op.Kind == opCaptureBegin || op.Kind == OpReplay
+	}
+	m := &mapping{graph: cfg.Mode == "graph" && !captures, mapped: map[string]bool{}, pending: map[*ranks.KernelSpec][]peerAccess{}}
 	if m.graph {
 		for _, op := range ops {
 			if op.Kind == OpRegister {
@@ -513,6 +532,34 @@ func (s *Spec) reaches(m *mapping, alloc string, r, p int) bool {
 	}
 	sy := s.symmSpec(alloc)
 	return sy == nil || sy.Registration != RegisterOp || m.mapped[alloc]
+}
+
+// check adds to k, which touches alloc's copy buf on world rank p from rank
+// r, the fault of an unmapped access: now, or (captured) at each replay.
+func (s *Spec) check(m *mapping, k *ranks.KernelSpec, alloc string, buf *ranks.Buffer, r, p int) {
+	switch {
+	case m.capturing && p != r && s.symmSpec(alloc) != nil && s.symmSpec(alloc).Registration == RegisterOp:
+		m.pending[k] = append(m.pending[k], peerAccess{alloc, buf})
+	case !s.reaches(m, alloc, r, p):
+		k.Instrs = append(k.Instrs, fault(buf, m.unmappedWhy(alloc)))
+	}
+}
+
+// atReplay is captured kernel k as a replay issued now runs it: with the
+// faults of the peer copies not mapped by then.
+func (m *mapping) atReplay(k *ranks.KernelSpec) *ranks.KernelSpec {
+	var faults []ranks.Instr
+	for _, a := range m.pending[k] {
+		if !m.mapped[a.alloc] {
+			faults = append(faults, fault(a.buf, fmt.Sprintf("the graph was replayed before a register of %q filled in its peer addresses", a.alloc)))
+		}
+	}
+	if len(faults) == 0 {
+		return k
+	}
+	kc := *k
+	kc.Instrs = append(faults, k.Instrs...)
+	return &kc
 }
 
 // fault is the micro-op of rank r touching buf, which it never mapped.
@@ -562,9 +609,7 @@ func (s *Spec) lowerFlagOp(cfg Config, hw ranks.Profile, op *OpSpec, r int, bufs
 		}
 		for _, p := range ps {
 			b := symmBuf(symms, f.Flag, p)
-			if !s.reaches(m, f.Flag, r, p) {
-				k.Instrs = append(k.Instrs, fault(b, m.unmappedWhy(f.Flag)))
-			}
+			s.check(m, k, f.Flag, b, r, p)
 			targets = append(targets, b)
 		}
 	}
@@ -639,9 +684,9 @@ func (s *Spec) lowerRefKernel(cfg Config, hw ranks.Profile, op *OpSpec, r int, b
 		var out []ranks.Src
 		for _, g := range regs {
 			b := symmBuf(symms, g.alloc, g.rank)
-			if !s.reaches(m, g.alloc, r, g.rank) && !faulted[b] {
+			if !faulted[b] {
 				faulted[b] = true
-				k.Instrs = append(k.Instrs, fault(b, m.unmappedWhy(g.alloc)))
+				s.check(m, k, g.alloc, b, r, g.rank)
 			}
 			out = append(out, ranks.Src{Buf: b, Lo: g.lo, Coef: 1})
 		}

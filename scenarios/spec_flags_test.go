@@ -108,3 +108,49 @@ func TestFlagProtocols(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagRegistrationAtReplay: a kernel captured in a capture block
+// resolves its peer addresses when the graph is replayed, so the register
+// that maps them must come before the replay, not before the capture: a
+// replay issued before it is an invalid access, one after it is not.
+func TestFlagRegistrationAtReplay(t *testing.T) {
+	file := func(ops string) string {
+		return `name: at-replay
+ranks: 2
+mode: graph
+knobs: {budget: 0}
+symmetric:
+  - {name: hidden, ranks: all, chunks: 2, registration: op}
+  - {name: sig, ranks: all, chunks: 2}
+tensors:
+  - {name: x, bytes: 4096, chunks: 2, init_per_rank: [[1, 2], [10, 20]]}
+  - {name: out, bytes: 4096, chunks: 2, output: true}
+programs:
+  - ranks: all
+    ops:
+      - capture: g
+        ops:
+          - {kernel: o_proj, reads: [x], writes: [hidden], weight: 1}
+          - {put: start, flag: sig, peer: all, at: me, value: 1}
+          - {await: start_wait, flag: sig, at: all, until: ge, value: 1}
+          - {kernel: reduce, reads: ["hidden@all"], writes: [out], weight: 1}
+` + ops + `variants:
+  - {name: v}
+`
+	}
+	tests := []struct{ name, ops, want string }{
+		{"register after capture, before replay", "      - {register: hidden}\n      - {replay: g}\n", "ok"},
+		{"replay before register", "      - {replay: g}\n      - {register: hidden}\n", "invalid-access"},
+		{"never registered", "      - {replay: g}\n", "invalid-access"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := file(tt.ops)
+			sc, err := scenarios.Load("at-replay.yaml", []byte(src))
+			require.NoError(t, err, src)
+			rep, err := check.RunVariant(sc, sc.Variants[0], check.Options{})
+			require.NoError(t, err)
+			require.Equal(t, tt.want, rep.Verdict, "%v\n%s", rep.Findings, src)
+		})
+	}
+}

@@ -226,6 +226,10 @@ type graphLowering struct {
 	origin int
 	saved  []ranks.HostOp
 	graphs map[string]*capturedGraph
+	// atReplay, when set, gives the kernel a replay issued now runs in
+	// place of the captured one (spec_flags.go: peer addresses resolved at
+	// the replay).
+	atReplay func(*ranks.KernelSpec) *ranks.KernelSpec
 }
 
 // capturedGraph is what a capture recorded: its nodes (host ops over the
@@ -307,6 +311,9 @@ func (g *graphLowering) replay(c *capturedGraph, op *OpSpec, prog *ranks.Program
 			}
 			if i > 0 {
 				h.Host = 1 // one cudaGraphLaunch issues every node
+			}
+			if h.Kernel != nil && g.atReplay != nil {
+				h.Kernel = g.atReplay(h.Kernel)
 			}
 			if k := h.Kernel; k != nil && k.OrderEagerOnly && k.OrderKey != "" {
 				// The library adds no order edge to captured work.
