@@ -265,3 +265,34 @@ func (e *Engine) TraceHash() string { return fmt.Sprintf("%016x", e.hash) }
 
 // fnvOffset seeds the trace hash.
 const fnvOffset = 14695981039346656037
+
+// ScheduleItem is [Engine.Schedule] returning the item it enqueued, for a
+// later [Engine.Cancel]: a model that learns before an item is due that it
+// must happen at another time (a kernel whose progress rate changed when
+// another kernel started beside it) cancels it and schedules again.
+func (e *Engine) ScheduleItem(at Time, key uint64, actor int32) Item {
+	e.Schedule(at, key, actor)
+	return Item{At: max(at, e.now), Key: key, Seq: e.seq, Actor: actor}
+}
+
+// Cancel removes a pending item that [Engine.ScheduleItem] returned and
+// reports whether it was pending. A cancelled item is never handed out, so
+// it is no step and leaves no mark in the trace hash.
+func (e *Engine) Cancel(it Item) bool {
+	lo, hi := e.runAt, len(e.run)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if itemLess(e.run[m], it) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(e.run) && e.run[lo] == it {
+		copy(e.run[lo:], e.run[lo+1:])
+		e.run = e.run[:len(e.run)-1]
+		return true
+	}
+	_, ok := e.q.Delete(it)
+	return ok
+}

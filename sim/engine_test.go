@@ -382,3 +382,34 @@ func TestPropMixUnrolledEqualsMix(t *testing.T) {
 		}
 	})
 }
+
+func TestCancel(t *testing.T) {
+	for _, mode := range []sim.Mode{sim.Timed, sim.Untimed} {
+		e := sim.NewEngine(mode, nil)
+		var items []sim.Item
+		for i := range 40 { // past smallQueue: some items go to the btree
+			items = append(items, e.ScheduleItem(sim.Time(100-i%7), uint64(i), int32(i)))
+		}
+		for i := 0; i < 40; i += 3 {
+			if !e.Cancel(items[i]) {
+				t.Fatalf("mode %d: item %d not pending", mode, i)
+			}
+			if e.Cancel(items[i]) {
+				t.Fatalf("mode %d: item %d cancelled twice", mode, i)
+			}
+		}
+		seen := map[int32]bool{}
+		for {
+			it, ok := e.Next()
+			if !ok {
+				break
+			}
+			seen[it.Actor] = true
+		}
+		for i := range 40 {
+			if seen[int32(i)] == (i%3 == 0) {
+				t.Fatalf("mode %d: item %d handed out %v", mode, i, seen[int32(i)])
+			}
+		}
+	}
+}
