@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/collsim/collsim/sim"
 )
@@ -52,6 +53,49 @@ type Profile struct {
 	// (or the FLOP time, if longer). See GEMMTime.
 	GEMMLat sim.Time
 	GEMMBW  float64
+	// HBMAchieved is the bandwidth a copy reaches (the h200's measured:
+	// 537 MB copied in 128.9 µs, 4.17 TB/s; the others' datasheet figure
+	// times the same 0.87): what concurrent kernels share (share.go).
+	HBMAchieved float64
+}
+
+// Measured on the H200 by validation/kernel_shapes.py (the profiler's grid,
+// block, registers and shared memory of every decode kernel): cuBLAS's
+// decode GEMMs (nvjet_sm90_tst_*) run 384-thread blocks of 168 registers
+// and 164–225 KiB of shared memory, one block per SM; a GEMM's grid is
+// n/64 tiles or one block per 170.7 KiB of weight (4096×128: 6 blocks,
+// 4096×512 and 8192×256: 24, 8192×1024: 96, 512×4096: 64, 256×8192,
+// 1024×8192 and larger: 128) at up to 32 tokens, twice that at 64 tokens
+// (4096×128: 12, 4096×512: 48, 512×4096: 128), at most 128. PyTorch's elementwise kernels
+// cover 1,024 elements a block (8×4096: 32 blocks of 128 threads).
+const (
+	gemmBlockBytes = 174763
+	gemmTileN      = 64
+	gemmTileM      = 32
+	gemmMaxBlocks  = 128
+	eltBlockElems  = 1024
+	// MeasuredKeep is the share of its SMs (per mille) a kernel still gets
+	// while kernels that started before it hold the GPU
+	// (validation/concurrency.py "order", one launch each, the second 4 µs
+	// after the first on another stream): behind a 35 µs GEMM of 128
+	// blocks, a 24-block GEMM did 3.5 of its 7.6 µs in 32 µs (0.11) and an
+	// add about 2 of 29 µs (0.07); behind a 41 µs GEMM and its split-K
+	// reduce, a 128-block GEMM 4.5 of 13.5 µs in 33 µs (0.14).
+	MeasuredKeep = 100
+	// MeasuredGraphGap is the device gap between dependent nodes of a
+	// replayed graph on the H200 (validation/host_costs.cu: 0.55 µs; 1.40 µs
+	// between back-to-back launches on a stream). Every profile uses it.
+	MeasuredGraphGap sim.Time = 550
+)
+
+// Share is the profile's GPU as concurrent kernels share it (share.go).
+func (p Profile) Share() *Share {
+	hbm := p.HBMAchieved
+	if hbm == 0 {
+		hbm = 0.87 * p.HBM
+	}
+	return &Share{SMs: p.SMs, Keep: MeasuredKeep, HBM: hbm, GEMMLat: p.GEMMLat, GEMMBW: p.GEMMBW, KStart: p.KStart,
+		GEMMBlockBytes: gemmBlockBytes, GEMMTileN: gemmTileN, GEMMTileM: gemmTileM, GEMMMaxBlocks: gemmMaxBlocks, EltBlockElems: eltBlockElems}
 }
 
 // HostCosts are host issue costs, measured on one NVIDIA H200 machine
@@ -136,10 +180,10 @@ func (k *KernelSpec) isGEMM() bool {
 
 // Profiles are the built-in hardware profiles, by name.
 var Profiles = map[string]Profile{
-	"a100": {Name: "a100", Arch: "sm80", SMs: 108, HBM: 2.039e12, NVLink: 300e9, FLOPs: 312e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 1000, StepLat: 1400, GraphGap: 300, MemBytes: 80 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
-	"h100": {Name: "h100", Arch: "sm90", SMs: 132, HBM: 3.35e12, NVLink: 450e9, FLOPs: 989e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 900, StepLat: 1200, GraphGap: 300, MemBytes: 80 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
-	"h200": {Name: "h200", Arch: "sm90", SMs: 132, HBM: 4.8e12, NVLink: 450e9, FLOPs: 989e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 900, StepLat: 1200, GraphGap: 300, MemBytes: 141 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost, GEMMLat: 4500, GEMMBW: 4.3e12},
-	"b200": {Name: "b200", Arch: "sm100", SMs: 148, HBM: 8e12, NVLink: 900e9, FLOPs: 2.25e15, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 800, StepLat: 1000, GraphGap: 300, MemBytes: 180 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
+	"a100": {Name: "a100", Arch: "sm80", SMs: 108, HBM: 2.039e12, NVLink: 300e9, FLOPs: 312e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 1000, StepLat: 1400, GraphGap: MeasuredGraphGap, MemBytes: 80 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
+	"h100": {Name: "h100", Arch: "sm90", SMs: 132, HBM: 3.35e12, NVLink: 450e9, FLOPs: 989e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 900, StepLat: 1200, GraphGap: MeasuredGraphGap, MemBytes: 80 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
+	"h200": {Name: "h200", Arch: "sm90", SMs: 132, HBM: 4.8e12, NVLink: 450e9, FLOPs: 989e12, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 900, StepLat: 1200, GraphGap: MeasuredGraphGap, MemBytes: 141 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost, GEMMLat: 4500, GEMMBW: 4.3e12, HBMAchieved: 4.17e12},
+	"b200": {Name: "b200", Arch: "sm100", SMs: 148, HBM: 8e12, NVLink: 900e9, FLOPs: 2.25e15, Launch: 4 * sim.Microsecond, EventOp: 1500, KStart: 1500, SigLat: 800, StepLat: 1000, GraphGap: MeasuredGraphGap, MemBytes: 180 << 30, EngineCall: 12 * sim.Microsecond, Host: MeasuredHost},
 }
 
 // ProfileFor returns the profile for a name or an arch ("sm80" → a100,
@@ -186,4 +230,62 @@ func (p Profile) GEMMTime(m, k, n int64) sim.Time {
 		return max(sim.Time(flops/p.FLOPs*1e9)+p.KStart, p.GEMMLat+Bytes(bytes, p.GEMMBW))
 	}
 	return max(sim.Time(flops/p.FLOPs*1e9), Bytes(bytes, p.HBM)) + p.KStart
+}
+
+// MoEPart is one kernel of the routed MoE at decode.
+type MoEPart struct {
+	Name string
+	Dur  sim.Time // on the H200 at the measured shape
+	SMs  int      // its grid's SMs (0: all)
+	// Weights: a grouped GEMM, whose time scales with the expert weights
+	// it reads (the other parts move activations only)
+	Weights bool
+}
+
+// MeasuredMoEDecode is TensorRT-LLM's fused MoE at decode (AutoDeploy's
+// torch.ops.trtllm.fused_moe, CutlassMoeFCRunner::runMoe in
+// cpp/tensorrt_llm/kernels/mixtureOfExperts/moe_kernels.cu: the router's
+// top-k, rows expanded and sorted by expert, the fc1 grouped GEMM, the
+// gated activation, the fc2 grouped GEMM, finalizeMoeRoutingKernel) as
+// validation/moe_decode.py timed it on the H200 with PyTorch's CUTLASS
+// grouped GEMM (TensorRT-LLM is not installed there): medians of 600
+// event-timed iterations at tp8-shared-expert's decode shape (8 tokens,
+// hidden 8192, 128 experts, top-8, 256 intermediate per rank; 48–54
+// experts active). Grids from validation/kernel_shapes.py.
+var MeasuredMoEDecode = []MoEPart{
+	{Name: "route", Dur: 16200, SMs: 8},
+	{Name: "expand", Dur: 4500, SMs: 32},
+	{Name: "fc1", Dur: 164800, Weights: true},
+	{Name: "act", Dur: 8800, SMs: 32},
+	{Name: "fc2", Dur: 137600, Weights: true},
+	{Name: "finalize", Dur: 13800},
+}
+
+// MoEDecode is the routed MoE of m tokens, hidden k, per-rank expert
+// intermediate n and top-k experts (of 128) as MeasuredMoEDecode's
+// kernels on p: a grouped GEMM's time scales with the weights of the
+// experts the tokens hit (128·(1−(1−topk/128)^m) of them), every part's
+// with the H200's achieved bandwidth over p's (they are bandwidth-bound).
+func (p Profile) MoEDecode(m, k, n, topk int64) []MoEPart {
+	const total = 128.0
+	active := func(m, topk int64) float64 { return total * (1 - math.Pow(1-float64(topk)/total, float64(m))) }
+	wscale := active(m, topk) * float64(k*n) / (active(8, 8) * 8192 * 256)
+	hbm := p.HBMAchieved
+	if hbm == 0 {
+		hbm = 0.87 * p.HBM
+	}
+	bw := 4.17e12 / hbm
+	out := make([]MoEPart, len(MeasuredMoEDecode))
+	for i, q := range MeasuredMoEDecode {
+		f := bw
+		if q.Weights {
+			f *= wscale
+		}
+		q.Dur = sim.Time(float64(q.Dur) * f)
+		if q.SMs == 0 {
+			q.SMs = p.SMs
+		}
+		out[i] = q
+	}
+	return out
 }

@@ -89,6 +89,10 @@ type KernelSpec struct {
 	// resident until it completes, so a kernel queued behind it for SMs
 	// waits for its peers too.
 	Spins bool
+	// Loads, when set, gives each micro-op's load on its GPU (share.go): the
+	// SMs its grid fills and the bytes it moves alone; a zero Load takes no
+	// share. Nil derives one from Kind and the micro-op's duration.
+	Loads []Load
 }
 
 // InstrGen generates a kernel's instructions.
@@ -208,6 +212,10 @@ type HostOp struct {
 	// the profile's launch or event cost: the gap a profiler trace recorded
 	// (importer/). Eager mode only; a graph replay has no host gaps.
 	Host sim.Time
+	// GraphNode marks an op of a replayed graph that a program issues
+	// itself (the program form's replay): a kernel node starts
+	// Config.GraphGap after the node it depends on, as in graph mode.
+	GraphNode bool
 }
 
 // Program is one rank's host program: streams (index 0 is the stream the

@@ -82,7 +82,7 @@ func ExampleSchedule() {
 	fmt.Printf("first finding: %s at %dns\n  %s\n", f.Kind, f.At, strings.Join(pair, "\n  "))
 	// Output:
 	// verdict: race
-	// first finding: race at 47618ns
+	// first finding: race at 764910ns
 	//   L0.shared_ar on rank 0 stream aux
 	//   L0.routed_ar.copy_in on rank 0 stream main
 }

@@ -15,6 +15,7 @@ import (
 func worldConfig(cfg Config, hw ranks.Profile, c ranks.Config) ranks.Config {
 	c = hw.IssueCosts(c)
 	c.Jitter, c.HostJitter = jitterTables(cfg.Jitter)
+	c.Share, c.GraphGap = hw.Share(), hw.GraphGap
 	return c
 }
 

@@ -520,6 +520,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: !op.Sum,
 					Dur: total / sim.Time(len(outs))})
 			}
+			k.Loads = loads(s.opLoad(&op, cfg, hw, moved), len(k.Instrs))
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 		case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast:
 			c, ok := comms[op.Comm]

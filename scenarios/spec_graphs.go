@@ -315,6 +315,7 @@ func (g *graphLowering) replay(c *capturedGraph, op *OpSpec, prog *ranks.Program
 			if h.Kernel != nil && g.atReplay != nil {
 				h.Kernel = g.atReplay(h.Kernel)
 			}
+			h.GraphNode = true // the device's gap between nodes (ranks.Config.GraphGap)
 			if k := h.Kernel; k != nil && k.OrderEagerOnly && k.OrderKey != "" {
 				// The library adds no order edge to captured work.
 				kc := *k // (a copy of the copy above, if any)

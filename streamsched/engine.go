@@ -348,7 +348,7 @@ func opKernel(g *Graph, i, r int, ts map[string]*ranks.Buffer, cfg EngineLowerCo
 		k := compute(string(op.Kind), true, 0)
 		k.Instrs[0].Dur = hw.GEMMTime(op.M, op.K, op.N)
 		if op.Kind == MoE {
-			k.Instrs[0].Dur = moeTime(hw, op)
+			return moeKernel(hw, op, out, srcs), nil
 		}
 		return k, nil
 	case Shuffle:

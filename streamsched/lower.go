@@ -6,7 +6,6 @@ import (
 
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/sim"
 )
 
 // LowerConfig is what lowering needs besides the graph and its schedule.
@@ -157,22 +156,40 @@ func kernel(r int, op Op, ts map[string]*ranks.Buffer, cfg LowerConfig, weight f
 	switch op.Kind {
 	case GEMM, MoE:
 		srcs[0].Coef = weight(op.Name, r)
-		dur := hw.GEMMTime(op.M, op.K, op.N)
+		sh := hw.Share()
 		if op.Kind == MoE {
-			// top-k experts, each an up and a down projection.
-			dur = moeTime(hw, op)
+			return moeKernel(hw, op, out, srcs), nil
 		}
 		return &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: []ranks.Instr{{
-			Op: ranks.OpCompute, Phase: string(op.Kind), Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: dur}}}, nil
+			Op: ranks.OpCompute, Phase: string(op.Kind), Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: hw.GEMMTime(op.M, op.K, op.N)}},
+			Loads: []ranks.Load{sh.GEMMLoad(op.M, op.K, op.N)}}, nil
 	case Add:
 		dur := hw.KStart + ranks.Bytes(3*out.Bytes, hw.HBM)
 		return &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: []ranks.Instr{{
-			Op: ranks.OpCompute, Phase: "add", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: dur}}}, nil
+			Op: ranks.OpCompute, Phase: "add", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: dur}},
+			Loads: []ranks.Load{hw.Share().EltLoad(out.Bytes/2, 3*out.Bytes)}}, nil
 	}
 	return nil, fmt.Errorf("op %q: unknown kind %q", op.Name, op.Kind)
 }
 
-func moeTime(hw ranks.Profile, op Op) sim.Time {
-	k := max(op.Experts, 1)
-	return sim.Time(k) * (hw.GEMMTime(op.M, op.K, op.N) + hw.GEMMTime(op.M, op.N, op.K) - hw.KStart)
+// moeKernel is the routed MoE at decode as TensorRT-LLM runs it: the
+// router's top-k, the expansion, two grouped GEMMs over every active
+// expert with the gated activation between, and the finalize (ranks/hw.go
+// MeasuredMoEDecode, measured on the H200). The computation (reading the
+// input and the logits, writing the output) is the first micro-op, as
+// for any kernel; the others carry the remaining kernels' durations and
+// loads, each waiting for SMs behind the kernels of other streams that
+// were ready before it (ranks/share.go).
+func moeKernel(hw ranks.Profile, op Op, out *ranks.Buffer, srcs []ranks.Src) *ranks.KernelSpec {
+	parts := hw.MoEDecode(op.M, op.K, op.N, max(op.Experts, 1))
+	k := &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind)}
+	for i, p := range parts {
+		in := ranks.Instr{Op: ranks.OpDelay, Phase: p.Name, Dur: p.Dur}
+		if i == 0 {
+			in = ranks.Instr{Op: ranks.OpCompute, Phase: p.Name, Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: p.Dur}
+		}
+		k.Instrs = append(k.Instrs, in)
+		k.Loads = append(k.Loads, ranks.Load{SMs: p.SMs})
+	}
+	return k
 }

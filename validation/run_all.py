@@ -24,6 +24,8 @@ PROGRAMS = [
     ("host_costs", {}, 120),
     ("durations", {}, 150),
     ("concurrency", {}, 90),
+    ("moe_decode", {}, 90),
+    ("kernel_shapes", {}, 90),
     ("durations-side", {"DURATIONS_STREAM": "side"}, 150),
     ("lifetime_trace", {}, 240),
 ]

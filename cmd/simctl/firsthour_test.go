@@ -135,7 +135,7 @@ func TestCompletion(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"__complete", "run", "tp8-shared-expert", "--variant", ""}, []string{"buggy\tcorruption", "tp4-buggy\tok"}},
+		{[]string{"__complete", "run", "tp8-shared-expert", "--variant", ""}, []string{"buggy\trace|corruption", "tp4-buggy\tok"}},
 		{[]string{"__complete", "run", "tp8-shared-expert", "--variant", "buggy,"}, []string{"buggy,fixed\tok"}},
 		{[]string{"__complete", "explore", "tp8-shared-expert", "--set", ""}, []string{"workspace=", "tp="}},
 		{[]string{"__complete", "run", "tp8-shared-expert", "--set", "workspace="}, []string{"workspace=per-call"}},

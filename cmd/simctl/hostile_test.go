@@ -144,14 +144,14 @@ func TestHostileInputs(t *testing.T) {
 		// merge verifies (explore/shard.go)
 		{"merge: a missing shard", []string{"merge", e.shards[0]}, 2, []string{"incomplete: a 2-way split needs 2 shard files, 1 given; missing shard 1/2"}, false},
 		{"merge: a shard cut short without saying so", []string{"merge", e.shards[0], cut}, 2, []string{cut, "holds 2 of its 4 schedules", "truncated"}, false},
-		{"merge: a shard cut by --time", []string{"merge", e.shards[0], cutSaid}, 0, []string{"incomplete: 6 of 8 schedules", "verdict: corruption"}, false},
+		{"merge: a shard cut by --time", []string{"merge", e.shards[0], cutSaid}, 0, []string{"incomplete: 6 of 8 schedules", "verdict: race"}, false},
 		{"merge: a duplicated record", []string{"merge", e.shards[0], dup}, 2, []string{dup, "record 2 is schedule 1; want schedule 3"}, false},
 		{"merge: a record missing in the middle", []string{"merge", e.shards[0], gap}, 2, []string{gap, "want schedule 3"}, false},
 		{"merge: an unknown verdict", []string{"merge", e.shards[0], verdict}, 2, []string{verdict, `verdict "fine"`}, false},
 		{"merge: a record not its shard's", []string{"merge", e.shards[0], outside}, 2, []string{outside, "schedule 99, which is not its own"}, false},
 		{"merge: exit 1 where explore exits 1", []string{"merge", unmet[0], unmet[1]}, 1, []string{"verdict: ok"}, false},
 		// atomic outputs, summary first (atomic.go)
-		{"an unwritable --witness keeps the summary", []string{"explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--budget", "4", "--witness", filepath.Join(notDir, "w.json")}, 2, []string{"verdict: corruption", "--witness", "not a directory"}, false},
+		{"an unwritable --witness keeps the summary", []string{"explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--budget", "4", "--witness", filepath.Join(notDir, "w.json")}, 2, []string{"verdict: race", "--witness", "not a directory"}, false},
 		// terminal safety (input.go)
 		{"control characters in a scenario's name", []string{"run", esc, "--set", "budget=0", "--no-expect"}, 0, []string{`two\x1b[31mstream`}, false},
 		{"control characters in a tensor's name, in findings", []string{"run", escTensor, "--no-expect"}, 0, []string{`a\x1b[2Jsum`}, false},
