@@ -160,7 +160,7 @@ func (c *Comm) multimemSplit(rank int, call Call) ([]*ranks.KernelSpec, error) {
 	out := &ranks.KernelSpec{Name: call.Name + ".copy_out", Kind: "copy", Instrs: []ranks.Instr{{
 		Op: ranks.OpCompute, Phase: "copy-out", Dst: call.Out, N: C, Srcs: []ranks.Src{{Buf: mine, Coef: 1}}, Dur: copyDur}}}
 	red := &ranks.KernelSpec{Name: call.Name, Coll: call.Name, Kind: "allreduce/multimem", Sig: call.Sig(), GroupSize: n,
-		Blocks: blocks, Spins: true, Instrs: c.multimemAllReduce(i, call, ws, blocks)}
+		Blocks: blocks, Spins: true, Gen: c.multimemGen(i, call, ws, blocks)}
 	return []*ranks.KernelSpec{in, red, out}, nil
 }
 

@@ -1,0 +1,146 @@
+package collectives
+
+import (
+	"github.com/collsim/collsim/mutant"
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
+)
+
+// multimemGen generates rank i's multimem_all_reduce_kernel micro-ops, the
+// same list multimemAllReduce writes out (its test oracle,
+// TestMultimemGenMatchesList): a launch delay; the entry barrier
+// (sync_remote_blocks: every block's puts, then every block's waits); per
+// block, its ld_reduce into registers and a multimem.st into every rank's
+// copy (or one delay when no chunk falls in the block's part); the exit
+// barrier. A TP=8 × DP=128 world of 61 layers held 125 k of these kernels
+// stored, 7 KB each, 0.9 GiB; generated, a kernel is a few hundred bytes.
+type multimemGen struct {
+	n, i, blocks int
+	group        []int // world ranks, shared by the communicator's kernels
+	bufs         []*ranks.Buffer
+	pads         []*ranks.SignalPad
+	regs         *ranks.Buffer // this rank's registers (a private buffer)
+	lo, m        int           // this rank's slice of the chunks
+	kstart, sig  sim.Time
+	d            sim.Time // one block's part of the slice through NVLink
+	exit         bool     // the exit barrier is there (mutant.BarrierNoExit drops it)
+	// the ld_reduce micro-op handed out (its sources change by block)
+	red     ranks.Instr
+	redSrcs []ranks.Src
+}
+
+// multimemGen is multimemAllReduce's kernel, generated.
+func (c *Comm) multimemGen(i int, call Call, ws *ranks.Symmetric, blocks int) *multimemGen {
+	n := len(c.Group)
+	hw := c.HW
+	C := call.In.Chunks()
+	g := &multimemGen{n: n, i: i, blocks: blocks, group: c.Group, bufs: ws.Bufs, pads: ws.Pads,
+		regs: c.scratch(i, call.Name+"/regs", call.In), kstart: hw.KStart, sig: hw.SigLat / 4,
+		exit: !mutant.On(mutant.BarrierNoExit)}
+	g.lo, g.m = span(0, C, n, i)
+	slice := call.In.Bytes / int64(n)
+	g.d = ranks.Bytes(slice/int64(blocks), hw.NVLink)
+	g.redSrcs = make([]ranks.Src, n)
+	return g
+}
+
+// Enumerable: the static passes read its micro-ops one by one.
+func (g *multimemGen) Enumerable() {}
+
+func (g *multimemGen) barrierLen() int { return 2 * g.blocks * g.n }
+
+// blockLen is how many micro-ops block b's reduce takes.
+func (g *multimemGen) blockLen(b int) int {
+	if _, bm := span(g.lo, g.m, g.blocks, b); bm == 0 {
+		return 1
+	}
+	return g.n + 1
+}
+
+func (g *multimemGen) Len() int {
+	l := 1 + g.barrierLen()
+	for b := range g.blocks {
+		l += g.blockLen(b)
+	}
+	if g.exit {
+		l += g.barrierLen()
+	}
+	return l
+}
+
+func (g *multimemGen) At(pc int, in *ranks.Instr) *ranks.Instr {
+	if pc == 0 {
+		*in = ranks.Instr{Op: ranks.OpDelay, Phase: "launch", Dur: g.kstart}
+		return in
+	}
+	pc--
+	if pc < g.barrierLen() {
+		return g.barrier(pc, "barrier-entry", in)
+	}
+	pc -= g.barrierLen()
+	for b := range g.blocks {
+		k := g.blockLen(b)
+		if pc >= k {
+			pc -= k
+			continue
+		}
+		blo, bm := span(g.lo, g.m, g.blocks, b)
+		switch {
+		case bm == 0:
+			*in = ranks.Instr{Op: ranks.OpDelay, Phase: "multimem.ld_reduce", Dur: 2 * g.d}
+			return in
+		case pc == 0:
+			for p := range g.n {
+				g.redSrcs[p] = ranks.Src{Buf: g.bufs[p], Lo: blo, Coef: 1}
+			}
+			g.red = ranks.Instr{Op: ranks.OpCompute, Phase: "multimem.ld_reduce", Dst: g.regs, DstLo: blo, N: bm, Srcs: g.redSrcs, Dur: g.d}
+			return &g.red
+		}
+		p := (g.i + pc - 1) % g.n
+		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "multimem.st", Dst: g.bufs[p], DstLo: blo, N: bm,
+			Srcs: append(in.Srcs[:0], ranks.Src{Buf: g.regs, Lo: blo, Coef: 1})}
+		if pc == g.n {
+			in.Dur = g.d
+		}
+		return in
+	}
+	return g.barrier(pc, "barrier-exit", in)
+}
+
+// barrier is micro-op k of syncRemoteBlocks: block b's put to thread t's
+// rank for k < blocks·n, then block b's wait for it.
+func (g *multimemGen) barrier(k int, phase string, in *ranks.Instr) *ranks.Instr {
+	n := g.n
+	put := k < g.blocks*n
+	if !put {
+		k -= g.blocks * n
+	}
+	b, t := k/n, (g.i+k%n)%n
+	if put {
+		*in = ranks.Instr{Op: ranks.OpPut, Phase: phase, Pad: g.pads[t], Slot: b*n + g.i, Dur: g.sig, Peer: g.group[t]}
+	} else {
+		*in = ranks.Instr{Op: ranks.OpWait, Phase: phase, Pad: g.pads[g.i], Slot: b*n + t, Dur: g.sig, Peer: g.group[t]}
+	}
+	return in
+}
+
+func (g *multimemGen) Refs() ranks.Refs {
+	bs := make([]*ranks.Buffer, 0, 1+len(g.bufs))
+	bs = append(append(bs, g.regs), g.bufs...)
+	return ranks.Refs{Buffers: bs, Pads: g.pads}
+}
+
+func (g *multimemGen) Rebind(m ranks.Rebinding) ranks.InstrGen {
+	c := *g
+	c.regs = m.Buffer(g.regs)
+	c.bufs = make([]*ranks.Buffer, len(g.bufs))
+	for p, b := range g.bufs {
+		c.bufs[p] = m.Buffer(b)
+	}
+	c.pads = make([]*ranks.SignalPad, len(g.pads))
+	for p, q := range g.pads {
+		c.pads[p] = m.Pad(q)
+	}
+	c.red, c.redSrcs = ranks.Instr{}, make([]ranks.Src, len(g.redSrcs))
+	return &c
+}
