@@ -76,16 +76,20 @@ func TestRetireSameResults(t *testing.T) {
 func TestRetireFlatInLayers(t *testing.T) {
 	sc, _ := scenarios.Lookup("tp8-shared-expert")
 	v, _ := sc.Variant("fixed")
-	peak := func(layers string, keep bool) int {
+	peak := func(layers string, keep bool) ranks.History {
 		cfg, err := sc.VariantConfig(v, []string{"dp=2", "replays=2", "layers=" + layers})
 		require.NoError(t, err)
 		_, h := retireRun(t, sc, cfg, nil, 0, keep)
-		return h.PeakSnapshots
+		return h
 	}
 	n, n2 := peak("4", false), peak("8", false)
 	k, k2 := peak("4", true), peak("8", true)
-	t.Logf("peak snapshots held: 4 layers %d, 8 layers %d; keeping history: %d, %d", n, n2, k, k2)
-	require.Positive(t, n)
-	require.LessOrEqual(t, n2, n+n/4, "retired: the peak must not grow with layers")
-	require.Greater(t, k2, k+k/2, "kept: the peak grows with layers (else this test measures nothing)")
+	t.Logf("peak snapshots held: 4 layers %d, 8 layers %d; keeping history: %d, %d", n.PeakSnapshots, n2.PeakSnapshots, k.PeakSnapshots, k2.PeakSnapshots)
+	t.Logf("peak tasks alive: 4 layers %d, 8 layers %d", n.PeakTasks, n2.PeakTasks)
+	require.Positive(t, n.PeakSnapshots)
+	require.LessOrEqual(t, n2.PeakSnapshots, n.PeakSnapshots+n.PeakSnapshots/4, "retired: the peak must not grow with layers")
+	require.Greater(t, k2.PeakSnapshots, k.PeakSnapshots+k.PeakSnapshots/2, "kept: the peak grows with layers (else this test measures nothing)")
+	require.Positive(t, n.PeakTasks)
+	require.LessOrEqual(t, n2.PeakTasks, n.PeakTasks+n.PeakTasks/4, "tasks made on demand and retired: the peak must not grow with layers")
+	require.Zero(t, k.PeakTasks, "kept: every task is made at launch")
 }

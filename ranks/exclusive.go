@@ -88,7 +88,7 @@ func droppedMsg(k *KernelSpec, rs []int) string {
 // instance name but a different signature (op or count): the calls differ
 // at the same sequence number.
 func (w *World) sigMismatch(t *task, by int32, got, resKind string, resource func() string) {
-	o := w.tasks[by]
+	o := w.task(by)
 	// Deduplicated by the kind of resource ("signal", "NCCL"), the call and
 	// both signatures; the resource is named only for a new finding (a
 	// mismatched ring meets this on every message).

@@ -248,7 +248,7 @@ func (w *World) checkFifo(t *task, f *Fifo, send bool) {
 // syncRace reports that t's access of a pad slot or FIFO (m names it) and
 // task other's earlier access of the same kind are not ordered.
 func (w *World) syncRace(t *task, other int32, m pendingMsg, kind string) {
-	o := w.tasks[other]
+	o := w.task(other)
 	res := "\x00fifo\x00"
 	if m.pad != nil {
 		res = fmt.Sprintf("\x00pad\x00%s\x00%d", m.pad.Name, m.slot)
@@ -487,7 +487,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	if !w.raceSeen.add(fast, h) {
 		return
 	}
-	o := w.tasks[other]
+	o := w.task(other)
 	// One finding per (resource, op pair, access kinds, streams): the same
 	// race on every rank and chunk is one bug. Names are interned, so the
 	// key is a few integers.
@@ -514,7 +514,7 @@ func (w *World) mismatchPad(t *task, by int32, got Instance, p *SignalPad, slot 
 // mismatchAt reports that t consumed data of instance got, produced by task
 // by, through the resource m names (resKind: the first word of its name).
 func (w *World) mismatchAt(t *task, by int32, got Instance, resKind string, m pendingMsg) {
-	o := w.tasks[by]
+	o := w.task(by)
 	// One finding per (resource kind, call pair, stream pair), by interned
 	// ids: a mismatched ring reports this on every message.
 	key := mismatchKey{res: resKind == "signal", a: w.callIDOf(t.inst), b: w.callIDOf(got), sa: w.streamNameID(t), sb: w.streamNameID(o)}
@@ -707,7 +707,7 @@ func uniqInts(a, b int) []int {
 func (w *World) hangFinding() *Finding {
 	var stuck []*task
 	for _, t := range w.tasks {
-		if t.state != done {
+		if t != nil && t.state != done { // nil: retired (retire.go), so done
 			stuck = append(stuck, t)
 		}
 	}
@@ -721,7 +721,7 @@ func (w *World) hangFinding() *Finding {
 		if t.state == pending {
 			out = append(out, w.waitEdges(t)...)
 			for _, d := range t.deps {
-				if w.tasks[d].state != done {
+				if w.task(d).state != done {
 					out = append(out, d)
 				}
 			}

@@ -45,7 +45,7 @@ type pendingMsg struct {
 
 // format returns the finding's message and resource.
 func (m *pendingMsg) format(w *World) (msg, res string) {
-	t, o := w.tasks[m.t], w.tasks[m.other]
+	t, o := w.task(m.t), w.task(m.other)
 	switch m.kind {
 	case pendingRace:
 		where := ""

@@ -101,7 +101,7 @@ func (w *World) NextStep(a int32) Step {
 			// completed: that completion enables this step (hostsync.go).
 			if h.next > 0 && w.progs[r].Ops[h.nodes[h.next-1].op].Kind == Sync {
 				if id := h.base[h.next-1]; id >= 0 {
-					acts = append(acts, w.taskActor(w.tasks[id]))
+					acts = append(acts, w.taskActor(w.task(id)))
 					st.Deps = acts[0:1:1]
 				}
 			}
@@ -124,7 +124,7 @@ func (w *World) NextStep(a int32) Step {
 	t := w.tasks[int(a)-w.N]
 	st := Step{Actor: w.taskActor(t), Rank: t.rank, Kind: StepComplete}
 	for _, d := range t.deps {
-		acts = append(acts, w.taskActor(w.tasks[d]))
+		acts = append(acts, w.taskActor(w.task(d)))
 	}
 	st.Deps = acts
 	if t.state == pending {
@@ -231,6 +231,9 @@ func (b *Buffer) Aliases(c int, f func(id, chunk int)) {
 func (w *World) Blocked() []int32 {
 	var out []int32
 	for _, t := range w.tasks {
+		if t == nil {
+			continue // retired or not made yet: neither blocked nor held (retire.go)
+		}
 		if t.state == blocked || (t.state == pending && t.heldBy > 0) {
 			out = append(out, int32(w.N)+t.id)
 		}

@@ -73,7 +73,7 @@ func (w *World) hostSyncEdge(rank int) int32 {
 	if rank < 0 || rank >= len(w.hosts) {
 		return -1
 	}
-	if id := w.hosts[rank].syncing; id >= 0 && w.tasks[id].state != done {
+	if id := w.hosts[rank].syncing; id >= 0 && w.task(id).state != done {
 		return id
 	}
 	return -1

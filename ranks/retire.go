@@ -37,12 +37,19 @@ func (w *World) KeepHistory() { w.keepHistory = true }
 // tasks held (and replay joins' accumulators), now and at most at once.
 type History struct {
 	Snapshots, PeakSnapshots int
+	// PeakTasks is the most tasks alive at once in a graph-mode run that
+	// made them on demand (0 otherwise: every task lives to the end).
+	PeakTasks int
 }
 
 // History returns what w's run kept (see [History]). With retirement the
 // peak follows the work in flight; with [World.KeepHistory] it is every
 // task of the run.
-func (w *World) History() History { return w.hist }
+func (w *World) History() History {
+	h := w.hist
+	h.PeakTasks = w.lz.peak
+	return h
+}
 
 // hold and unhold count the snapshots tasks hold.
 func (w *World) hold() {
@@ -74,6 +81,7 @@ func (w *World) acquireDeps(t *task) {
 			if !w.keepHistory {
 				if dt.users--; dt.users == 0 {
 					w.unhold(dt)
+					w.retireTask(dt)
 				}
 			}
 		}
@@ -112,12 +120,238 @@ func (w *World) retireDone(t *task) {
 	if w.keepHistory {
 		return
 	}
-	for _, id := range t.dependents {
-		if d := w.tasks[id]; w.isJoin(d) {
-			w.accumulate(d, t)
+	if w.lz.on {
+		if !w.isJoin(t) {
+			w.accumulate(w.tasks[w.joinOf(t.id)], t)
+		}
+	} else {
+		for _, id := range t.dependents {
+			if d := w.tasks[id]; w.isJoin(d) {
+				w.accumulate(d, t)
+			}
 		}
 	}
 	if t.users == 0 {
 		w.unhold(t)
 	}
+}
+
+// Tasks made when they are ready, and retired when they are finished.
+//
+// A graph launch used to make every task of the replay at once: at 1,024
+// ranks × 61 layers × 2 replays, 1.5 M tasks of 256 bytes, all alive from
+// the first microsecond to the end. In graph mode a launch now only
+// reserves the replay's task ids (in node order, as before) and counts each
+// node's unfinished dependencies; a task is made when its count reaches
+// zero (it is then scheduled exactly as before), and a finished task whose
+// snapshot nobody will acquire any more (users 0) is retired: its struct
+// goes to a free list for the next task made. What reports need of a
+// retired task (rank, stream, op, replay, call) comes back from its id
+// (task): the launch's first id, the node and the plan name it.
+//
+// The engine's keys and the order of every Schedule call are those of the
+// eager making: a completing task tells its dependents in the order they
+// were added before (plan.rdeps in node order, then the replay's join), so
+// trace hashes are unchanged (TestRetireSameResults). A timeline (which
+// draws every task after the run) and KeepHistory make every task at
+// launch, as before.
+
+// lazyTasks is the bookkeeping of graph-mode tasks made on demand.
+type lazyTasks struct {
+	on bool
+	// per task id: the rank, the node's index (-1: the replay's join) and
+	// the replay; the unfinished dependencies of a task not made yet; and
+	// whether it was retired
+	ident   []taskIdent
+	waiting []int32
+	retired []bool
+	// per rank × replay: the first task id of the launch, and the join the
+	// replay's first nodes wait for (-1: none)
+	first, prev []int32
+	free        []*task // retired structs, for the next task made
+	made, peak  int     // tasks alive (made, not retired), and the most at once
+}
+
+type taskIdent struct{ rank, node, replay int32 }
+
+// launchLazy is stepHost's graph launch of rank r's replay with tasks
+// made on demand.
+func (w *World) launchLazy(r int, replay int32) {
+	h := &w.hosts[r]
+	lz := &w.lz
+	first := int32(len(w.tasks))
+	slot := r*w.cfg.Replays + int(replay)
+	lz.first[slot], lz.prev[slot] = first, h.prevJoin
+	var prevJoin *task
+	if h.prevJoin >= 0 {
+		prevJoin = w.tasks[h.prevJoin] // alive: its users (this replay's first nodes) have not started
+	}
+	for i, n := range h.nodes {
+		id := int32(len(w.tasks))
+		wait := int32(len(n.deps))
+		if len(n.deps) == 0 && prevJoin != nil && prevJoin.state != done {
+			wait++
+			prevJoin.dependents = w.appendI32(prevJoin.dependents, id)
+		}
+		w.tasks = append(w.tasks, nil)
+		lz.ident = append(lz.ident, taskIdent{int32(r), int32(i), replay})
+		lz.waiting = append(lz.waiting, wait)
+		lz.retired = append(lz.retired, false)
+	}
+	join := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}})
+	if h.next < w.cfg.Replays {
+		join.users = w.plan.roots[r]
+	}
+	w.tasks = append(w.tasks, join)
+	lz.ident = append(lz.ident, taskIdent{int32(r), -1, replay})
+	lz.waiting = append(lz.waiting, 0)
+	lz.retired = append(lz.retired, false)
+	w.alive()
+	join.deps = w.int32s(len(h.nodes))
+	for i := range h.nodes {
+		join.deps = append(join.deps, first+int32(i))
+	}
+	join.waiting = len(h.nodes)
+	h.prevJoin = join.id
+	w.noteLaunch(r, replay)
+	for i := range h.nodes {
+		if id := first + int32(i); lz.waiting[id] == 0 {
+			w.issue(w.make(id))
+		}
+	}
+	w.issue(join)
+}
+
+// alive counts a task made.
+func (w *World) alive() {
+	w.lz.made++
+	w.lz.peak = max(w.lz.peak, w.lz.made)
+}
+
+// make makes task id of a lazy launch, as newTask would have at launch.
+func (w *World) make(id int32) *task {
+	lz := &w.lz
+	in := lz.ident[id]
+	r := int(in.rank)
+	n := w.plan.nodes[r][in.node]
+	p := w.progs[r]
+	op := &p.Ops[n.op]
+	slot := r*w.cfg.Replays + int(in.replay)
+	first := lz.first[slot]
+	tv := task{id: id, rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: in.replay, node: int32(n.op),
+		inst: Instance{Call: w.plan.opCall[r][n.op], Replay: in.replay}, users: w.plan.users[r][in.node], waiting: int(lz.waiting[id]), issued: true}
+	if op.Kernel != nil {
+		tv.sig = op.Kernel.Sig
+	}
+	var t *task
+	if k := len(lz.free); k > 0 {
+		t = lz.free[k-1]
+		lz.free = lz.free[:k-1]
+		*t = tv
+	} else {
+		t = w.allocTask(tv)
+	}
+	w.alive()
+	t.deps = w.int32s(len(n.deps))
+	for _, d := range n.deps {
+		t.deps = append(t.deps, first+d)
+	}
+	if len(n.deps) == 0 && lz.prev[slot] >= 0 {
+		t.deps = w.appendI32(t.deps, lz.prev[slot])
+	}
+	w.tasks[id] = t
+	return t
+}
+
+// joinOf is the id of the join of the replay task id (not a join) is in.
+func (w *World) joinOf(id int32) int32 {
+	in := w.lz.ident[id]
+	r := int(in.rank)
+	return w.lz.first[r*w.cfg.Replays+int(in.replay)] + int32(len(w.plan.nodes[r]))
+}
+
+// completeLazy tells finished task t's dependents, in the order eager
+// making added them: the replay's nodes that depend on t's node, then the
+// replay's join (for a join: the next replay's first nodes). It then
+// retires t if nobody will acquire its snapshot.
+func (w *World) completeLazy(t *task) {
+	if w.isJoin(t) {
+		for _, id := range t.dependents {
+			w.depDone(id)
+		}
+	} else {
+		in := w.lz.ident[t.id]
+		first := w.lz.first[int(in.rank)*w.cfg.Replays+int(in.replay)]
+		for _, k := range w.plan.rdeps[in.rank][in.node] {
+			w.depDone(first + k)
+		}
+		w.depDone(w.joinOf(t.id))
+	}
+	if t.users == 0 {
+		w.retireTask(t)
+	}
+}
+
+// depDone counts one finished dependency of task id, making and
+// scheduling it when it was the last.
+func (w *World) depDone(id int32) {
+	if d := w.tasks[id]; d != nil {
+		d.waiting--
+		if d.waiting == 0 && d.issued {
+			w.eng.Schedule(w.eng.Now(), w.key(d), int32(w.N)+d.id)
+		}
+		return
+	}
+	if w.lz.waiting[id]--; w.lz.waiting[id] == 0 {
+		d := w.make(id)
+		w.eng.Schedule(w.eng.Now(), w.key(d), int32(w.N)+d.id)
+	}
+}
+
+// retireTask retires finished task t (lazy graph mode): its struct goes to
+// the free list; task(t.id) answers for it from now on.
+func (w *World) retireTask(t *task) {
+	if !w.lz.on || t.state != done {
+		return
+	}
+	w.tasks[t.id] = nil
+	w.lz.retired[t.id] = true
+	w.lz.made--
+	*t = task{}
+	w.lz.free = append(w.lz.free, t)
+}
+
+// makeAll makes every task not made yet (after a run that hung: the hang
+// analysis reads them all).
+func (w *World) makeAll() {
+	if !w.lz.on {
+		return
+	}
+	for id, t := range w.tasks {
+		if t == nil && !w.lz.retired[id] {
+			w.make(int32(id))
+		}
+	}
+}
+
+// task returns task id: the live one, or for a retired task a copy of
+// what reports read of it (rank, stream, lane, op, replay, call, sig), done.
+// Do not keep it or write to it.
+func (w *World) task(id int32) *task {
+	if t := w.tasks[id]; t != nil {
+		return t
+	}
+	in := w.lz.ident[id]
+	r := int(in.rank)
+	g := &task{id: id, rank: r, lane: w.laneBase[r], replay: in.replay, node: -1, state: done, inst: Instance{Call: -1}}
+	if in.node >= 0 {
+		n := w.plan.nodes[r][in.node]
+		op := &w.progs[r].Ops[n.op]
+		g.stream, g.lane, g.op, g.node = n.stream, w.laneBase[r]+int32(n.stream), op, int32(n.op)
+		g.inst = Instance{Call: w.plan.opCall[r][n.op], Replay: in.replay}
+		if op.Kernel != nil {
+			g.sig = op.Kernel.Sig
+		}
+	}
+	return g
 }

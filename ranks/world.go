@@ -89,7 +89,8 @@ type World struct {
 	// keepHistory: retire nothing (KeepHistory; retire.go)
 	keepHistory bool
 	hist        History
-	noFilter    bool // tests: every lane counts as shared
+	lz          lazyTasks // graph mode: tasks made when they become ready (retire.go)
+	noFilter    bool      // tests: every lane counts as shared
 	// a template's copy: its pads and FIFOs by id (the shared micro-ops
 	// name the template's; see bufOf, padOf, fifoOf)
 	tPads  []*SignalPad
@@ -408,6 +409,11 @@ func (w *World) Run() (*Result, error) {
 		tasks = (tasks + w.N) * w.cfg.Replays
 	}
 	w.tasks = w.mem.taskPtrs.get(tasks)[:0]
+	w.lz.on = w.cfg.Mode == Graph && !w.keepHistory && !w.cfg.Timeline
+	if w.lz.on {
+		w.lz.first = make([]int32, w.N*w.cfg.Replays)
+		w.lz.prev = make([]int32, w.N*w.cfg.Replays)
+	}
 	// Host threads start, each with a chosen skew.
 	w.start = -1
 	for r := range w.hosts {
@@ -426,7 +432,11 @@ func (w *World) Run() (*Result, error) {
 			if int(it.Actor) < w.N {
 				w.stepHost(int(it.Actor))
 			} else {
-				w.stepTask(w.tasks[int(it.Actor)-w.N])
+				t := w.tasks[int(it.Actor)-w.N]
+				if t == nil {
+					panic("ranks: a step of a retired or unmade task")
+				}
+				w.stepTask(t)
 			}
 		}
 		if !w.coarseUnpark() {
@@ -435,6 +445,7 @@ func (w *World) Run() (*Result, error) {
 	}
 	w.coarseFixFlows()
 	res := &Result{Steps: w.eng.Steps(), Start: max(w.start, 0), End: w.end, Counts: w.counts}
+	w.makeAll() // hang analysis reads every task that did not finish
 	if hang := w.hangFinding(); hang != nil {
 		res.Hung = true
 		w.report(*hang)
@@ -518,6 +529,13 @@ func (w *World) stepHost(r int) {
 	}
 	replay := int32(h.next)
 	h.next++
+	if w.lz.on {
+		w.launchLazy(r, replay)
+		if h.next < w.cfg.Replays {
+			w.eng.Schedule(now+w.hostJitter(w.cfg.LaunchCost), uint64(r), int32(r))
+		}
+		return
+	}
 	// The replay's tasks take the next ids in node order.
 	first := int32(len(w.tasks))
 	base := w.int32s(len(h.nodes))[:len(h.nodes)]
@@ -764,6 +782,10 @@ type plan struct {
 	// users start there (retire.go).
 	users [][]int32
 	roots []int32
+	// per rank and node: the nodes that depend on it, in node order (a
+	// node twice if it names it twice); what a lazily made task tells as
+	// it completes (retire.go)
+	rdeps [][][]int32
 }
 
 func makePlan(progs []*Program, capture bool) (*plan, error) {
@@ -806,12 +828,14 @@ func makePlan(progs []*Program, capture bool) (*plan, error) {
 		}
 		pl.nodes[r] = nodes
 	}
-	pl.users, pl.roots = make([][]int32, len(progs)), make([]int32, len(progs))
+	pl.users, pl.roots, pl.rdeps = make([][]int32, len(progs)), make([]int32, len(progs)), make([][][]int32, len(progs))
 	for r, nodes := range pl.nodes {
 		pl.users[r] = make([]int32, len(nodes))
-		for _, n := range nodes {
+		pl.rdeps[r] = make([][]int32, len(nodes))
+		for k, n := range nodes {
 			for _, d := range n.deps {
 				pl.users[r][d]++
+				pl.rdeps[r][d] = append(pl.rdeps[r][d], int32(k))
 			}
 			if len(n.deps) == 0 {
 				pl.roots[r]++
@@ -878,6 +902,10 @@ func (w *World) complete(t *task) {
 	w.release(t)
 	w.checkDropped(t)
 	w.hostSyncDone(t)
+	if w.lz.on {
+		w.completeLazy(t)
+		return
+	}
 	for _, id := range t.dependents {
 		d := w.tasks[id]
 		d.waiting--
@@ -913,7 +941,7 @@ func (w *World) wakeAll(ws *[]int32) {
 
 // TaskInfo describes a task for reports.
 func (w *World) taskName(id int32) string {
-	t := w.tasks[id]
+	t := w.task(id)
 	if t.op == nil {
 		return fmt.Sprintf("replay %d", t.replay)
 	}
@@ -927,7 +955,7 @@ func (w *World) taskName(id int32) string {
 }
 
 func (w *World) streamName(id int32) string {
-	t := w.tasks[id]
+	t := w.task(id)
 	return w.progs[t.rank].Streams[t.stream]
 }
 
