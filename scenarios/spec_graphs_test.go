@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
 )
 
 // graphsFile is a program with one capture block: n kernels on main
@@ -57,6 +59,24 @@ func TestGraphBlocks(t *testing.T) {
 		return p
 	}
 	one := write("one.yaml", graphsFile(1))
+	counter := write("counter.yaml", `name: counter
+ranks: 1
+mode: graph
+tensors:
+  - {name: pos, bytes: 8, init: [1]}
+  - {name: acc, bytes: 64, output: true}
+programs:
+  - ranks: all
+    ops:
+      - capture: step
+        ops:
+          - {kernel: add, reads: [pos, acc], writes: [acc], weight: 10}
+          - {increment: pos}
+      - {replay: step}
+      - {replay: step}
+      - {replay: step}
+variants: [{name: a}]
+`)
 	ten := write("ten.yaml", graphsFile(10))
 	tests := []struct {
 		name string
@@ -70,6 +90,10 @@ func TestGraphBlocks(t *testing.T) {
 		{"eager replays re-read the host scalar", one, []string{"mode=eager"}, 10 + 20 + 30},
 		{"ten captured kernels", ten, nil, 300},
 		{"ten kernels eager", ten, []string{"mode=eager"}, 10 * (10 + 20 + 30)},
+		// A device counter incremented inside the graph: each replay
+		// reads the count the last one left.
+		{"device counter in a capture block", counter, nil, 10 + 20 + 30},
+		{"device counter eager", counter, []string{"mode=eager"}, 10 + 20 + 30},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,4 +154,31 @@ func TestGraphProgramReplaysUnread(t *testing.T) {
 	counted := strings.Replace(withReplays, "repeat: {count: 3, as: i}", "repeat: {count: replays, as: i}", 1)
 	_, err = scenarios.LoadSpec("g.yaml", []byte(counted))
 	require.NoError(t, err)
+}
+
+// TestReissuedCollectivesAreInstances: a collective issued again (each
+// replay of a captured one, each eager issue of a replayed block) is an
+// instance of its own, named the same on every rank: ar, ar#2, ar#3.
+func TestReissuedCollectivesAreInstances(t *testing.T) {
+	data, err := os.ReadFile("testdata/ok/graphs-collective.yaml")
+	require.NoError(t, err)
+	sc, err := scenarios.Load("graphs-collective.yaml", data)
+	require.NoError(t, err)
+	for _, mode := range []string{"graph", "eager"} {
+		cfg, err := sc.VariantConfig(sc.Variants[0], []string{"mode=" + mode})
+		require.NoError(t, err)
+		b, err := sc.Build(cfg, scenarios.BuildOptions{Timeline: true}, sim.NewEngine(sim.Timed, nil))
+		require.NoError(t, err)
+		_, err = b.World.Run()
+		require.NoError(t, err)
+		seen := map[int][]string{}
+		for _, s := range b.World.Spans() {
+			if s.Coll != "" && !slices.Contains(seen[s.Rank], s.Coll) {
+				seen[s.Rank] = append(seen[s.Rank], s.Coll)
+			}
+		}
+		for r := range 2 {
+			require.Equal(t, []string{"ar", "ar#2", "ar#3"}, seen[r], "%s mode, rank %d", mode, r)
+		}
+	}
 }

@@ -33,7 +33,8 @@ import (
 // A device counter is a tensor that increment: adds by to on the device,
 // as a kernel on its stream: graph replays run the kernel, so each replay
 // sees the value the previous one left. A counter carries state from step
-// to step, so a file with one declares steps: carried.
+// to step, so a file with one declares steps: carried (unless its program
+// has capture blocks, whose replays it writes out itself).
 //
 // steps says what the replays are. independent (the default): each graph
 // replay is a step on inputs of its own and is checked against its own
@@ -171,6 +172,9 @@ func (d *decoder) perReplay(o *obj, t *TensorSpec) {
 // validateHost checks the host values: what each op names is declared, and
 // what needs steps: carried has it.
 func (s *Spec) validateHost(e *errs, managed map[string]bool) {
+	if s.Steps != "" && s.graphProgram() {
+		e.add(s.pos.at("steps"), "steps: %s: this file's capture blocks and replay ops say what runs when, and the run is checked as one; steps is for a program captured whole (remove it)", s.Steps)
+	}
 	for _, t := range s.Tensors {
 		if len(t.PerReplay) == 0 {
 			continue
@@ -193,7 +197,7 @@ func (s *Spec) validateHost(e *errs, managed map[string]bool) {
 				e.add(op.pos.at("name"), "advance of undefined host scalar %q (declare it under host_scalars)", op.Name)
 			case op.Kind == OpIncrement && s.tensor(op.Name) == nil:
 				e.add(op.pos.at("name"), "increment of undefined tensor %q (declare it under tensors)", op.Name)
-			case op.Kind == OpIncrement && !s.carried():
+			case op.Kind == OpIncrement && !s.carried() && !s.graphProgram():
 				e.add(op.pos.at("name"), "increment %q: a device counter carries state from step to step; declare steps: carried (each replay then continues the count)", op.Name)
 			}
 		}
@@ -228,7 +232,7 @@ func (hs hostState) notes(s *Spec, captured bool) []string {
 // graph's reference runs the captured program once per replay, with the
 // values it froze).
 func (s *Spec) passes(cfg Config, reference bool) (issue, copies int) {
-	if !s.carried() {
+	if !s.carried() || s.graphProgram() {
 		return 1, 1
 	}
 	R := max(cfg.Replays, 1)
