@@ -203,3 +203,21 @@ func TestGraphGap(t *testing.T) {
 		require.Equal(t, want, b.Start, "mode %v: b starts", mode)
 	}
 }
+
+// Two kernels that each fill a 132-SM GPU, and a small one: the first to
+// start gets what the others do not keep (88 %), the later ones the 10 %
+// of their SMs each keeps.
+func ExampleShareRates() {
+	full, small := ranks.Load{SMs: 132}, ranks.Load{SMs: 24}
+	r := ranks.ShareRates(132, 100, 4.17e12, []ranks.Load{full, full, small}, []sim.Time{35000, 35000, 7600})
+	fmt.Println(r)
+	// Output: [881817 99999 99999]
+}
+
+func BenchmarkShareRates(b *testing.B) {
+	loads := []ranks.Load{{SMs: 132, Bytes: 134 << 20}, {SMs: 24, Bytes: 4 << 20}, {SMs: 32, Bytes: 1 << 20}, {SMs: 128, Bytes: 33 << 20}}
+	alone := []sim.Time{35000, 7600, 2000, 13000}
+	for b.Loop() {
+		ranks.ShareRates(132, 100, 4.17e12, loads, alone)
+	}
+}
