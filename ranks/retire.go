@@ -298,13 +298,13 @@ func (w *World) depDone(id int32) {
 	if d := w.tasks[id]; d != nil {
 		d.waiting--
 		if d.waiting == 0 && d.issued {
-			w.eng.Schedule(w.eng.Now(), w.key(d), int32(w.N)+d.id)
+			w.eng.Schedule(w.readyAt(d), w.key(d), int32(w.N)+d.id)
 		}
 		return
 	}
 	if w.lz.waiting[id]--; w.lz.waiting[id] == 0 {
 		d := w.make(id)
-		w.eng.Schedule(w.eng.Now(), w.key(d), int32(w.N)+d.id)
+		w.eng.Schedule(w.readyAt(d), w.key(d), int32(w.N)+d.id)
 	}
 }
 
