@@ -111,7 +111,7 @@ func (c *Comm) Launches(rank int, call Call) ([]*ranks.KernelSpec, error) {
 	}
 	if c.StreamGuard {
 		for _, k := range ks {
-			if k.Coll != "" && k.OrderKey == "" { // a pad kernel (NCCL's have their own order)
+			if (k.Coll != "" || mutant.On(mutant.GuardOrdersCopies)) && k.OrderKey == "" { // a pad kernel (NCCL's have their own order)
 				k.OrderKey = c.GuardKey()
 			}
 		}

@@ -28,10 +28,11 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.RankSkewOff:             {"ranks": {"TestRandomSchedulesSkewRanks"}},
 	mutant.ReplayDroppedFromSignal: {"check": {"TestEveryReplayChecked"}},
 	mutant.RecvWithoutAcquire:      {"ranks": {"TestFifoRaceChecked"}},
-	mutant.BarrierNoExit:           {"ranks": {"TestFlowsOrderedCalls"}, "collectives": {"TestAllReduceEqualsIdealSum", "TestPropAllReduceIdealWhenOrdered"}},
+	mutant.BarrierNoExit:           {"ranks": {"TestFlowsOrderedCalls"}, "collectives": {"TestAllReduceEqualsIdealSum", "TestPropAllReduceIdealWhenOrdered", "TestPropMultimemSplitIsTheSum"}},
 	mutant.ReplayInputsFixed:       {"ranks": {"TestEveryReplayOnItsOwnInputs"}},
 	mutant.ReplaysNotChecked:       {"check": {"TestEveryReplayChecked"}},
 	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine"}},
+	mutant.GuardOrdersCopies:       {"collectives": {"TestStreamGuardLeavesTheCopiesRacing"}, "scenarios": {"TestSymmGuardLeavesTheHeadlineCorrupt"}},
 }
 
 // TestMutantsAreKilled builds the test binaries of the packages the

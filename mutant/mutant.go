@@ -45,8 +45,8 @@ const (
 	// RecvWithoutAcquire: an NCCL receive takes the message's data but not
 	// its sender's happens-before clock.
 	RecvWithoutAcquire Name = "recv-without-acquire"
-	// BarrierNoExit: symmetric-memory one-shot all-reduces skip their exit
-	// barrier.
+	// BarrierNoExit: symmetric-memory all-reduces (one-shot, and the reduce
+	// kernel of a split MULTIMEM all-reduce) skip their exit barrier.
 	BarrierNoExit Name = "barrier-no-exit"
 	// ReplayInputsFixed: a graph's inputs are not re-filled between
 	// replays (every replay computes on the first one's).
@@ -58,6 +58,11 @@ const (
 	// even when another stream shares its lane's memory (the soundness
 	// decision of ranks/coarse.go ignores other streams).
 	CoarseWhereShared Name = "coarse-where-shared"
+	// GuardOrdersCopies: PyTorch's GroupStreamGuard (Comm.StreamGuard)
+	// orders the copy kernels of a split MULTIMEM all-reduce too, not only
+	// its signal-pad kernel, as if the call were one fused kernel
+	// (collectives/multimem.go).
+	GuardOrdersCopies Name = "guard-orders-copies"
 )
 
 // All lists every mutant, in the order the harness applies them.
@@ -65,5 +70,5 @@ var All = []Name{
 	RaceDetectorOff, MismatchCheckOff, PadNotShared, PadAlwaysShared,
 	EventWaitFirstRecord, WorkspaceCapRemoved, RankSkewOff,
 	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
-	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared,
+	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared, GuardOrdersCopies,
 }
