@@ -172,6 +172,21 @@ func (d *decoder) perReplay(o *obj, t *TensorSpec) {
 // validateHost checks the host values: what each op names is declared, and
 // what needs steps: carried has it.
 func (s *Spec) validateHost(e *errs, managed map[string]bool) {
+	if s.Graph != nil {
+		// An op graph's form makes its own program: host values are the
+		// program form's.
+		for _, k := range []string{"steps", "host_scalars"} {
+			if _, ok := s.pos[k]; ok {
+				e.add(s.pos.at(k), "%s: host values are for programs; this file has a graph (%s), which does not read them", k, s.formName())
+			}
+		}
+		for _, t := range s.Tensors {
+			if len(t.PerReplay) > 0 {
+				e.add(t.pos.at("per_replay"), "tensor %q: per_replay is for programs; this file has a graph (%s), which does not read it", t.Name, s.formName())
+			}
+		}
+		return
+	}
 	if s.Steps != "" && s.graphProgram() {
 		e.add(s.pos.at("steps"), "steps: %s: this file's capture blocks and replay ops say what runs when, and the run is checked as one; steps is for a program captured whole (remove it)", s.Steps)
 	}

@@ -114,3 +114,22 @@ func TestHostValuesVerdicts(t *testing.T) {
 		require.Equal(t, tt.want, rep.Verdict, "sets %v: %v", tt.sets, rep.Findings)
 	}
 }
+
+// TestHostValuesNeedPrograms: an op graph makes its own program, so host
+// values in such a file would be ignored: they are errors at their line.
+func TestHostValuesNeedPrograms(t *testing.T) {
+	src := `name: t
+ranks: 2
+steps: carried
+tensors:
+  - {name: x, bytes: 1024, per_replay: [[1]]}
+  - {name: y, bytes: 1024}
+graph:
+  ops:
+    - {name: g, kind: gemm, inputs: [x], output: y, m: 8, k: 8, n: 8}
+variants: [{name: a}]
+`
+	_, err := scenarios.LoadSpec("t.yaml", []byte(src))
+	require.ErrorContains(t, err, "t.yaml:3:8: steps: host values are for programs")
+	require.ErrorContains(t, err, `t.yaml:5:40: tensor "x": per_replay is for programs`)
+}
