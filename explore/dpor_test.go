@@ -62,6 +62,12 @@ func (ti tinyInstr) lower(r int, sym *ranks.Symmetric, out *ranks.Buffer, fifos 
 	case "recv":
 		return ranks.Instr{Op: ranks.OpRecv, Dur: 100, Fifo: fifos[1-r], N: 1,
 			Dst: out, DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: out, Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r}
+	case "fput": // a release flag store of Slot+1 into the peer's mem chunk DstChunk (ranks/flags.go)
+		return ranks.Instr{Op: ranks.OpFlagPut, Dur: 100, Dst: sym.Bufs[1-r], DstLo: ti.DstChunk, N: 1, Slot: ti.Slot + 1, Peer: 1 - r}
+	case "freset": // a relaxed store of 0 into the own mem chunk DstChunk
+		return ranks.Instr{Op: ranks.OpFlagPut, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Fresh: true, Peer: r}
+	case "fwait": // spin until the own mem chunk DstChunk is Slot+1 or more
+		return ranks.Instr{Op: ranks.OpFlagWait, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Cmp: ranks.FlagGe, Slot: ti.Slot + 1, Peer: -1}
 	case "recvsend": // NCCL's fused ring step: it can spin on either FIFO
 		return ranks.Instr{Op: ranks.OpRecvSend, Dur: 100, Fifo: fifos[1-r], Fwd: fifos[r], N: 1,
 			Dst: out, DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: out, Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r}
