@@ -165,3 +165,44 @@ func TestReferencesExport(t *testing.T) {
 	_, err = scenarios.LoadSpec("t.yaml", out)
 	require.NoError(t, err, "%s", out)
 }
+
+// FuzzReferences: any references: section parses without a panic, a file
+// that validates exports and loads back to the same YAML, and every
+// variant's references are made (sized by its configuration) without a
+// panic or, for a validated file, an error.
+func FuzzReferences(f *testing.F) {
+	for _, refs := range []string{
+		"", "references: [eager]", "references: [variant: ordered]", "references: [variant: swapped, eager]",
+		"references:\n  - expected:\n      - {tensor: X.out, ranks: all, values: [30, 32]}",
+		"references:\n  - expected:\n      - {tensor: X.out, ranks: [1], values: [1]}",
+		"references: [{variant: a, expected: []}]", "references: [{}]", "references: [expected: ]", "references: [unsharded: {}]",
+		"references:\n  - unsharded:\n      ops: [{linear: X, reads: [X.in], writes: X.out, weight: 2}]\n      outputs: [X.out]",
+		"references:\n  - unsharded:\n      ops: [{add: X, reads: [X.in, Y.in], writes: X.out}, {linear: q, reads: [X.out], writes: Y.out}]\n      outputs: [X.out, Y.out]",
+	} {
+		f.Add([]byte(strings.Replace(orderFile, "REFS", refs, 1)))
+	}
+	f.Add([]byte(strings.Replace(shardFile, "REFS", unsharded, 1)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := scenarios.ParseSpec("fuzz.yaml", data)
+		if err != nil {
+			require.ErrorIs(t, err, scenarios.ErrInvalid)
+			return
+		}
+		if spec.Validate() != nil {
+			return
+		}
+		out := scenarios.MarshalSpec(spec)
+		back, err := scenarios.LoadSpec("fuzz.yaml", out)
+		require.NoError(t, err, "export of a valid file does not load:\n%s", out)
+		require.Equal(t, string(out), string(scenarios.MarshalSpec(back)))
+		sc := spec.Scenario()
+		for _, v := range sc.Variants {
+			su, err := sc.Setup(v, nil)
+			if err != nil {
+				continue // a variant's own knobs: reported by validation
+			}
+			_, err = su.Program.References()
+			require.NoError(t, err, "variant %s", v.Name)
+		}
+	})
+}
