@@ -66,6 +66,7 @@ var Benches = []Bench{
 	{"ring512-ms", ring512},
 	{"ring512-shared-ms", ring512Shared},
 	{"scale-1024x61-s", scale1024},
+	{"clocks-vs-full-s", clocksVsFull},
 	{"tp-sweep-exponent", tpSweep},
 	{"layers-sweep-exponent", layersSweep},
 	{"tp1024-1layer-s", tp1024},

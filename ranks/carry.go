@@ -52,6 +52,12 @@ type carry struct {
 	all  []bool    // per lane L: L's entry is kept everywhere (not narrowed)
 }
 
+// FullClocks turns the carry filter off for w's run: every shared lane's
+// clock entry travels to every lane, as before the filter existed. A debug
+// switch and the bench's baseline (perf, clocks-vs-full): results are the
+// same either way, only time and memory differ. Call it before Run.
+func (w *World) FullClocks() { w.noCarry = true }
+
 // Limits of the analysis (beyond them, a lane's entry travels everywhere).
 const (
 	carryClique   = 16       // lanes touching one location

@@ -76,7 +76,7 @@ type World struct {
 	shared    []bool  // per lane: shares memory with another lane (clock.go)
 	carry     *carry  // sparse clocks: which entries each lane keeps (carry.go)
 	carryBuf  []clockEntry
-	noCarry   bool          // tests: every shared lane's entry travels everywhere
+	noCarry   bool          // FullClocks: every shared lane's entry travels everywhere
 	clockHist *clockHistory // tests: the run's clock history (clock.go)
 	anyShared bool          // some lane is shared
 	scratch   Instr         // the generated micro-op being executed (World.instr)

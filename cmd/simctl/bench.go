@@ -25,7 +25,8 @@ same events, explored tp8-shared-expert schedules per second, a 512-rank NCCL
 ring all-reduce against the same ring in plain Go over the same queue (and
 again with a second stream reading the input, so race detection runs), a
 1024-rank × 61-layer nominal schedule (CPU time and the process's peak RSS),
-growth exponents of CPU time over a TP sweep and a layers sweep, and one DPOR
+one layer at tp=256 with clocks that keep only the entries some check needs
+against full vector clocks (clocks-vs-full-s), growth exponents of CPU time over a TP sweep and a layers sweep, and one DPOR
 trace against one random schedule of tp8-shared-expert (time and bytes
 allocated: dpor-trace-vs-random). --large adds tp1024-1layer-* and scale-4096x61-* and sweeps TP to 1024:
 minutes of CPU and gigabytes. Times are CPU time (getrusage user+sys), so a

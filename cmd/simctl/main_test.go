@@ -131,7 +131,7 @@ func TestBenchQuickJSON(t *testing.T) {
 		require.Positive(t, r.Value, r.Name)
 	}
 	require.False(t, names["tp1024-1layer-s"] || names["scale-4096x61-s"], "the minutes-long rows run only with --large")
-	for _, want := range []string{"engine-vs-btree", "tp8-1layer-schedules-per-s", "ring512-ms", "ring512-shared-ms", "scale-1024x61-s", "scale-1024x61-peak-mib", "tp-sweep-exponent", "layers-sweep-exponent", "workers2-speedup"} {
+	for _, want := range []string{"engine-vs-btree", "tp8-1layer-schedules-per-s", "ring512-ms", "ring512-shared-ms", "scale-1024x61-s", "scale-1024x61-peak-mib", "clocks-vs-full-s", "tp-sweep-exponent", "layers-sweep-exponent", "workers2-speedup"} {
 		require.True(t, names[want], "row %s", want)
 	}
 }
