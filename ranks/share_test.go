@@ -221,3 +221,20 @@ func BenchmarkShareRates(b *testing.B) {
 		ranks.ShareRates(132, 100, 4.17e12, loads, alone)
 	}
 }
+
+// The same without a timeline, where graph-mode tasks are made when they
+// become ready (retire.go): the run ends GraphGap later.
+func TestGraphGapLazy(t *testing.T) {
+	end := func(gap sim.Time) sim.Time {
+		w := ranks.NewWorld(1, ranks.Config{Mode: ranks.Graph, LaunchCost: 1, EventCost: 1, GraphGap: gap}, sim.NewEngine(sim.Timed, nil))
+		k := func(name string) *ranks.KernelSpec {
+			return &ranks.KernelSpec{Name: name, Kind: "gemm", Instrs: []ranks.Instr{{Op: ranks.OpDelay, Dur: 1000}}}
+		}
+		w.SetProgram(0, &ranks.Program{Streams: []string{"main"}, Ops: []ranks.HostOp{
+			{Kind: ranks.Launch, Kernel: k("a")}, {Kind: ranks.Launch, Kernel: k("b")}}})
+		res, err := w.Run()
+		require.NoError(t, err)
+		return res.End
+	}
+	require.Equal(t, end(0)+550, end(550))
+}
