@@ -586,6 +586,9 @@ func (s *Spec) checkCall(cfg Config, op *OpSpec, r int, commRanks map[string][]i
 	if op.Blocks > 0 && (st == collectives.NCCL || st == collectives.NCCLTree) {
 		report(op.pos.at("blocks"), fmt.Sprintf("%s %q: blocks applies to symmetric-memory kernels, and this call resolves to %s; remove blocks or name a symmetric strategy", op.Kind, op.Name, st))
 	}
+	if op.Kind == OpAllReduce && st == collectives.Multimem && op.Blocks > collectives.MultimemMaxBlocks {
+		report(op.pos.at("blocks"), fmt.Sprintf("allreduce %q: %d blocks; this call resolves to multimem, whose multimem_all_reduce_ launches at most %d (expected 1..%d)", op.Name, op.Blocks, collectives.MultimemMaxBlocks, collectives.MultimemMaxBlocks))
+	}
 }
 
 // supporting lists the strategies that implement op.
