@@ -27,6 +27,7 @@ type coarseProg struct {
 	sideAfter        []bool     // per rank: the side kernel waits for the calls (an event)
 	swap             bool       // rank 0 issues its first two calls in the other order
 	timeline         bool       // record spans, phases and flows
+	template         bool       // run a copy of the built world (ranks.Template), as exploration does
 	block            int        // 1 + a rank whose main stream blocks forever before the calls (0: none)
 }
 
@@ -70,6 +71,7 @@ func drawCoarseProg(t *rapid.T) coarseProg {
 	}
 	p.swap = p.calls > 1 && rapid.IntRange(0, 4).Draw(t, "swap") == 0
 	p.timeline = rapid.Bool().Draw(t, "timeline")
+	p.template = rapid.Bool().Draw(t, "template")
 	if rapid.IntRange(0, 5).Draw(t, "hang") == 0 {
 		p.block = 1 + rapid.IntRange(0, p.n-1).Draw(t, "blockRank")
 	}
@@ -151,6 +153,11 @@ func (p coarseProg) build(t require.TestingT, fine bool) *ranks.World {
 				ranks.HostOp{Kind: ranks.Wait, Stream: 0, Event: 2})
 		}
 		w.SetProgram(r, prog)
+	}
+	if p.template && !fine {
+		tm, err := ranks.NewTemplate(w)
+		require.NoError(t, err)
+		return tm.Instantiate(sim.NewEngine(sim.Timed, sim.Nominal{}))
 	}
 	return w
 }

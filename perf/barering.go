@@ -14,7 +14,16 @@ import (
 // copy the sum (all-gather). No clocks, no race checks, no provenance, no
 // hang analysis: what is left is the work any simulator of this ring does.
 // It returns the outputs (out[r][s]) so a caller can check them.
-func BareRing(n int) [][]uint64 {
+func BareRing(n int) [][]uint64 { return newBareRing(n).run() }
+
+// bareRing is BareRing's inputs and outputs, allocated (newBareRing)
+// apart from running the ring (run), so a row can time the ring alone.
+type bareRing struct {
+	n       int
+	in, out [][]uint64
+}
+
+func newBareRing(n int) *bareRing {
 	in := make([][]uint64, n)
 	out := make([][]uint64, n)
 	for r := range n {
@@ -24,6 +33,12 @@ func BareRing(n int) [][]uint64 {
 			in[r][s] = uint64(r*n + s)
 		}
 	}
+	return &bareRing{n: n, in: in, out: out}
+}
+
+// run is BareRing's event loop.
+func (b *bareRing) run() [][]uint64 {
+	n, in, out := b.n, b.in, b.out
 	type msg struct {
 		seg  int
 		hops int // hops made so far, 1 when it arrives at the first receiver

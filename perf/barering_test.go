@@ -24,7 +24,7 @@ func TestRingSideStream(t *testing.T) {
 		sd   side
 		race bool
 	}{{noSide, false}, {sideReads, false}, {sideWrites, true}} {
-		w, err := ringWorld(8, 1<<10, 8, tc.sd)
+		w, err := ringWorld(8, 1<<10, 8, tc.sd, false)
 		require.NoError(t, err)
 		res, err := w.Run()
 		require.NoError(t, err)

@@ -13,9 +13,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/collsim/collsim/check"
-	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/explore"
-	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
 )
@@ -64,6 +62,7 @@ var Benches = []Bench{
 	{"engine-vs-btree", engineVsBTree},
 	{"tp8-1layer-schedules-per-s", tp8Schedules},
 	{"ring512-ms", ring512},
+	{"ring512-vs-bandwidth", ring512Bandwidth},
 	{"ring512-shared-ms", ring512Shared},
 	{"scale-1024x61-s", scale1024},
 	{"clocks-vs-full-s", clocksVsFull},
@@ -212,129 +211,6 @@ func tp8Schedules(o Options) (Row, error) {
 	return Row{Name: "tp8-1layer-schedules-per-s", Value: rates[len(rates)/2], Unit: "schedules/s",
 		Note: fmt.Sprintf("the median of %d runs of %d schedules in one goroutine (%.0f–%.0f/s)", runs, n, rates[0], rates[len(rates)-1])}, nil
 }
-
-// RingWorld builds n ranks doing one NCCL ring all-reduce of bytes with
-// chunks value chunks per rank (values and race detection on).
-func RingWorld(n int, bytes int64, chunks int) (*ranks.World, error) {
-	return ringWorld(n, bytes, chunks, noSide)
-}
-
-// side is what ringWorld's second stream does with the ring's input.
-type side uint8
-
-const (
-	noSide     side = iota // no second stream
-	sideReads              // it reads the input into a buffer of its own
-	sideWrites             // it writes the input (a race: for tests)
-)
-
-// ringWorld is RingWorld; with sideReads, every rank also launches a kernel
-// on a second stream that reads the ring's input buffer into a buffer of its
-// own. The input is then touched by two lanes, so every access the ring
-// makes to it goes through the race check (reads against reads: no race).
-func ringWorld(n int, bytes int64, chunks int, sd side) (*ranks.World, error) {
-	hw := ranks.Profiles["h100"]
-	w := ranks.NewWorld(n, ranks.Config{Mode: ranks.Eager, LaunchCost: hw.Launch, EventCost: hw.EventOp}, sim.NewEngine(sim.Timed, nil))
-	group := make([]int, n)
-	for i := range group {
-		group[i] = i
-	}
-	comm := collectives.NewComm(w, "world", group, collectives.SharedWorkspace, hw, chunks)
-	for r := range n {
-		in := w.Alloc(r, "in", bytes, chunks)
-		w.Init(in, func(c int) uint64 { return uint64(r*chunks + c) })
-		out := w.Alloc(r, "out", bytes, chunks)
-		k, err := comm.AllReduce(r, "ar", collectives.NCCL, in, out)
-		if err != nil {
-			return nil, err
-		}
-		p := &ranks.Program{Streams: []string{"main"}, Ops: []ranks.HostOp{{Kind: ranks.Launch, Kernel: k}}}
-		if sd != noSide {
-			own := w.Alloc(r, "side", bytes, chunks)
-			in := ranks.Instr{Op: ranks.OpCompute, Dst: own, N: chunks, Srcs: []ranks.Src{{Buf: in, Coef: 1}}}
-			if sd == sideWrites {
-				in.Dst, in.Srcs[0].Buf = in.Srcs[0].Buf, own
-			}
-			p.Streams = append(p.Streams, "side")
-			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: 1, Kernel: &ranks.KernelSpec{Name: "side", Instrs: []ranks.Instr{in}}})
-		}
-		w.SetProgram(r, p)
-	}
-	return w, nil
-}
-
-// ring512 is a 512-rank NCCL ring all-reduce of 1 MiB, one value chunk per
-// ring segment, with values and race detection on: building the world and
-// running it. Its baseline is BareRing of the same shape over the same
-// queue, measured in the same run: the two alternate, one warm-up each
-// (the first run of a process also pays for growing the heap), then the
-// median of ringRuns CPU times (getrusage user+sys) of each. The note
-// adds the machine's memory-bandwidth bound for the bytes the bare ring
-// touches, measured here too.
-func ring512(o Options) (Row, error) { return ringRow(o, "ring512-ms", noSide) }
-
-// ring512Shared is ring512 with a second stream per rank reading the
-// ring's input, so the race check runs on every access the ring makes to
-// it (ringWorld's sideReads).
-func ring512Shared(o Options) (Row, error) { return ringRow(o, "ring512-shared-ms", sideReads) }
-
-func ringRow(o Options, name string, sd side) (Row, error) {
-	n, runs := 512, ringRuns
-	if o.Quick {
-		n, runs = 32, 1
-	}
-	var simMS, bareMS []float64
-	for i := -1; i < runs; i++ {
-		t0 := cpuTime()
-		w, err := ringWorld(n, 1<<20, n, sd)
-		if err != nil {
-			return Row{}, err
-		}
-		if _, err := w.Run(); err != nil {
-			return Row{}, err
-		}
-		t1 := cpuTime()
-		out := BareRing(n)
-		t2 := cpuTime()
-		if err := checkBareRing(out); err != nil {
-			return Row{}, err
-		}
-		if i >= 0 {
-			simMS = append(simMS, ms(t1-t0))
-			bareMS = append(bareMS, ms(t2-t1))
-		}
-	}
-	slices.Sort(simMS)
-	slices.Sort(bareMS)
-	m, b := simMS[len(simMS)/2], bareMS[len(bareMS)/2]
-	touched := int64(3*n*n) * 8 // inputs and outputs, and one 8-byte message per hop (2n(n−1) ≈ 2n² hops: read once, written once)
-	bw := copyBandwidth()
-	bound := float64(touched) / bw * 1000
-	return Row{Name: name, Value: m, Unit: "cpu-ms", Baseline: ptr(b), Ratio: ptr(m / b),
-		Note: fmt.Sprintf("median CPU time of %d builds and runs after a warm-up (%.1f–%.1f ms); baseline: BareRing, the same ring in plain Go over sim.Engine, alternating with it (%.2f–%.2f ms); memory-bandwidth bound for the %d KiB a ring of this shape touches: %.3f ms at %.1f GB/s copy measured now (%.0f× that)",
-			runs, simMS[0], simMS[len(simMS)-1], bareMS[0], bareMS[len(bareMS)-1], touched>>10, bound, bw/1e9, m/bound)}, nil
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// copyBandwidth is bytes per second of copying a 64 MiB buffer, the best of
-// three (CPU time).
-func copyBandwidth() float64 {
-	a, b := make([]byte, 64<<20), make([]byte, 64<<20)
-	for i := range a {
-		a[i] = byte(i)
-	}
-	best := math.Inf(1)
-	for range 3 {
-		t0 := cpuTime()
-		copy(b, a)
-		best = min(best, (cpuTime() - t0).Seconds())
-	}
-	return float64(len(a)) / max(best, 1e-6)
-}
-
-// ringRuns is how many timed runs the ring rows take the median of.
-const ringRuns = 5
 
 // lastPeak is the peak-RSS row of the last timed row that has one.
 var lastPeak Row

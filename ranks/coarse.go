@@ -38,7 +38,10 @@ import (
 //     than one rank and FIFOs of at least two slots;
 //   - the schedule is the nominal one on a timed engine (no jitter drawn per
 //     micro-op, no explorer choosing among micro-ops), and Config.FineSteps
-//     is off.
+//     is off;
+//   - clocks are dense, or no lane of the world shares memory: with sparse
+//     clocks each acquire keeps only the entries its lane carries
+//     (carry.go), hop by hop, which one join per rank does not follow.
 //
 // Everything else runs micro-op by micro-op, exactly as before. A call
 // whose ranks do not all start (a hang) is resumed micro-op by micro-op
@@ -96,151 +99,170 @@ type coarseGroup struct {
 	steps   [][]sim.Time // resumed: when the fine run ran each step (ringSteps)
 }
 
-// coarsePlan decides, before the run, which launches may run coarse: per
-// rank and op of the program. It returns nil when none may.
+// coarsePlan returns which launches of w's run may run coarse (per rank
+// and op; nil: none): the plan's static decision (coarseStatic), when the
+// schedule is one the coarse step reproduces.
 func (w *World) coarsePlan() [][]bool {
 	if w.cfg.FineSteps || !w.nominal || w.eng.Mode() != sim.Timed || w.noFilter {
 		return nil
 	}
-	type use struct {
-		call string // kernel Coll
-		sig  string
+	if w.carry != nil && w.anyShared {
+		// Each acquire keeps only the entries its lane carries (carry.go):
+		// which entries reach a rank then depends on every lane on the
+		// way, hop by hop, which the coarse step's one join per rank does
+		// not follow. (Without shared lanes no release carries anything.)
+		return nil
 	}
+	if !w.plan.coarseSet {
+		// A world's own plan (a template's copies share one made with it).
+		w.plan.coarse, w.plan.coarseSet = coarseStatic(w.progs, w.laneBase, w.shared), true
+	}
+	return w.plan.coarse
+}
+
+// coarseStatic decides from the programs alone, before any run, which
+// launches may run coarse: per rank and op, or nil when none may. shared
+// is sharedLanes' answer for the programs' lanes. The decision holds for
+// every copy of a template (the same programs over copied memory).
+func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 	type opRef struct{ r, op int }
-	// Candidate calls by name: every launch of it is a CoarseRing on an
-	// unshared lane.
-	callOK := map[string]bool{}
-	callOps := map[string][]opRef{}
-	var order []string // calls in first-seen order (determinism)
-	sendUse := map[*Fifo][]use{}
-	recvUse := map[*Fifo][]use{}
-	fifoCalls := map[*Fifo][]string{}
-	var fifos []*Fifo // in first-seen order
-	noteFifo := func(f *Fifo, call string) {
-		if _, ok := fifoCalls[f]; !ok {
-			fifos = append(fifos, f)
-		}
-		fifoCalls[f] = append(fifoCalls[f], call)
+	type call struct {
+		name string
+		sig  string
+		ok   bool
+		ops  []opRef
 	}
-	for r, p := range w.progs {
+	type fifoUse struct {
+		send, recv []int // call indexes, in program order on each end
+		calls      []int // every call using the FIFO
+	}
+	var calls []call
+	callIx := map[string]int{}
+	fifoIx := make(map[*Fifo]int, 2*len(progs))
+	var fifos []fifoUse
+	var refs []*Fifo
+	for r, p := range progs {
+		if p == nil {
+			continue
+		}
 		for i, op := range p.Ops {
 			if op.Kind != Launch || op.Kernel == nil || op.Stream < 0 || op.Stream >= len(p.Streams) {
 				continue
 			}
 			k := op.Kernel
-			lane := w.laneBase[r] + int32(op.Stream)
-			refs := Refs{}
-			if k.Gen != nil {
-				refs = k.Gen.Refs()
-			} else {
-				for j := range k.Instrs {
-					in := &k.Instrs[j]
-					switch in.Op {
-					case OpSend:
-						refs.Fifos = append(refs.Fifos, in.Fifo)
-					case OpRecv:
-						refs.Fifos = append(refs.Fifos, in.Fifo)
-					case OpRecvSend:
-						refs.Fifos = append(refs.Fifos, in.Fifo, in.Fwd)
-					}
-				}
-			}
 			name := k.Coll
 			if name == "" {
 				name = "\x00" + k.Name // not a call: never coarse, but it may use a FIFO
 			}
-			if _, seen := callOK[name]; !seen {
-				callOK[name] = name[0] != 0
-				order = append(order, name)
+			ci, seen := callIx[name]
+			if !seen {
+				ci = len(calls)
+				callIx[name] = ci
+				calls = append(calls, call{name: name, sig: k.Sig, ok: name[0] != 0})
 			}
-			callOps[name] = append(callOps[name], opRef{r, i})
-			cr, ok := k.Gen.(CoarseRing)
-			if !ok || (w.shared[lane] && !mutant.On(mutant.CoarseWhereShared)) {
-				callOK[name] = false
+			c := &calls[ci]
+			c.ops = append(c.ops, opRef{r, i})
+			cr, isRing := k.Gen.(CoarseRing)
+			lane := laneBase[r] + int32(op.Stream)
+			if !isRing || k.Sig != c.sig || (shared[lane] && !mutant.On(mutant.CoarseWhereShared)) {
+				c.ok = false
 			}
-			if ok {
+			refs = refs[:0]
+			if isRing {
 				s := cr.Ring()
 				if s.N < 2 || s.Send == nil || s.Recv == nil || s.Send.Cap < 2 || s.Recv.Cap < 2 ||
 					aliased(s.In) || aliased(s.Out) || len(s.SegLo) != s.N+1 ||
 					s.In == nil || s.Out == nil || len(s.In.Vals) < s.SegLo[s.N] || len(s.Out.Vals) < s.SegLo[s.N] ||
 					s.Send.Src != r || s.Recv.Dst != r {
-					callOK[name] = false
+					c.ok = false
+				}
+				refs = append(refs, k.Gen.Refs().Fifos...)
+			} else if k.Gen != nil {
+				refs = append(refs, k.Gen.Refs().Fifos...)
+			} else {
+				for j := range k.Instrs {
+					in := &k.Instrs[j]
+					switch in.Op {
+					case OpSend, OpRecv:
+						refs = append(refs, in.Fifo)
+					case OpRecvSend:
+						refs = append(refs, in.Fifo, in.Fwd)
+					}
 				}
 			}
-			seen := map[*Fifo]bool{}
-			for _, f := range refs.Fifos {
-				if f == nil || seen[f] {
+			for j, f := range refs {
+				if f == nil || slices.Contains(refs[:j], f) {
 					continue
 				}
-				seen[f] = true
-				noteFifo(f, name)
-				u := use{k.Coll, k.Sig}
+				fi, ok := fifoIx[f]
+				if !ok {
+					fi = len(fifos)
+					fifoIx[f] = fi
+					fifos = append(fifos, fifoUse{})
+				}
+				u := &fifos[fi]
+				u.calls = append(u.calls, ci)
 				if f.Src == r {
-					sendUse[f] = append(sendUse[f], u)
+					u.send = append(u.send, ci)
 				}
 				if f.Dst == r {
-					recvUse[f] = append(recvUse[f], u)
+					u.recv = append(u.recv, ci)
 				}
 			}
 		}
 	}
 	// A call is coarse only with all its ranks, each once, in ring order.
-	for _, name := range order {
-		if !callOK[name] {
+	for ci := range calls {
+		c := &calls[ci]
+		if !c.ok {
 			continue
 		}
-		ops := callOps[name]
-		var n int
-		pos := map[int]bool{}
-		for j, o := range ops {
-			s := w.progs[o.r].Ops[o.op].Kernel.Gen.(CoarseRing).Ring()
-			if j == 0 {
-				n = s.N
+		n := -1
+		var pos []bool
+		for _, o := range c.ops {
+			s := progs[o.r].Ops[o.op].Kernel.Gen.(CoarseRing).Ring()
+			if n < 0 {
+				n, pos = s.N, make([]bool, s.N)
 			}
-			if s.N != n || pos[s.Pos] || s.Pos < 0 || s.Pos >= n {
-				callOK[name] = false
+			if s.N != n || s.Pos < 0 || s.Pos >= n || pos[s.Pos] {
+				c.ok = false
 				break
 			}
 			pos[s.Pos] = true
 		}
-		if callOK[name] && len(ops) != n {
-			callOK[name] = false
-		}
+		c.ok = c.ok && len(c.ops) == n
 	}
 	// FIFOs used on both ends by the same calls in the same order, and
 	// only by coarse calls; a call using any other FIFO is fine, which
 	// may make more FIFOs fail: repeat until nothing changes.
 	for changed := true; changed; {
 		changed = false
-		for _, f := range fifos {
-			ok := len(sendUse[f]) == len(recvUse[f])
-			for i := 0; ok && i < len(sendUse[f]); i++ {
-				ok = sendUse[f][i] == recvUse[f][i]
-			}
-			for _, c := range fifoCalls[f] {
-				ok = ok && callOK[c]
+		for _, u := range fifos {
+			ok := slices.Equal(u.send, u.recv)
+			for _, ci := range u.calls {
+				ok = ok && calls[ci].ok
 			}
 			if ok {
 				continue
 			}
-			for _, c := range fifoCalls[f] {
-				if callOK[c] {
-					callOK[c], changed = false, true
+			for _, ci := range u.calls {
+				if calls[ci].ok {
+					calls[ci].ok, changed = false, true
 				}
 			}
 		}
 	}
 	var out [][]bool
-	for _, name := range order {
-		if !callOK[name] {
+	for _, c := range calls {
+		if !c.ok {
 			continue
 		}
 		if out == nil {
-			out = make([][]bool, len(w.progs))
+			out = make([][]bool, len(progs))
 		}
-		for _, o := range callOps[name] {
+		for _, o := range c.ops {
 			if out[o.r] == nil {
-				out[o.r] = make([]bool, len(w.progs[o.r].Ops))
+				out[o.r] = make([]bool, len(progs[o.r].Ops))
 			}
 			out[o.r][o.op] = true
 		}
@@ -379,19 +401,13 @@ func (w *World) coarseRun(g *coarseGroup) {
 	// recvReduceSend chain, so each sum has the fine run's provenance);
 	// every position's output then holds it.
 	seg := shapes[0].SegLo
-	sums := make([]Value, len(shapes[0].Out.Vals))
-	for s := range n {
-		lo, hi := seg[s], seg[s+1]
-		for c := lo; c < hi; c++ {
-			var v Value
-			for m := range n {
-				v = w.add(v, shapes[(s+m)%n].In.Vals[c])
-			}
-			sums[c] = v
-		}
-	}
+	ins := make([][]Value, n)
 	for p, s := range shapes {
-		w.coarseStore(ts[p], s.Out, sums[:seg[n]])
+		ins[p] = s.In.Vals
+	}
+	sums := w.ringSums(ins, seg)
+	for p, s := range shapes {
+		w.coarseStore(ts[p], s.Out, sums)
 	}
 	// Connections: each carried 2n−2 messages, all received.
 	K := 2*n - 2
@@ -508,6 +524,69 @@ func (w *World) coarseFixFlows() {
 		f := &w.tl.flows[r.flow]
 		f.From.At, f.To.At = T[(p-1+n)%n][r.pc-1], T[p][r.pc]
 	}
+}
+
+// ringSums returns the ring's complete segments: chunk c of segment s is
+// ins[s][c] + ins[s+1][c] + … + ins[s−1][c] (positions mod n), summed in
+// that order as the reduce-scatter's messages sum it, so each sum has the
+// fine run's provenance. Ranks are taken in order, each adding its input
+// to the segments whose chain it continues: first positions s…n−1 of
+// every segment s, then the wrapped part 0…s−1, so every pass reads one
+// input and the sums front to back.
+func (w *World) ringSums(ins [][]Value, seg []int) []Value {
+	n := len(ins)
+	sums := make([]Value, seg[n])
+	for r := range n {
+		w.addInto(sums[:seg[r+1]], ins[r][:seg[r+1]]) // segments s <= r: their chain from s reaches r
+	}
+	for r := range n - 1 {
+		w.addInto(sums[seg[r+1]:], ins[r][seg[r+1]:seg[n]]) // segments s > r: the chain wraps to r
+	}
+	return sums
+}
+
+// ringSumsNaive is ringSums segment by segment, each chain in one go:
+// the readable twin the tests compare it with.
+func (w *World) ringSumsNaive(ins [][]Value, seg []int) []Value {
+	n := len(ins)
+	sums := make([]Value, seg[n])
+	for s := range n {
+		for c := seg[s]; c < seg[s+1]; c++ {
+			var v Value
+			for m := range n {
+				v = w.add(v, ins[(s+m)%n][c])
+			}
+			sums[c] = v
+		}
+	}
+	return sums
+}
+
+// addInto sets acc[i] to add(acc[i], xs[i]) for every i, with the
+// provenance nodes written into a run of the table rather than made one
+// call each.
+func (w *World) addInto(acc, xs []Value) {
+	xs = xs[:len(acc)]
+	provs, next := w.provs, w.provNext
+	k := 0 // nodes written into provs
+	for i := range acc {
+		a, x := acc[i], xs[i]
+		v := Value{N: addMod(a.N, x.N), P: a.P | x.P} // one of them when the other is 0
+		if a.P != 0 && x.P != 0 {
+			if k == len(provs) {
+				w.provs, w.provNext = provs[k:], next
+				v.P = w.newProv(Prov{a: a.P, b: x.P})
+				provs, next, k = w.provs, w.provNext, 0
+			} else {
+				provs[k] = Prov{a: a.P, b: x.P}
+				v.P = next
+				next++
+				k++
+			}
+		}
+		acc[i] = v
+	}
+	w.provs, w.provNext = provs[k:], next
 }
 
 // coarseStore writes vals into b's first chunks as t, as the fine run's

@@ -37,3 +37,35 @@ func TestRingEndsTogether(t *testing.T) {
 		require.Equal(t, sim.Time(1500+1022*1200), e)
 	}
 }
+
+// TestPropRingSumsOrder: the rank-by-rank sums equal the segment-by-segment
+// chains they reorder, values and provenance, for uneven segments (some
+// empty) and inputs with uninitialised chunks.
+func TestPropRingSumsOrder(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 12).Draw(rt, "n")
+		chunks := rapid.IntRange(0, 3*n).Draw(rt, "chunks")
+		w := NewWorld(n, Config{}, sim.NewEngine(sim.Timed, nil))
+		ins := make([][]Value, n)
+		for r := range n {
+			b := w.Alloc(r, "in", 1<<10, chunks)
+			for c := range chunks {
+				if rapid.IntRange(0, 5).Draw(rt, fmt.Sprintf("init%d.%d", r, c)) > 0 {
+					b.Vals[c] = Value{N: uint64(r*100 + c), P: w.leaf(w.srcOf(b, c))}
+				}
+			}
+			ins[r] = b.Vals
+		}
+		seg := make([]int, n+1)
+		for s := range seg {
+			seg[s] = s * chunks / n
+		}
+		fast, naive := w.ringSums(ins, seg), w.ringSumsNaive(ins, seg)
+		require.Len(rt, fast, len(naive))
+		for c := range naive {
+			require.Equal(rt, naive[c].N, fast[c].N, "chunk %d", c)
+			require.Equal(rt, w.Srcs.Terms(naive[c]), w.Srcs.Terms(fast[c]), "chunk %d", c)
+			require.Equal(rt, naive[c].P == 0, fast[c].P == 0, "chunk %d", c)
+		}
+	})
+}

@@ -175,6 +175,9 @@ func NewTemplate(w *World) (*Template, error) {
 	if t.plan != nil && nl > denseLanes && !w.sparse && !w.noFilter && !w.noCarry {
 		t.carry = carryLanes(w.progs, base, nl, t.plan.nodes, w.cfg.Mode == Graph)
 	}
+	if t.plan != nil { // decided once here: copies run concurrently and share the plan
+		t.plan.coarse, t.plan.coarseSet = coarseStatic(w.progs, base, t.shared), true
+	}
 	return t, nil
 }
 

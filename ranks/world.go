@@ -387,7 +387,6 @@ func (w *World) Run() (*Result, error) {
 		w.anyShared = w.anyShared || s
 	}
 	_, w.nominal = w.eng.Chooser().(sim.Nominal)
-	w.coarseOp = w.coarsePlan()
 	if w.plan == nil { // a template's copy shares the template's
 		pl, err := makePlan(w.progs, w.cfg.Mode == Graph)
 		if err != nil {
@@ -399,6 +398,7 @@ func (w *World) Run() (*Result, error) {
 	if w.carry == nil && !w.noFilter && !w.noCarry && (nl > denseLanes || w.sparse) {
 		w.carry = carryLanes(w.progs, w.laneBase, nl, w.plan.nodes, w.cfg.Mode == Graph)
 	}
+	w.coarseOp = w.coarsePlan()
 	w.hosts = make([]host, w.N)
 	tasks := 0 // how many the run will make: every node, once per replay, and a join per replay
 	for r := range w.progs {
@@ -786,6 +786,10 @@ type plan struct {
 	// node twice if it names it twice); what a lazily made task tells as
 	// it completes (retire.go)
 	rdeps [][][]int32
+	// per rank and op: the launch may run coarse (coarse.go's static
+	// decision; nil: none), once coarseSet
+	coarse    [][]bool
+	coarseSet bool
 }
 
 func makePlan(progs []*Program, capture bool) (*plan, error) {

@@ -22,8 +22,9 @@ func newBenchCmd(stdout, _ io.Writer) *cobra.Command {
 		Short: "Measure the simulator's hot paths, each against a baseline from the same run",
 		Long: `bench measures the engine loop against a bare google/btree push/pop of the
 same events, explored tp8-shared-expert schedules per second, a 512-rank NCCL
-ring all-reduce against the same ring in plain Go over the same queue (and
-again with a second stream reading the input, so race detection runs), a
+ring all-reduce against the same ring in plain Go over the same queue and
+against the machine's memory bandwidth (and again with a second stream
+reading the input, so race detection runs on every access), a
 1024-rank × 61-layer nominal schedule (CPU time and the process's peak RSS),
 one layer at tp=256 with clocks that keep only the entries some check needs
 against full vector clocks (clocks-vs-full-s), growth exponents of CPU time over a TP sweep and a layers sweep, and one DPOR
