@@ -34,8 +34,10 @@ import (
 //     the FIFOs it uses are used only by coarse calls, in the same order on
 //     their sending and their receiving lane (so the k-th call on one end
 //     meets the k-th call on the other: no mismatch, no leftover message);
-//   - its tensors have no caching-allocator aliases, and its ring has more
-//     than one rank and FIFOs of at least two slots;
+//   - its tensors have no caching-allocator aliases, its ring has more
+//     than one rank and FIFOs of at least two slots, and its micro-ops
+//     carry no load that would share their GPU with other kernels
+//     (share.go: their ends would move with the co-runners');
 //   - the schedule is the nominal one on a timed engine (no jitter drawn per
 //     micro-op, no explorer choosing among micro-ops), and Config.FineSteps
 //     is off;
@@ -117,6 +119,23 @@ func (w *World) coarsePlan() [][]bool {
 		// A world's own plan (a template's copies share one made with it).
 		w.plan.coarse, w.plan.coarseSet = coarseStatic(w.progs, w.laneBase, w.shared), true
 	}
+	if s := w.cfg.Share; s != nil {
+		// A micro-op with a load shares its GPU with the kernels beside it
+		// (share.go): its end moves with theirs, which the coarse step's
+		// times do not follow.
+		for r, ops := range w.plan.coarse {
+			for i, ok := range ops {
+				if !ok {
+					continue
+				}
+				k := w.progs[r].Ops[i].Kernel
+				rs := k.Gen.(CoarseRing).Ring()
+				if s.derive(k.Kind, rs.StartDur) != (Load{}) || s.derive(k.Kind, rs.StepDur) != (Load{}) {
+					return nil
+				}
+			}
+		}
+	}
 	return w.plan.coarse
 }
 
@@ -164,7 +183,7 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 			c.ops = append(c.ops, opRef{r, i})
 			cr, isRing := k.Gen.(CoarseRing)
 			lane := laneBase[r] + int32(op.Stream)
-			if !isRing || k.Sig != c.sig || (shared[lane] && !mutant.On(mutant.CoarseWhereShared)) {
+			if !isRing || k.Sig != c.sig || k.Loads != nil || (shared[lane] && !mutant.On(mutant.CoarseWhereShared)) {
 				c.ok = false
 			}
 			refs = refs[:0]
