@@ -31,6 +31,8 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.BarrierNoExit:           {"ranks": {"TestFlowsOrderedCalls"}, "collectives": {"TestAllReduceEqualsIdealSum", "TestPropAllReduceIdealWhenOrdered", "TestPropMultimemSplitIsTheSum"}},
 	mutant.ReplayInputsFixed:       {"ranks": {"TestEveryReplayOnItsOwnInputs"}},
 	mutant.ReplaysNotChecked:       {"check": {"TestEveryReplayChecked"}},
+	mutant.FlagAcquireAnyValue:     {"ranks": {"TestFlagWaitOnOverwrittenPutAcquiresNothing"}},
+	mutant.RegistrationIgnored:     {"scenarios": {"TestFlagProtocols", "TestFlagRegistrationAtReplay"}},
 	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine"}},
 	mutant.GuardOrdersCopies:       {"collectives": {"TestStreamGuardLeavesTheCopiesRacing"}, "scenarios": {"TestSymmGuardLeavesTheHeadlineCorrupt"}},
 }

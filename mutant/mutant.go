@@ -63,6 +63,12 @@ const (
 	// its signal-pad kernel, as if the call were one fused kernel
 	// (collectives/multimem.go).
 	GuardOrdersCopies Name = "guard-orders-copies"
+	// FlagAcquireAnyValue: a flag wait acquires the release of the last put
+	// into each chunk whatever value it saw (not only that put's value).
+	FlagAcquireAnyValue Name = "flag-acquire-any-value"
+	// RegistrationIgnored: a peer's copy of an allocation with
+	// registration: op is reachable without a register op.
+	RegistrationIgnored Name = "registration-ignored"
 )
 
 // All lists every mutant, in the order the harness applies them.
@@ -71,4 +77,5 @@ var All = []Name{
 	EventWaitFirstRecord, WorkspaceCapRemoved, RankSkewOff,
 	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
 	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared, GuardOrdersCopies,
+	FlagAcquireAnyValue, RegistrationIgnored,
 }

@@ -1,6 +1,10 @@
 package ranks
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/mutant"
+)
 
 // Device-side flags in simulated memory: the protocol a custom all-reduce
 // is written in. A flag is a chunk of a buffer — a rank's tensor, or one
@@ -211,7 +215,7 @@ func (w *World) execFlagWait(t *task, in *Instr) bool {
 		c := in.DstLo + i
 		v := b.Vals[c]
 		cell := fs.cells[flagKey{b.id, int32(c)}]
-		if cell != nil && cell.vc != nil && cell.val == v {
+		if cell != nil && cell.vc != nil && (cell.val == v || mutant.On(mutant.FlagAcquireAnyValue)) {
 			w.acquireVC(t.lane, cell.vc) // observed that put's value
 		}
 		if !b.private {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/collsim/collsim/collectives"
+	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/sim"
 )
@@ -531,7 +532,7 @@ func (s *Spec) reaches(m *mapping, alloc string, r, p int) bool {
 		return true
 	}
 	sy := s.symmSpec(alloc)
-	return sy == nil || sy.Registration != RegisterOp || m.mapped[alloc]
+	return sy == nil || sy.Registration != RegisterOp || m.mapped[alloc] || mutant.On(mutant.RegistrationIgnored)
 }
 
 // check adds to k, which touches alloc's copy buf on world rank p from rank
@@ -554,7 +555,7 @@ func (m *mapping) atReplay(k *ranks.KernelSpec) *ranks.KernelSpec {
 			faults = append(faults, fault(a.buf, fmt.Sprintf("the graph was replayed before a register of %q filled in its peer addresses", a.alloc)))
 		}
 	}
-	if len(faults) == 0 {
+	if len(faults) == 0 || mutant.On(mutant.RegistrationIgnored) {
 		return k
 	}
 	kc := *k
