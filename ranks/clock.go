@@ -177,7 +177,30 @@ func (v *VC) clone() *VC {
 	if v.d != nil {
 		return &VC{d: append([]uint32(nil), v.d...)}
 	}
-	return &VC{e: append([]clockEntry(nil), v.e...)}
+	return sparseCopy(v.e)
+}
+
+// sparseCopy returns a sparse clock holding a copy of entries e. A short
+// one (a TP group's, with the carry filter: two or four entries) comes in
+// one allocation with its entries.
+func sparseCopy(e []clockEntry) *VC {
+	switch n := len(e); {
+	case n <= 2:
+		b := &struct {
+			v VC
+			a [2]clockEntry
+		}{}
+		b.v.e = b.a[:copy(b.a[:], e)]
+		return &b.v
+	case n <= 4:
+		b := &struct {
+			v VC
+			a [4]clockEntry
+		}{}
+		b.v.e = b.a[:copy(b.a[:], e)]
+		return &b.v
+	}
+	return &VC{e: append([]clockEntry(nil), e...)}
 }
 
 // cloneShared returns a copy of sparse clock v without the entries of lanes
@@ -197,13 +220,20 @@ func (v *VC) cloneShared(shared []bool) *VC {
 	if n == len(v.e) {
 		return v.clone()
 	}
-	out := make([]clockEntry, 0, n)
+	var buf [4]clockEntry
+	out := buf[:0]
+	if n > len(buf) {
+		out = make([]clockEntry, 0, n)
+	}
 	for _, x := range v.e {
 		if shared[x.lane] {
 			out = append(out, x)
 		}
 	}
-	return &VC{e: out}
+	if n > len(buf) {
+		return &VC{e: out}
+	}
+	return sparseCopy(out)
 }
 
 // emptyVC is the clock of a release that carries nothing anybody can use.
