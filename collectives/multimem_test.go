@@ -215,7 +215,8 @@ func TestStreamGuardLeavesTheCopiesRacing(t *testing.T) {
 }
 
 // TestPropMultimemSplitIsTheSum: on one stream, split MULTIMEM all-reduces
-// (any ranks, chunks, grid, calls; the guard on or off) equal the sum with
+// (any ranks, chunks, grid, calls; the guard on or off; eager or captured
+// into a graph) equal the sum with
 // one provenance term per rank and no finding, under any schedule — timed
 // with noise, or untimed with any pending micro-op going next.
 func TestPropMultimemSplitIsTheSum(t *testing.T) {
@@ -225,11 +226,12 @@ func TestPropMultimemSplitIsTheSum(t *testing.T) {
 		blocks := rapid.IntRange(0, collectives.MultimemMaxBlocks).Draw(rt, "blocks")
 		calls := rapid.IntRange(1, 3).Draw(rt, "calls")
 		guard := rapid.Bool().Draw(rt, "guard")
+		run := rapid.SampledFrom([]ranks.Mode{ranks.Eager, ranks.Graph}).Draw(rt, "run")
 		mode := rapid.SampledFrom([]sim.Mode{sim.Timed, sim.Untimed}).Draw(rt, "mode")
 		seed := rapid.Uint64().Draw(rt, "seed")
 
 		hw := ranks.Profiles["b200"]
-		w := ranks.NewWorld(n, ranks.Config{Mode: ranks.Eager, LaunchCost: hw.Launch, EventCost: hw.EventOp},
+		w := ranks.NewWorld(n, ranks.Config{Mode: run, LaunchCost: hw.Launch, EventCost: hw.EventOp},
 			sim.NewEngine(mode, sim.NewRandom(seed, 300)))
 		group := make([]int, n)
 		for i := range group {
@@ -270,4 +272,39 @@ func TestPropMultimemSplitIsTheSum(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Comm.Launches returns what a rank's host launches for one call, in order
+// on the calling stream: a MULTIMEM all-reduce is TensorRT-LLM's three
+// kernels, and only the middle one is the collective that uses the pad.
+func ExampleComm_Launches() {
+	hw := ranks.Profiles["b200"]
+	w := ranks.NewWorld(8, ranks.Config{Mode: ranks.Graph, LaunchCost: hw.Launch}, sim.NewEngine(sim.Timed, nil))
+	group := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	comm := collectives.NewComm(w, "tp", group, collectives.SharedWorkspace, hw, 4)
+	outs := make([]*ranks.Buffer, 8)
+	for r := range 8 {
+		in := w.Alloc(r, "x", 8*8192*2, 4) // 8 tokens × 8192, bf16
+		w.Init(in, func(c int) uint64 { return uint64(r + 1) })
+		outs[r] = w.Alloc(r, "y", 8*8192*2, 4)
+		ks, err := comm.Launches(r, collectives.Call{Name: "ar", Op: collectives.AllReduce, Strategy: collectives.Multimem, In: in, Out: outs[r]})
+		if err != nil {
+			panic(err)
+		}
+		p := &ranks.Program{Streams: []string{"main"}}
+		for _, k := range ks {
+			if r == 0 {
+				fmt.Printf("%-12s blocks=%d pad=%v\n", k.Name, k.Blocks, k.Coll != "")
+			}
+			p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Kernel: k})
+		}
+		w.SetProgram(r, p)
+	}
+	res, _ := w.Run()
+	fmt.Println(outs[5].Vals[0].N, len(res.Findings), "findings")
+	// Output:
+	// ar.copy_in   blocks=0 pad=false
+	// ar           blocks=1 pad=true
+	// ar.copy_out  blocks=0 pad=false
+	// 36 0 findings
 }
