@@ -60,7 +60,7 @@ type pool struct {
 type residency struct {
 	pools []pool
 	sm    []int32          // per rank: the SM pool, or -1
-	excl  map[string]int32 // rank/key → Exclusive pool
+	excl  map[exclKey]int32 // (rank, key) → Exclusive pool
 	opEx  [][]int32        // per rank and op: the op's Exclusive pool, or -1
 	// anyContended: some pool is contended (else no start is a step of
 	// its own)
@@ -80,7 +80,7 @@ func (w *World) demand(k *KernelSpec) (sms int, hold bool) {
 
 // initResidency makes the pools of the programs: called by Run.
 func (w *World) initResidency() {
-	rs := &residency{sm: make([]int32, w.N), excl: map[string]int32{}}
+	rs := &residency{sm: make([]int32, w.N), excl: map[exclKey]int32{}}
 	mult := 1
 	if w.cfg.Mode == Graph {
 		mult = w.cfg.Replays
@@ -103,10 +103,10 @@ func (w *World) initResidency() {
 				need += n * mult
 			}
 			if key := op.Kernel.Exclusive; key != "" {
-				id, ok := rs.excl[exclName(r, key)]
+				id, ok := rs.excl[exclKey{r, key}]
 				if !ok {
 					id = int32(len(rs.pools))
-					rs.excl[exclName(r, key)] = id
+					rs.excl[exclKey{r, key}] = id
 					rs.pools = append(rs.pools, pool{rank: r, key: key, cap: 1, free: 1})
 				}
 				rs.opEx[r][i] = id
@@ -126,7 +126,12 @@ func (w *World) initResidency() {
 	w.res = rs
 }
 
-func exclName(rank int, key string) string { return fmt.Sprint(rank, "/", key) }
+// exclKey names one rank's Exclusive pool for one key (a struct, not a
+// formatted string: a 512-rank world makes one per rank each run).
+type exclKey struct {
+	rank int
+	key  string
+}
 
 // kernelPools returns the pools t draws from: its rank's SMs (-1: none) and
 // its Exclusive pool (-1: none), with the SMs it needs free and whether it
