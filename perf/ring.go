@@ -262,4 +262,4 @@ func copyBandwidth() float64 {
 }
 
 // ringRuns is how many timed runs the ring rows take the median of.
-const ringRuns = 7
+const ringRuns = 11
