@@ -59,9 +59,9 @@ type pool struct {
 // made in rank, then program order), so an explorer can name them.
 type residency struct {
 	pools []pool
-	sm    []int32          // per rank: the SM pool, or -1
+	sm    []int32           // per rank: the SM pool, or -1
 	excl  map[exclKey]int32 // (rank, key) → Exclusive pool
-	opEx  [][]int32        // per rank and op: the op's Exclusive pool, or -1
+	opEx  [][]int32         // per rank and op: the op's Exclusive pool, or -1
 	// anyContended: some pool is contended (else no start is a step of
 	// its own)
 	anyContended bool
