@@ -355,14 +355,23 @@ func TestEngineLoopAllocatesNothing(t *testing.T) {
 	// in twenty (GOGC=5 GOMAXPROCS=8 go test -count=20 ./sim/ showed it).
 	// SetGCPercent(-1) waits for a running cycle to finish and starts no
 	// other, so what is counted below is the loop's own allocations.
+	//
+	// The runtime can still allocate beside the loop on a loaded machine
+	// (seen as 7 allocations in a full run under load), so the count is the
+	// least of three runs: an allocation in the loop itself shows in every
+	// run, thousands of times over 10,000 steps.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range 10000 {
-		step()
+	least := ^uint64(0)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 10000 {
+			step()
+		}
+		runtime.ReadMemStats(&after)
+		least = min(least, after.Mallocs-before.Mallocs)
 	}
-	runtime.ReadMemStats(&after)
-	require.Zero(t, after.Mallocs-before.Mallocs, "allocations in 10,000 steps")
+	require.Zero(t, least, "allocations in 10,000 steps (the least of three runs)")
 	require.Equal(t, n, e.Len())
 }
 
