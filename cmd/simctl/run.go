@@ -114,13 +114,21 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 		fmt.Fprintf(w, "  %s\n", quoteName(line))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-14s %-16s %-11s %-4s %9s %12s  %s\n", "variant", "expect", "verdict", "met", "schedules", "step time", "trace")
+	// Columns at least as wide as they always were, wider where a name,
+	// expectation or verdict (invalid-access) is longer, so rows stay in line.
+	nw, ew, vw := 14, 16, 11
+	for _, v := range rep.Variants {
+		nw = max(nw, len(quoteName(v.Name)))
+		ew = max(ew, len(v.Expect))
+		vw = max(vw, len(v.Verdict))
+	}
+	fmt.Fprintf(w, "%-*s %-*s %-*s %-4s %9s %12s  %s\n", nw, "variant", ew, "expect", vw, "verdict", "met", "schedules", "step time", "trace")
 	for _, v := range rep.Variants {
 		met := "yes"
 		if !v.Met {
 			met = "NO"
 		}
-		fmt.Fprintf(w, "%-14s %-16s %-11s %-4s %9d %12s  %s\n", quoteName(v.Name), v.Expect, v.Verdict, met, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
+		fmt.Fprintf(w, "%-*s %-*s %-*s %-4s %9d %12s  %s\n", nw, quoteName(v.Name), ew, v.Expect, vw, v.Verdict, met, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
 	}
 	writeComparisons(w, rep.Comparisons)
 	for _, v := range rep.Variants {
