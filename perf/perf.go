@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -228,6 +229,7 @@ func scaleRow(name string, sets []string) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
+	defer collectAtDefault()()
 	runtime.GC()
 	debug.FreeOSMemory()
 	reset := resetPeak()
@@ -239,7 +241,7 @@ func scaleRow(name string, sets []string) (Row, error) {
 		return Row{}, err
 	}
 	p := peakRSS()
-	note := "process peak RSS (getrusage), reset before the row"
+	note := "process peak RSS (getrusage), reset before the row; " + gcNote()
 	if !reset {
 		note = fmt.Sprintf("process peak RSS (getrusage) since the start: could not be reset, so an earlier row's peak may show (%.0f MiB before this row)", float64(before)/(1<<20))
 	}
@@ -281,6 +283,7 @@ func sweep(name, knob string, values []int, sets []string) (Row, error) {
 		return Row{}, fmt.Errorf("tp8-shared-expert not registered")
 	}
 	v, _ := sc.Variant("fixed")
+	defer collectAtDefault()()
 	var xs, ys []float64
 	var pts []string
 	var points []Point
@@ -443,4 +446,27 @@ func Plots(rows []Row) []File {
 		}
 	}
 	return out
+}
+
+// collectAtDefault runs the collector at Go's default target (GOGC=100)
+// until the returned function restores the previous one, unless GOGC is
+// set in the environment. simctl collects at 400 (explore.TuneGC, and
+// main's tuneGC): right for thousands of small schedules, but for one
+// large run it lets the heap grow to five times what is live before
+// collecting, so a peak-RSS row would measure garbage not yet collected
+// rather than what the run keeps.
+func collectAtDefault() func() {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(100)
+	return func() { debug.SetGCPercent(old) }
+}
+
+// gcNote says which collector target a memory row ran under.
+func gcNote() string {
+	if g := os.Getenv("GOGC"); g != "" {
+		return "GOGC=" + g + " from the environment"
+	}
+	return "collector at GOGC=100 for the row (simctl's 400 would let the heap reach 5x what is live first)"
 }
