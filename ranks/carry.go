@@ -127,34 +127,25 @@ func (b *bufLanes) of(buf *Buffer) []int32 {
 // generated kernel that is not [Enumerable] does not say which micro-ops
 // it has: it counts as both for every buffer it names.
 func flagLanes(progs []*Program, laneBase []int32) (puts, waits bufLanes) {
-	for r, p := range progs {
-		if p == nil {
-			continue
+	eachLaunch(progs, laneBase, func(_ int, k *KernelSpec, lane int32) {
+		if k.listed(func(in *Instr) {
+			switch {
+			case in.Dst == nil:
+			case in.Op == OpFlagPut:
+				puts.add(in.Dst, lane)
+			case in.Op == OpFlagWait:
+				waits.add(in.Dst, lane)
+			}
+		}) {
+			return
 		}
-		for _, op := range p.Ops {
-			if op.Kind != Launch || op.Kernel == nil {
-				continue
-			}
-			lane := laneBase[r] + int32(op.Stream)
-			if op.Kernel.listed(func(in *Instr) {
-				switch {
-				case in.Dst == nil:
-				case in.Op == OpFlagPut:
-					puts.add(in.Dst, lane)
-				case in.Op == OpFlagWait:
-					waits.add(in.Dst, lane)
-				}
-			}) {
-				continue
-			}
-			for _, b := range op.Kernel.Gen.Refs().Buffers {
-				if b != nil {
-					puts.add(b, lane)
-					waits.add(b, lane)
-				}
+		for _, b := range k.Gen.Refs().Buffers {
+			if b != nil {
+				puts.add(b, lane)
+				waits.add(b, lane)
 			}
 		}
-	}
+	})
 	return puts, waits
 }
 

@@ -296,12 +296,10 @@ type fifoSide struct {
 	send bool
 }
 
-// walkLocations calls f(k, lane) for every location a kernel launched on
-// lane touches: k is a buffer's storage (Buffer.storage), a pad's put or
-// wait side (padSide), or a FIFO's send or receive side (fifoSide). Runs of
-// one location within a kernel are reported once; the order is the
-// programs' (deterministic).
-func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)) {
+// eachLaunch calls f for every kernel launch in progs, in program order
+// (deterministic), with the launching rank and the lane it runs on (its
+// stream, numbered from laneBase[rank]).
+func eachLaunch(progs []*Program, laneBase []int32, f func(rank int, k *KernelSpec, lane int32)) {
 	for r, p := range progs {
 		if p == nil {
 			continue
@@ -310,64 +308,74 @@ func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)
 			if op.Kind != Launch || op.Kernel == nil {
 				continue
 			}
-			lane := laneBase[r] + int32(op.Stream)
-			var last any // consecutive instructions mostly touch one buffer
-			visit := func(b *Buffer) {
-				if b == nil {
-					return
-				}
-				if k := b.storage(); k != last {
-					f(k, lane)
-					last = k
-				}
-			}
-			// Signal-pad slots and FIFOs are checked too (exec.go,
-			// checkSlot): puts into a pad against puts, waits against
-			// waits, sends into a FIFO against sends, receives against
-			// receives. Each side is a location of its own.
-			side := func(k any) {
-				if k != last {
-					f(k, lane)
-					last = k
-				}
-			}
-			if op.Kernel.listed(func(in *Instr) {
-				for _, s := range in.Srcs {
-					visit(s.Buf)
-				}
-				visit(in.Dst)
-				switch in.Op {
-				case OpPut, OpWait:
-					side(padSide{in.Pad, in.Op == OpPut})
-				case OpSend:
-					side(fifoSide{in.Fifo, true})
-				case OpRecv:
-					side(fifoSide{in.Fifo, false})
-				case OpRecvSend:
-					side(fifoSide{in.Fifo, false})
-					side(fifoSide{in.Fwd, true})
-				}
-			}) {
-				continue
-			}
-			refs := op.Kernel.Gen.Refs()
-			for _, b := range refs.Buffers {
-				visit(b)
-			}
-			for _, p := range refs.Pads { // which side is not said: both
-				side(padSide{p, true})
-				side(padSide{p, false})
-			}
-			for _, q := range refs.Fifos {
-				if q.Src == r {
-					side(fifoSide{q, true})
-				}
-				if q.Dst == r {
-					side(fifoSide{q, false})
-				}
-			}
+			f(r, op.Kernel, laneBase[r]+int32(op.Stream))
 		}
 	}
+}
+
+// walkLocations calls f(k, lane) for every location a kernel launched on
+// lane touches: k is a buffer's storage (Buffer.storage), a pad's put or
+// wait side (padSide), or a FIFO's send or receive side (fifoSide). Runs of
+// one location within a kernel are reported once; the order is the
+// programs' (deterministic).
+func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)) {
+	eachLaunch(progs, laneBase, func(r int, kern *KernelSpec, lane int32) {
+		var last any // consecutive instructions mostly touch one buffer
+		visit := func(b *Buffer) {
+			if b == nil {
+				return
+			}
+			if k := b.storage(); k != last {
+				f(k, lane)
+				last = k
+			}
+		}
+		// Signal-pad slots and FIFOs are checked too (exec.go,
+		// checkSlot): puts into a pad against puts, waits against
+		// waits, sends into a FIFO against sends, receives against
+		// receives. Each side is a location of its own.
+		side := func(k any) {
+			if k != last {
+				f(k, lane)
+				last = k
+			}
+		}
+		if kern.listed(func(in *Instr) {
+			for _, s := range in.Srcs {
+				visit(s.Buf)
+			}
+			visit(in.Dst)
+			switch in.Op {
+			case OpPut, OpWait:
+				side(padSide{in.Pad, in.Op == OpPut})
+			case OpSend:
+				side(fifoSide{in.Fifo, true})
+			case OpRecv:
+				side(fifoSide{in.Fifo, false})
+			case OpRecvSend:
+				side(fifoSide{in.Fifo, false})
+				side(fifoSide{in.Fwd, true})
+			}
+		}) {
+			return
+		}
+		refs := kern.Gen.Refs()
+		for _, b := range refs.Buffers {
+			visit(b)
+		}
+		for _, p := range refs.Pads { // which side is not said: both
+			side(padSide{p, true})
+			side(padSide{p, false})
+		}
+		for _, q := range refs.Fifos {
+			if q.Src == r {
+				side(fifoSide{q, true})
+			}
+			if q.Dst == r {
+				side(fifoSide{q, false})
+			}
+		}
+	})
 }
 
 // snapshot returns an immutable copy of lane's clock to hand to others (a
