@@ -15,7 +15,11 @@ type Estimate struct {
 	Tasks    int64 `json:"tasks"`     // ops issued over all ranks, layers and replays
 	MicroOps int64 `json:"micro_ops"` // device steps, collectives' per-peer steps included
 	Chunks   int64 `json:"chunks"`    // value chunks of all tensors
-	Bytes    int64 `json:"bytes"`     // estimated peak memory of a run (reference included)
+	Bytes    int64 `json:"bytes"`     // estimated peak memory of a run (reference included), under GCPercent
+	// GCPercent is the collector's target a run this size should use
+	// (SmallRunGCPercent or LargeRunGCPercent): simctl sets it unless
+	// GOGC is in the environment. It depends on the knobs alone.
+	GCPercent int `json:"gc_percent"`
 }
 
 // Limits a run's estimate must stay within. MemoryBudget is the estimated
@@ -30,20 +34,52 @@ const (
 	MaxEstimatedMicroOps = 1 << 32
 )
 
+// Admitted, when set, sees the estimate of every configuration
+// CheckBudget admits, before anything is built (simctl picks the
+// collector's target from it: cmd/simctl/gc.go). It must not change
+// what a run computes.
+var Admitted func(Estimate)
+
 // ErrBudget wraps an estimate over the budget.
 var ErrBudget = errors.New("over the resource budget")
 
-// Calibration of the byte estimate: peak resident memory of `simctl run
-// tp8-shared-expert --variant buggy --set budget=0` (the reference and the
-// nominal schedule) measured at tp 8–256, dp 1–16, layers 1–61: a term per
-// rank-layer (tasks, buffers, clocks) and one per rank-layer and peer
-// (a collective's steps and the clock entries they carry grow with the
-// group). The estimate is within 1–3× above what was measured.
+// Calibration of the byte estimate: peak resident memory (getrusage, one
+// fresh process each) of `simctl run tp8-shared-expert --variant fixed
+// --set budget=0 --set tp=… --set dp=… --set layers=…`, with finished
+// tasks and clock snapshots retired as the run goes (ranks/retire.go),
+// measured at 8–4096 ranks (tp up to 1024, dp up to 512), 1–61 layers,
+// 2–8 replays, 4–16 chunks, graph and eager mode (TestEstimateBounds lists
+// the points). Such a run keeps the reference's world (built whole, one
+// stream per rank) while the nominal schedule runs, so it peaks at about
+// twice a nominal schedule alone (simctl bench's scale rows). What is
+// live grows with the program, built whole before the run: a term per
+// rank (communicators, streams), one per rank-layer (kernels, tensors,
+// lowered graph nodes), one per rank-layer-replay (a replay's values and
+// provenance) and one per chunk of those. A collective's per-peer state no
+// longer shows (tp 256–1024, one layer: 44–104 MiB). The variable part is
+// counted with a margin of 5/4; the estimate is above every measured peak
+// and within 2× of it.
 const (
-	bytesPerRankLayer     = 133 << 10
-	bytesPerRankLayerPeer = 2600
-	baseBytes             = 16 << 20
-	defaultOpsPerLayer    = 12 // ops and stream markers of one MoE layer
+	bytesPerRank              = 64 << 10
+	bytesPerRankLayer         = 14 << 10
+	bytesPerRankLayerReplay   = 21 << 10
+	bytesPerRankLayerReplayCk = 800
+	baseBytes                 = 20 << 20
+	defaultOpsPerLayer        = 12 // ops and stream markers of one MoE layer
+)
+
+// The collector's target for a run (Estimate.GCPercent): a small run
+// collects at GOGC=400, which saves CPU (10–30 % in the calibration's
+// runs) and costs little memory; a run whose peak at 400 would pass
+// smallRunBytes collects at Go's default 100: at 400 the heap goal is 5×
+// the live heap instead of 2× (512 ranks × 61 layers peaked at 2,500
+// MiB at 400 against 1,920–2,090 at 100). The peak at 400 was up to 1.9× the
+// peak at 100 (tp=512, one layer: 121 against 64 MiB), so the variable
+// part is counted 7/4 times there (its margin of 5/4 included, 2.2×).
+const (
+	SmallRunGCPercent = 400
+	LargeRunGCPercent = 100
+	smallRunBytes     = 512 << 20
 )
 
 // opsPerLayer is how many ops one rank issues per layer and replay: from
@@ -67,19 +103,41 @@ func (s *Scenario) opsPerLayer(cfg Config) int64 {
 	return defaultOpsPerLayer
 }
 
-// Estimate computes what a run of s with cfg will cost.
-func (s *Scenario) Estimate(cfg Config) Estimate {
-	tp, dp := int64(max(cfg.TP, 1)), int64(max(cfg.DP, 1))
-	layers, chunks := int64(max(cfg.Layers, 1)), int64(max(cfg.Chunks, 1))
-	replays := int64(1)
+// multipliers are the knobs that multiply a run's work as s's form reads
+// them: a file's per-rank programs and op graphs make a world of tp ranks
+// (dp is not read: spec_build.go's world) whose programs are the whole run
+// (layers count through repeated blocks, in ops); a program with capture
+// blocks replays through its own ops; a graph builder that does not read
+// replays or dp is not multiplied by them.
+func (s *Scenario) multipliers(cfg Config) (tp, dp, layers, replays int64) {
+	tp, dp, layers = int64(max(cfg.TP, 1)), int64(max(cfg.DP, 1)), int64(max(cfg.Layers, 1))
+	replays = 1
 	if cfg.Mode == "graph" {
 		replays = int64(max(cfg.Replays, 1))
 	}
+	sp := s.Spec
+	if sp == nil {
+		return tp, dp, layers, replays
+	}
+	used := sp.usedKnobs()
+	if !used["dp"] {
+		dp = 1
+	}
+	if !used["layers"] || len(sp.Programs) > 0 || sp.Graph != nil && sp.Graph.Builder == "" {
+		layers = 1 // the file's programs or op graph are the whole program (repeats counted in ops)
+	}
+	if !used["replays"] || !used["mode"] || sp.graphProgram() {
+		replays = 1
+	}
+	return tp, dp, layers, replays
+}
+
+// Estimate computes what a run of s with cfg will cost.
+func (s *Scenario) Estimate(cfg Config) Estimate {
+	tp, dp, layers, replays := s.multipliers(cfg)
+	chunks := int64(max(cfg.Chunks, 1))
 	ranks := tp * dp
 	ops := s.opsPerLayer(cfg)
-	if sp := s.Spec; sp != nil && (len(sp.Programs) > 0 || sp.Graph != nil && sp.Graph.Builder == "") {
-		layers = 1 // a file's programs or op graph are the whole program (repeats counted in ops)
-	}
 	units := sat(ranks, layers, replays) // rank-layer-replays
 	// Every factor is at most 2^20 (the knobs' own ranges), so the
 	// products below are computed saturating, never overflowing.
@@ -87,11 +145,21 @@ func (s *Scenario) Estimate(cfg Config) Estimate {
 	e.Tasks = sat(units, ops)
 	e.MicroOps = sat(units, ops, tp, chunks)
 	e.Chunks = sat(units, ops, chunks)
-	scale := max(replays, 2) * max(chunks, 4) // calibrated at 2 replays, 4 chunks
 	// Memory in MoE-layer equivalents (the calibration's unit): a file's
-	// program of many ops counts as many layers.
+	// program of many ops counts as many layers. An eager run keeps about
+	// what a graph run of 2 replays keeps.
+	rep := max(replays, 2)
 	eq := max(sat(layers, ops)/defaultOpsPerLayer, 1)
-	e.Bytes = satAdd(baseBytes, sat(bytesPerRankLayer, ranks, eq, scale)/8, sat(bytesPerRankLayerPeer, ranks, tp, eq, scale)/8)
+	perLayer := satAdd(bytesPerRankLayer, sat(rep, satAdd(bytesPerRankLayerReplay, sat(chunks, bytesPerRankLayerReplayCk))))
+	live := satAdd(sat(ranks, bytesPerRank), sat(ranks, eq, perLayer))
+	live = satAdd(live, live/4) // the margin
+	// The peak under the collector's target the run will use: at
+	// GOGC=400 while that stays small, else at 100 (and never below
+	// smallRunBytes, so the estimate grows with every knob).
+	e.GCPercent, e.Bytes = SmallRunGCPercent, satAdd(baseBytes, sat(live, 7)/4)
+	if e.Bytes > smallRunBytes {
+		e.GCPercent, e.Bytes = LargeRunGCPercent, max(satAdd(baseBytes, live), smallRunBytes)
+	}
 	return e
 }
 
@@ -138,6 +206,9 @@ func (s *Scenario) CheckBudget(cfg Config) error {
 	case e.MicroOps > MaxEstimatedMicroOps:
 		what = fmt.Sprintf("about %d micro-ops; at most %d", e.MicroOps, int64(MaxEstimatedMicroOps))
 	default:
+		if Admitted != nil {
+			Admitted(e)
+		}
 		return nil
 	}
 	return fmt.Errorf("%w: %w: %s would need %s; lower %s", ErrBadKnob, ErrBudget, cfg.budgetSummary(), what, s.knobToLower(cfg))

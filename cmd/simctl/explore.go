@@ -150,7 +150,9 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 			budget = defaultDPORBudget
 		}
 	}
-	opt := explore.Options{Budget: budget, Workers: f.workers, Outcomes: f.outcomes, GCPercent: explore.DefaultGCPercent}
+	// The collector's target from the run's size (gc.go): DefaultGCPercent
+	// for the small worlds an exploration usually makes, 100 for a large one.
+	opt := explore.Options{Budget: budget, Workers: f.workers, Outcomes: f.outcomes, GCPercent: t.Scenario.Estimate(t.Config).GCPercent}
 	if f.shard != "" {
 		sh, err := explore.ParseShard(f.shard)
 		if err != nil {

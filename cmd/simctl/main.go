@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 )
 
 // usageError marks errors that exit with status 2.
@@ -28,24 +27,9 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 var errUnmet = errors.New("some variants did not meet their expected verdict")
 
 func main() {
-	tuneGC()
+	tuneGC()          // gc.go
 	watchdogOn = true // memory.go
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// tuneGC trades memory for speed: a simulation allocates many short-lived
-// objects (tasks, clocks, provenance), and collecting at 5× the live heap
-// instead of 2× makes exploration about 1.7× faster (BenchmarkTP8Schedule,
-// GOGC=400 vs 100 in one run). A 3 GiB soft limit keeps large runs (1024
-// ranks × 61 layers, about 2 GiB live) from growing past it. GOGC and
-// GOMEMLIMIT in the environment still win.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(3 << 30)
-	}
 }
 
 // run is main without the process: it returns the exit status.
