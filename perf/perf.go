@@ -232,7 +232,7 @@ func scaleRow(name string, sets []string) (Row, error) {
 		// The resource estimate (scenarios.Estimate) bounds `simctl
 		// run`, which keeps the reference's world beside the nominal
 		// one (about twice this row's nominal schedule alone); at
-		// 4096 × 61 it says 18.8 GiB. The row is opt-in and measures
+		// 4096 × 61 it says 18.9 GiB. The row is opt-in and measures
 		// what one nominal schedule really takes.
 		e := sc.Estimate(cfg)
 		saved := scenarios.MemoryBudget
