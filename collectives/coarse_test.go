@@ -112,7 +112,7 @@ func (p coarseProg) build(t require.TestingT, fine bool) *ranks.World {
 		var launches []ranks.HostOp
 		for k := range p.calls {
 			in := w.Alloc(r, fmt.Sprintf("in%d", k), 1<<12, p.chunks)
-			w.Init(in, func(c int) uint64 { return uint64(7*(r+1)*(c+1) + 1000*k) })
+			w.Init(in, func(c int) uint64 { return inputValue(r, k, c) })
 			out := in
 			if !p.inPlace {
 				out = w.Alloc(r, fmt.Sprintf("out%d", k), 1<<12, p.chunks)

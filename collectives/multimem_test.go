@@ -244,7 +244,7 @@ func TestPropMultimemSplitIsTheSum(t *testing.T) {
 			p := &ranks.Program{Streams: []string{"main"}}
 			for k := range calls {
 				in := w.Alloc(r, fmt.Sprintf("in%d", k), 1<<16, chunks)
-				w.Init(in, func(c int) uint64 { return uint64(7*(r+1)*(c+1) + 1000*k) })
+				w.Init(in, func(c int) uint64 { return inputValue(r, k, c) })
 				out := w.Alloc(r, fmt.Sprintf("out%d", k), 1<<16, chunks)
 				ks, err := comm.Launches(r, collectives.Call{Name: fmt.Sprintf("ar%d", k), Op: collectives.AllReduce, Strategy: collectives.Multimem, In: in, Out: out, Blocks: blocks})
 				require.NoError(rt, err)
@@ -259,18 +259,7 @@ func TestPropMultimemSplitIsTheSum(t *testing.T) {
 		res, err := w.Run()
 		require.NoError(rt, err)
 		require.Empty(rt, res.Findings)
-		for r := range n {
-			for k, out := range outs[r] {
-				for c := range chunks {
-					want := uint64(0)
-					for q := range n {
-						want += uint64(7*(q+1)*(c+1) + 1000*k)
-					}
-					require.Equal(rt, want, out.Vals[c].N, "rank %d call %d chunk %d", r, k, c)
-					require.Len(rt, w.Srcs.Terms(out.Vals[c]), n, "one term per rank")
-				}
-			}
-		}
+		requireCallSums(rt, w, outs, chunks)
 	})
 }
 

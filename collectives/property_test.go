@@ -40,7 +40,7 @@ func TestPropAllReduceIdealWhenOrdered(t *testing.T) {
 			p := &ranks.Program{Streams: []string{"main"}}
 			for k := range calls {
 				in := w.Alloc(r, fmt.Sprintf("in%d", k), 1<<12, chunks)
-				w.Init(in, func(c int) uint64 { return uint64(7*(r+1)*(c+1) + 1000*k) })
+				w.Init(in, func(c int) uint64 { return inputValue(r, k, c) })
 				out := w.Alloc(r, fmt.Sprintf("out%d", k), 1<<12, chunks)
 				ks, err := comm.AllReduce(r, fmt.Sprintf("ar%d", k), s, in, out)
 				require.NoError(rt, err)
@@ -52,17 +52,30 @@ func TestPropAllReduceIdealWhenOrdered(t *testing.T) {
 		res, err := w.Run()
 		require.NoError(rt, err)
 		require.Empty(rt, res.Findings)
-		for r := range n {
-			for k, out := range outs[r] {
-				for c := range chunks {
-					want := uint64(0)
-					for q := range n {
-						want += uint64(7*(q+1)*(c+1) + 1000*k)
-					}
-					require.Equal(rt, want, out.Vals[c].N, "rank %d call %d chunk %d", r, k, c)
-					require.Len(rt, w.Srcs.Terms(out.Vals[c]), n, "one provenance term per rank")
+		requireCallSums(rt, w, outs, chunks)
+	})
+}
+
+// inputValue is chunk c of call k's input on rank r in the sum properties:
+// distinct per rank, chunk and call, so a term taken twice or from the
+// wrong call shows in the sum.
+func inputValue(r, k, c int) uint64 { return uint64(7*(r+1)*(c+1) + 1000*k) }
+
+// requireCallSums requires every rank's output of every call (outs[rank][call])
+// to hold the sum over ranks of that call's inputs (inputValue), with one
+// provenance term per rank.
+func requireCallSums(t require.TestingT, w *ranks.World, outs [][]*ranks.Buffer, chunks int) {
+	n := len(outs)
+	for r := range n {
+		for k, out := range outs[r] {
+			for c := range chunks {
+				want := uint64(0)
+				for q := range n {
+					want += inputValue(q, k, c)
 				}
+				require.Equal(t, want, out.Vals[c].N, "rank %d call %d chunk %d", r, k, c)
+				require.Len(t, w.Srcs.Terms(out.Vals[c]), n, "one provenance term per rank")
 			}
 		}
-	})
+	}
 }
