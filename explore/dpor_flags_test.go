@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
 	"github.com/collsim/collsim/ranks"
@@ -70,16 +69,7 @@ func TestDPORFlagsMatchNaive(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		p := genFlags(rt)
 		tg := &Target{Scenario: p.scenario(), Variant: "flags"}
-		want, runs, ok := naiveOutcomes(tg, limit)
-		if !ok {
-			skipped.Add(1)
-			rt.Skipf("naive enumeration too large (> %d runs)", runs-1)
-		}
-		got, sum := dporEveryOutcome(tg, runs)
-		require.True(rt, *sum.Complete, "dpor must finish within %d traces", runs)
-		require.Equal(rt, verdicts(want), verdicts(got), "verdict sets: dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
-		require.Equal(rt, keys(want), keys(got), "outcome sets: dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
-		require.LessOrEqual(rt, sum.Schedules, runs)
+		requireDPORMatchesNaive(rt, tg, limit, dporEveryOutcome, &skipped)
 		checked.Add(1)
 	})
 	t.Logf("checked %d generated flag programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)

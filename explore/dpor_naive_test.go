@@ -163,21 +163,29 @@ func TestDPORNaiveEveryChoice(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		p := genRich(rt)
 		tg := &Target{Scenario: p.scenario(), Variant: "rich"}
-		want, runs, ok := naiveOutcomes(tg, limit)
-		if !ok {
-			skipped.Add(1)
-			rt.Skipf("naive enumeration too large (> %d runs)", runs-1)
-		}
-		got, sum := dporOutcomes(tg, runs)
-		require.True(rt, *sum.Complete, "dpor must finish within %d traces", runs)
-		require.Equal(rt, verdicts(want), verdicts(got), "verdict sets: dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
-		require.Equal(rt, keys(want), keys(got), "outcome sets: dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
-		require.LessOrEqual(rt, sum.Schedules, runs)
+		requireDPORMatchesNaive(rt, tg, limit, dporOutcomes, &skipped)
 		if n := checked.Add(1); n%25 == 0 {
 			t.Logf("%d programs checked so far", n)
 		}
 	})
 	t.Logf("checked %d generated programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)
+}
+
+// requireDPORMatchesNaive enumerates tg naively (at most limit runs;
+// beyond that the case is skipped and counted in skipped) and requires
+// dpor, given the naive run count as its budget, to finish complete with
+// the same verdicts and outcomes in no more traces.
+func requireDPORMatchesNaive(rt *rapid.T, tg *Target, limit int, dpor func(*Target, int) (map[outcomeKey]bool, *Summary), skipped *atomic.Int64) {
+	want, runs, ok := naiveOutcomes(tg, limit)
+	if !ok {
+		skipped.Add(1)
+		rt.Skipf("naive enumeration too large (> %d runs)", runs-1)
+	}
+	got, sum := dpor(tg, runs)
+	require.True(rt, *sum.Complete, "dpor must finish within %d traces", runs)
+	require.Equal(rt, verdicts(want), verdicts(got), "verdict sets: dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
+	require.Equal(rt, keys(want), keys(got), "outcome sets: dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
+	require.LessOrEqual(rt, sum.Schedules, runs)
 }
 
 func verdicts(m map[outcomeKey]bool) []string {

@@ -122,23 +122,12 @@ variants: [{name: a}]
 // node runs on the graph's own stream, so only the explicit join orders
 // the two; eagerly the same ops are ordered by the aux stream itself.
 func TestGraphStreams(t *testing.T) {
-	data, err := os.ReadFile("testdata/ok/graphs-piecewise.yaml")
-	require.NoError(t, err)
-	sc, err := scenarios.Load("graphs-piecewise.yaml", data)
-	require.NoError(t, err)
-	for _, tt := range []struct {
-		sets []string
-		want string
-	}{
+	requireFileVerdicts(t, "testdata/ok/graphs-piecewise.yaml", []setsVerdict{
 		{nil, "ok"},
 		{[]string{"join=off"}, "race"},
 		{[]string{"join=off", "mode=eager"}, "ok"},
 		{[]string{"mode=eager"}, "ok"},
-	} {
-		rep, err := check.RunVariant(sc, scenarios.Variant{Name: "t"}, check.Options{Extra: append([]string{"budget=1"}, tt.sets...)})
-		require.NoError(t, err)
-		require.Equal(t, tt.want, rep.Verdict, "sets %v: %v", tt.sets, rep.Findings)
-	}
+	})
 }
 
 // TestGraphProgramReplaysUnread: with capture blocks the program says

@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,23 +97,12 @@ func TestPerReplayInputsEachReplay(t *testing.T) {
 // TestHostValuesVerdicts: the frozen host scalar is caught by the eager
 // path, and only the mechanism's knob flips it.
 func TestHostValuesVerdicts(t *testing.T) {
-	data, err := os.ReadFile("testdata/ok/host-values.yaml")
-	require.NoError(t, err)
-	sc, err := scenarios.Load("host-values.yaml", data)
-	require.NoError(t, err)
-	for _, tt := range []struct {
-		sets []string
-		want string
-	}{
+	requireFileVerdicts(t, "testdata/ok/host-values.yaml", []setsVerdict{
 		{nil, "corruption"},
 		{[]string{"step_counter=device"}, "ok"},
 		{[]string{"mode=eager"}, "ok"},
 		{[]string{"replays=1"}, "ok"},
-	} {
-		rep, err := check.RunVariant(sc, scenarios.Variant{Name: "t"}, check.Options{Extra: append([]string{"budget=1"}, tt.sets...)})
-		require.NoError(t, err)
-		require.Equal(t, tt.want, rep.Verdict, "sets %v: %v", tt.sets, rep.Findings)
-	}
+	})
 }
 
 // TestHostValuesNeedPrograms: an op graph makes its own program, so host
@@ -132,4 +122,26 @@ variants: [{name: a}]
 	_, err := scenarios.LoadSpec("t.yaml", []byte(src))
 	require.ErrorContains(t, err, "t.yaml:3:8: steps: host values are for programs")
 	require.ErrorContains(t, err, `t.yaml:5:40: tensor "x": per_replay is for programs`)
+}
+
+// setsVerdict is one row of a verdict table: the knobs set, the verdict
+// the file's nominal schedule must give.
+type setsVerdict struct {
+	sets []string
+	want string
+}
+
+// requireFileVerdicts loads the scenario file at path and requires each
+// row's --set knobs to give its verdict (one schedule, the nominal one).
+func requireFileVerdicts(t *testing.T, path string, rows []setsVerdict) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sc, err := scenarios.Load(filepath.Base(path), data)
+	require.NoError(t, err)
+	for _, tt := range rows {
+		rep, err := check.RunVariant(sc, scenarios.Variant{Name: "t"}, check.Options{Extra: append([]string{"budget=1"}, tt.sets...)})
+		require.NoError(t, err)
+		require.Equal(t, tt.want, rep.Verdict, "sets %v: %v", tt.sets, rep.Findings)
+	}
 }
