@@ -57,6 +57,20 @@ func NewTarget(name, variant string, sets []string) (*Target, error) {
 // NewTargetFrom is NewTarget for a built-in name or, with read, a scenario
 // file path (read is os.ReadFile in the command line; nil: built-ins only).
 func NewTargetFrom(name, variant string, sets []string, read scenarios.ReadFunc) (*Target, error) {
+	return NewTargetWith(name, variant, sets, read, TargetOptions{})
+}
+
+// TargetOptions are how a target's worlds are built, besides its knobs.
+type TargetOptions struct {
+	// FineSteps builds every world micro-op by micro-op
+	// ([scenarios.Config.FineSteps], the command line's --fine-steps):
+	// the nominal schedule's trace hash and step count change where a
+	// collective would have run as one coarse step; nothing else does.
+	FineSteps bool
+}
+
+// NewTargetWith is NewTargetFrom with options.
+func NewTargetWith(name, variant string, sets []string, read scenarios.ReadFunc, o TargetOptions) (*Target, error) {
 	sc, ok := scenarios.Lookup(name)
 	if !ok {
 		if read == nil {
@@ -67,6 +81,7 @@ func NewTargetFrom(name, variant string, sets []string, read scenarios.ReadFunc)
 			return nil, fmt.Errorf("%w: %w", ErrBadInput, err)
 		}
 	}
+	sc = sc.WithFineSteps(o.FineSteps)
 	if variant == "" && len(sc.Variants) > 0 {
 		variant = sc.Variants[0].Name
 	}

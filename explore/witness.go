@@ -31,6 +31,9 @@ type Witness struct {
 	TraceHash  string       `json:"trace_hash"`
 	Deviations int          `json:"deviations"`
 	Choices    []sim.Choice `json:"choices"`
+	// FineSteps: the schedule ran micro-op by micro-op (simctl
+	// --fine-steps, [TargetOptions]); a replay does too.
+	FineSteps bool `json:"fine_steps,omitempty"`
 }
 
 // WitnessInfo is a witness without its choices, for summaries.
@@ -62,6 +65,7 @@ func newWitness(t *Target, s Strategy, sc *Schedule) *Witness {
 		Strategy: s.Name(), Mode: modeName(s.Mode()), Seed: sim.Seed(sc.Seed), Schedule: sc.Index,
 		Verdict: sc.Verdict, Kinds: sc.Kinds(), TraceHash: sc.TraceHash,
 		Deviations: sim.Deviations(sc.Choices), Choices: trimChoices(sc.Choices),
+		FineSteps: t.Config.FineSteps,
 	}
 }
 
@@ -116,12 +120,12 @@ func (w *Witness) mode() sim.Mode {
 }
 
 // Target resolves the witness's scenario, variant and overrides.
-func (w *Witness) Target() (*Target, error) { return NewTarget(w.Scenario, w.Variant, w.Sets) }
+func (w *Witness) Target() (*Target, error) { return w.TargetFrom(nil) }
 
 // TargetFrom is Target for a witness whose scenario may be a file (read is
 // os.ReadFile in the command line).
 func (w *Witness) TargetFrom(read scenarios.ReadFunc) (*Target, error) {
-	return NewTargetFrom(w.Scenario, w.Variant, w.Sets, read)
+	return NewTargetWith(w.Scenario, w.Variant, w.Sets, read, TargetOptions{FineSteps: w.FineSteps})
 }
 
 // Replay runs the witness's schedule on t. Diverged counts recorded choices

@@ -11,8 +11,8 @@ import (
 	"github.com/collsim/collsim/streamsched"
 )
 
-// Config is every knob a scenario understands. Each field has a key for
-// --set key=value; [Config.Keys] lists them in a fixed order.
+// Config is every knob a scenario understands. Each field but FineSteps
+// has a key for --set key=value; [Config.Keys] lists them in a fixed order.
 type Config struct {
 	TP        int    `json:"tp"`
 	DP        int    `json:"dp,omitempty"` // data-parallel replicas: world size is TP·DP
@@ -56,6 +56,13 @@ type Config struct {
 	Jitter string `json:"jitter,omitempty"`
 	// Bug holds the knobs of the bug-class built-ins (family.go).
 	Bug BugKnobs `json:"bug,omitzero"`
+	// FineSteps builds every world with [ranks.Config.FineSteps]: every
+	// micro-op an event of its own, no coarse collective steps. It is not
+	// a knob (a scenario file cannot set it) but the command line's
+	// --fine-steps ([Scenario.WithFineSteps]): verdicts, findings, times
+	// and values are the same either way, the trace hash and step count
+	// differ where a call would have run coarse.
+	FineSteps bool `json:"fine_steps,omitempty"`
 }
 
 // ErrBadKnob wraps every knob error.

@@ -16,6 +16,7 @@ func worldConfig(cfg Config, hw ranks.Profile, c ranks.Config) ranks.Config {
 	c = hw.IssueCosts(c)
 	c.Jitter, c.HostJitter = jitterTables(cfg.Jitter)
 	c.Share, c.GraphGap = hw.Share(), hw.GraphGap
+	c.FineSteps = cfg.FineSteps
 	return c
 }
 

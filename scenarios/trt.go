@@ -175,7 +175,7 @@ func buildEngines(cfg Config, opt BuildOptions, eng *sim.Engine, g *streamsched.
 	if opt.Reference {
 		launch = hw.Launch
 	}
-	wc := ranks.Config{Mode: ranks.Eager, LaunchCost: launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs}
+	wc := ranks.Config{Mode: ranks.Eager, LaunchCost: launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs, FineSteps: cfg.FineSteps}
 	wc.Jitter, wc.HostJitter = jitterTables(cfg.Jitter) // its host costs are engine calls, not eager ops
 	w := ranks.NewWorld(cfg.TP, wc, eng)
 	gc := &groupComms{w: w, hw: hw, chunks: cfg.Chunks, groups: groups, made: map[string]*collectives.Comm{}}

@@ -45,6 +45,7 @@ type exploreFlags struct {
 	// checkpointEvery is how often the checkpoint is written (hidden:
 	// tests make it short).
 	checkpointEvery time.Duration
+	fineSteps       bool // --fine-steps (finesteps.go)
 }
 
 // maxWorkers bounds --workers: each worker holds a world in memory, and a
@@ -107,6 +108,7 @@ expectation, 1 when it does not, 2 on bad input.`,
 	fl.DurationVar(&f.checkpointEvery, "checkpoint-every", checkpointEvery, "how often the checkpoint is written")
 	_ = fl.MarkHidden("checkpoint-every")
 	fl.StringVar(&f.resume, "resume", "", "continue the exploration checkpointed in `FILE` (same scenario and flags); the result is the one an uninterrupted run gives")
+	addFineStepsFlag(cmd, &f.fineSteps)
 	fl.StringVar(&f.shard, "shard", "", "run only shard i/n of the schedules (random, pct) and print its shard file (JSON) for `simctl merge`")
 	return cmd
 }
@@ -127,7 +129,7 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	if f.time < 0 {
 		return usagef("--time %s: want a positive duration", f.time)
 	}
-	t, err := explore.NewTargetFrom(inputArg(name), f.variant, f.sets, readInput)
+	t, err := explore.NewTargetWith(inputArg(name), f.variant, f.sets, readInput, explore.TargetOptions{FineSteps: f.fineSteps})
 	if err != nil {
 		return asUsage(err)
 	}

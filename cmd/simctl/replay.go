@@ -20,6 +20,7 @@ type replayFlags struct {
 	// allowPath lets the witness name a scenario file outside its own
 	// directory (input.go).
 	allowPath bool
+	fineSteps bool // --fine-steps (finesteps.go)
 }
 
 func newReplayCmd(stdout, _ io.Writer) *cobra.Command {
@@ -49,6 +50,7 @@ finding persists, writes the smaller witness (to --out, default FILE with
 	cmd.Flags().StringVar(&f.files.trace, "trace", "", "write the replayed witness's Chrome trace-event timeline to `FILE` (with --shrink: the shrunk one)")
 	cmd.Flags().StringVar(&f.files.html, "html", "", "write the replayed witness as a self-contained HTML report to `FILE`, its deviations from nominal listed (with --shrink: the shrunk one)")
 	cmd.Flags().BoolVar(&f.allowPath, "allow-path", false, "let the witness name a scenario file outside the witness's own directory")
+	addFineStepsFlag(cmd, &f.fineSteps)
 	return cmd
 }
 
@@ -64,6 +66,7 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 	if f.maxRuns < 1 {
 		return usagef("--max-runs %d: want at least 1", f.maxRuns)
 	}
+	w.FineSteps = w.FineSteps || f.fineSteps
 	t, err := w.TargetFrom(witnessScenarioReader(file, f.allowPath))
 	if err != nil {
 		return usagef("%s: %w", file, err)

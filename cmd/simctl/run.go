@@ -22,6 +22,7 @@ type runFlags struct {
 	sets        []string
 	format      string
 	out         reportFiles // --trace, --html (report_files.go)
+	fineSteps   bool        // --fine-steps (finesteps.go)
 }
 
 func newRunCmd(stdout, _ io.Writer) *cobra.Command {
@@ -45,6 +46,7 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text or json")
 	cmd.Flags().IntVar(&f.maxFindings, "max-findings", 32, "keep at most N findings of each kind per variant (JSON's findings_total counts them all; findings_truncated says some were left out)")
+	addFineStepsFlag(cmd, &f.fineSteps)
 	f.out.addFlags(cmd)
 	return cmd
 }
@@ -62,6 +64,7 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 	if err != nil {
 		return err
 	}
+	sc = sc.WithFineSteps(f.fineSteps)
 	if f.format != "text" && f.format != "json" {
 		return usagef("--format %q: want text or json", f.format)
 	}
