@@ -21,6 +21,9 @@ type BuildOptions struct {
 	Reference bool
 	// Timeline records task spans (ranks.World.Spans) for timelines.
 	Timeline bool
+	// NoFold keeps every rank's own program (ranks.World.NoFold): the
+	// world a folded build must run exactly as (tests).
+	NoFold bool
 }
 
 // Built is a world ready to run, with what to compare afterwards.

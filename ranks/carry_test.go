@@ -135,37 +135,55 @@ type carryRun struct {
 }
 
 func (p carryProg) run(t require.TestingT, how carryRun) (*World, *Result) {
-	mode := Eager
-	if p.graph {
-		mode = Graph
-	}
-	w := NewWorld(p.ranks, Config{Mode: mode, Replays: p.replays, LaunchCost: 1000, EventCost: 200}, sim.NewEngine(sim.Timed, sim.NewRandom(p.seed, 300)))
+	w := p.world(1)
 	w.sparse, w.noCarry, w.clockHist = how.sparse, how.noCarry, how.hist
 	if how.hist != nil {
 		// A replay's join acquires each snapshot as it is (no
 		// accumulator, retire.go), so that the history names them all.
 		w.KeepHistory()
 	}
+	for r, pr := range p.programs(w, 0) {
+		w.SetProgram(r, pr)
+	}
+	res, err := w.Run()
+	require.NoError(t, err)
+	return w, res
+}
+
+// world is an empty world for p's programs, copies in groups of p.ranks
+// ranks each.
+func (p carryProg) world(groups int) *World {
+	mode := Eager
+	if p.graph {
+		mode = Graph
+	}
+	return NewWorld(groups*p.ranks, Config{Mode: mode, Replays: p.replays, LaunchCost: 1000, EventCost: 200}, sim.NewEngine(sim.Timed, sim.NewRandom(p.seed, 300)))
+}
+
+// programs allocates the memory of group g (ranks g·p.ranks onwards) in w
+// and returns its programs, in rank order.
+func (p carryProg) programs(w *World, g int) []*Program {
+	base := g * p.ranks
 	bufs := make([][]*Buffer, p.ranks)
 	group := make([]int, p.ranks)
 	for r := range group {
-		group[r] = r
+		group[r] = base + r
 	}
 	pads := w.AllocSymmetric("sym", group, 64, 1, 2*p.ranks).Pads
 	flag := make([]*Buffer, p.ranks)
 	for r := range p.ranks {
-		flag[r] = w.Alloc(r, "flag", 64, 1)
+		flag[r] = w.Alloc(base+r, "flag", 64, 1)
 		w.Init(flag[r], func(int) uint64 { return 0 })
 		for b := range p.bufs {
-			x := w.Alloc(r, fmt.Sprintf("b%d", b), 64, 1)
-			w.Init(x, func(int) uint64 { return uint64(1 + 10*r + b) })
+			x := w.Alloc(base+r, fmt.Sprintf("b%d", b), 64, 1)
+			w.Init(x, func(int) uint64 { return uint64(1 + 10*(base+r) + b) })
 			bufs[r] = append(bufs[r], x)
 		}
 	}
 	fifos := map[[2]int]*Fifo{}
 	fifo := func(a, b int) *Fifo {
 		if fifos[[2]int{a, b}] == nil {
-			fifos[[2]int{a, b}] = w.NewFifo(fmt.Sprintf("%d→%d", a, b), a, b, 4)
+			fifos[[2]int{a, b}] = w.NewFifo(fmt.Sprintf("%d→%d", base+a, base+b), base+a, base+b, 4)
 		}
 		return fifos[[2]int{a, b}]
 	}
@@ -191,15 +209,15 @@ func (p carryProg) run(t require.TestingT, how carryRun) (*World, *Result) {
 				}
 				in.Op, in.Dst, in.Srcs = OpCompute, dst, []Src{{Buf: bufs[r][c.src], Coef: 2}}
 			case 's':
-				in.Op, in.Fifo, in.Peer, in.Srcs = OpSend, fifo(r, c.peer), c.peer, []Src{{Buf: bufs[r][c.src], Coef: 1}}
+				in.Op, in.Fifo, in.Peer, in.Srcs = OpSend, fifo(r, c.peer), base+c.peer, []Src{{Buf: bufs[r][c.src], Coef: 1}}
 			case 'r':
-				in.Op, in.Fifo, in.Peer, in.Dst = OpRecv, fifo(c.peer, r), c.peer, bufs[r][c.dst]
+				in.Op, in.Fifo, in.Peer, in.Dst = OpRecv, fifo(c.peer, r), base+c.peer, bufs[r][c.dst]
 			case 'f':
-				in.Op, in.Fifo, in.Fwd, in.Peer, in.Srcs = OpRecvSend, fifo(c.peer, r), fifo(r, c.p2), c.peer, []Src{{Buf: bufs[r][c.src], Coef: 1}}
+				in.Op, in.Fifo, in.Fwd, in.Peer, in.Srcs = OpRecvSend, fifo(c.peer, r), fifo(r, c.p2), base+c.peer, []Src{{Buf: bufs[r][c.src], Coef: 1}}
 			case 'p':
-				in.Op, in.Pad, in.Slot, in.Peer = OpPut, pads[c.peer], r*2+c.slot, c.peer
+				in.Op, in.Pad, in.Slot, in.Peer = OpPut, pads[c.peer], r*2+c.slot, base+c.peer
 			case 'w':
-				in.Op, in.Pad, in.Slot, in.Peer = OpWait, pads[r], c.peer*2+c.slot, c.peer
+				in.Op, in.Pad, in.Slot, in.Peer = OpWait, pads[r], c.peer*2+c.slot, base+c.peer
 			case 'F':
 				in.Op, in.Dst, in.Slot = OpFlagPut, flag[c.peer], 1+c.slot
 			case 'W':
@@ -240,12 +258,7 @@ func (p carryProg) run(t require.TestingT, how carryRun) (*World, *Result) {
 			progs[r].Ops = append(append(head, pr.Ops...), tail...)
 		}
 	}
-	for r, pr := range progs {
-		w.SetProgram(r, pr)
-	}
-	res, err := w.Run()
-	require.NoError(t, err)
-	return w, res
+	return progs
 }
 
 // replayOnReference replays a clock history on plain vector clocks of nl

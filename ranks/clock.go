@@ -304,11 +304,11 @@ func eachLaunch(progs []*Program, laneBase []int32, f func(rank int, k *KernelSp
 		if p == nil {
 			continue
 		}
-		for _, op := range p.Ops {
+		for i, op := range p.Ops {
 			if op.Kind != Launch || op.Kernel == nil {
 				continue
 			}
-			f(r, op.Kernel, laneBase[r]+int32(op.Stream))
+			f(r, p.kernel(i), laneBase[r]+int32(op.Stream))
 		}
 	}
 }

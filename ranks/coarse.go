@@ -168,7 +168,7 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 			if op.Kind != Launch || op.Kernel == nil || op.Stream < 0 || op.Stream >= len(p.Streams) {
 				continue
 			}
-			k := op.Kernel
+			k := p.kernel(i) // a folded rank's is no CoarseRing: never coarse
 			name := k.Coll
 			if name == "" {
 				name = "\x00" + k.Name // not a call: never coarse, but it may use a FIFO

@@ -225,6 +225,8 @@ type Program struct {
 	Streams []string
 	Events  []string
 	Ops     []HostOp
+
+	fold *fold // a folded rank's renaming of its proto's memory (fold.go)
 }
 
 // Mode is how a program is executed.

@@ -150,20 +150,21 @@ func (w *World) setupReplayInputs() {
 		if p == nil {
 			continue
 		}
-		for _, op := range p.Ops {
+		for i, op := range p.Ops {
 			if op.Kind != Launch || op.Kernel == nil {
 				continue
 			}
+			k := p.kernel(i) // a folded rank's, renamed (fold.go)
 			// a template's copy runs the template's micro-ops: resolve the
 			// buffers they name to the copy's own
-			if op.Kernel.listed(func(in *Instr) {
+			if k.listed(func(in *Instr) {
 				if in.Dst != nil {
 					written[w.bufOf(in.Dst).storage()] = true
 				}
 			}) {
 				continue
 			}
-			for _, b := range op.Kernel.Gen.Refs().Buffers { // which it writes is not said: all
+			for _, b := range k.Gen.Refs().Buffers { // which it writes is not said: all
 				written[w.bufOf(b).storage()] = true
 			}
 		}

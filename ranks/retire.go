@@ -234,8 +234,7 @@ func (w *World) make(id int32) *task {
 	in := lz.ident[id]
 	r := int(in.rank)
 	n := w.plan.nodes[r][in.node]
-	p := w.progs[r]
-	op := &p.Ops[n.op]
+	op := w.progs[r].taskOp(n.op)
 	slot := r*w.cfg.Replays + int(in.replay)
 	first := lz.first[slot]
 	tv := task{id: id, rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: in.replay, node: int32(n.op),
@@ -346,7 +345,7 @@ func (w *World) task(id int32) *task {
 	g := &task{id: id, rank: r, lane: w.laneBase[r], replay: in.replay, node: -1, state: done, inst: Instance{Call: -1}}
 	if in.node >= 0 {
 		n := w.plan.nodes[r][in.node]
-		op := &w.progs[r].Ops[n.op]
+		op := w.progs[r].taskOp(n.op)
 		g.stream, g.lane, g.op, g.node = n.stream, w.laneBase[r]+int32(n.stream), op, int32(n.op)
 		g.inst = Instance{Call: w.plan.opCall[r][n.op], Replay: in.replay}
 		if op.Kernel != nil {

@@ -60,6 +60,13 @@ func NewTemplate(w *World) (*Template, error) {
 	if w.ran {
 		return nil, fmt.Errorf("%w: it has already run", ErrNotTemplate)
 	}
+	for _, p := range w.progs {
+		if p != nil && p.fold != nil {
+			// Its folded ranks' kernels name the proto's memory through a
+			// renaming by pointer, which a copy's memory does not share.
+			return nil, fmt.Errorf("%w: it has folded ranks", ErrNotTemplate)
+		}
+	}
 	t := &Template{w: w, bufSym: make([]int32, len(w.bufs))}
 	padIx := map[*SignalPad]int32{}
 	pad := func(p *SignalPad) int32 {

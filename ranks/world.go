@@ -88,6 +88,7 @@ type World struct {
 	nominal   bool // the chooser is sim.Nominal: no jitter
 	// keepHistory: retire nothing (KeepHistory; retire.go)
 	keepHistory bool
+	noFold      bool // NoFold: Fold keeps every rank's program (fold.go)
 	hist        History
 	lz          lazyTasks // graph mode: tasks made when they become ready (retire.go)
 	noFilter    bool      // tests: every lane counts as shared
@@ -582,7 +583,7 @@ func (w *World) hostGap(r int, def sim.Time) sim.Time {
 }
 
 func (w *World) newTask(r, i int, n node, p *Program, replay int32, base []int32) *task {
-	op := &p.Ops[n.op]
+	op := p.taskOp(n.op)
 	t := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: replay, node: int32(n.op), inst: Instance{Call: -1, Replay: replay},
 		users: w.plan.users[r][i]})
 	if op.Kernel != nil {
@@ -801,6 +802,10 @@ func makePlan(progs []*Program, capture bool) (*plan, error) {
 			progs[r] = &Program{Streams: []string{"main"}} // as Run makes it
 			p = progs[r]
 		}
+		if f := p.fold; f != nil && pl.opCall[f.proto] != nil {
+			pl.opCall[r], pl.opName[r] = pl.opCall[f.proto], pl.opName[f.proto] // the same ops
+			continue
+		}
 		pl.opCall[r] = make([]int32, len(p.Ops))
 		pl.opName[r] = make([]int32, len(p.Ops))
 		for i, op := range p.Ops {
@@ -826,6 +831,12 @@ func makePlan(progs []*Program, capture bool) (*plan, error) {
 		}
 	}
 	for r, p := range progs {
+		if f := p.fold; f != nil && pl.nodes[f.proto] != nil {
+			// A folded rank's program is its proto's host ops: the same
+			// DAG, which no run writes.
+			pl.nodes[r] = pl.nodes[f.proto]
+			continue
+		}
 		nodes, err := lower(r, p, capture)
 		if err != nil {
 			return nil, err
@@ -834,6 +845,10 @@ func makePlan(progs []*Program, capture bool) (*plan, error) {
 	}
 	pl.users, pl.roots, pl.rdeps = make([][]int32, len(progs)), make([]int32, len(progs)), make([][][]int32, len(progs))
 	for r, nodes := range pl.nodes {
+		if f := progs[r].fold; f != nil && pl.users[f.proto] != nil {
+			pl.users[r], pl.rdeps[r], pl.roots[r] = pl.users[f.proto], pl.rdeps[f.proto], pl.roots[f.proto]
+			continue
+		}
 		pl.users[r] = make([]int32, len(nodes))
 		pl.rdeps[r] = make([][]int32, len(nodes))
 		for k, n := range nodes {

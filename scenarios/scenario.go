@@ -153,6 +153,9 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	}
 	w := ranks.NewWorld(cfg.World(), worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
 	w.SetIndependentReplays(true) // each replay a step on inputs of its own, checked on its own (ranks/replays.go)
+	if opt.NoFold {
+		w.NoFold()
+	}
 	ws := collectives.SharedWorkspace
 	if cfg.Workspace == "per-call" {
 		ws = collectives.PerCallWorkspace
@@ -177,7 +180,13 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 		}
 		return tpComms[rank/cfg.TP], true
 	}
-	lo, err := streamsched.Lower(w, g, sched, nil, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks, CommFor: commFor})
+	tp := cfg.TP
+	lo, err := streamsched.Lower(w, g, sched, nil, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks, CommFor: commFor,
+		// Data-parallel replicas hold the same weights (a rank's shard is
+		// its place in its TP group) and run the same program on inputs of
+		// their own: every replica runs the first one's, folded.
+		Weight:   func(op string, rank int) int64 { return streamsched.DefaultWeight(op, rank%tp) },
+		FoldOnto: func(rank int) int { return rank % tp }})
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,11 @@ type LowerConfig struct {
 	// for one group per replica, as "tp" does with data parallelism); nil
 	// looks the name up in the comms map.
 	CommFor func(name string, rank int) (*collectives.Comm, bool)
+	// FoldOnto, when set, names for each rank an earlier rank whose
+	// program it may run over its own memory (ranks.World.Fold: one data-
+	// parallel replica's programs for all). Fold checks that the two
+	// programs agree; a rank that names itself keeps its own.
+	FoldOnto func(rank int) int
 }
 
 // DefaultWeight is a deterministic small weight per (op, rank), distinct
@@ -92,6 +97,13 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 			}
 		}
 		w.SetProgram(r, p)
+		if cfg.FoldOnto != nil {
+			if q := cfg.FoldOnto(r); q >= 0 && q < r {
+				// Folded now, rank by rank: the rank's own kernels
+				// are garbage before the next rank's are made.
+				w.Fold(r, q)
+			}
+		}
 	}
 	return lo, nil
 }

@@ -1,0 +1,464 @@
+package ranks
+
+import (
+	"reflect"
+	"slices"
+)
+
+// Folding: ranks that run the same program over memory of their own.
+//
+// A data-parallel world is many copies of one group: at TP=8 × DP=512 each
+// of the 512 groups launches the same kernels, in the same order, on its own
+// tensors, workspaces and signal pads. Kept as built, every rank holds its
+// own kernels and micro-ops for every layer: at 4,096 ranks × 61 layers
+// that is most of the run's memory, and it grows with ranks × layers
+// although only a few distinct programs exist.
+//
+// [World.Fold] drops a rank's program in favour of another rank's (its
+// proto) when the two are the same up to a renaming of the memory they
+// name: every buffer, signal pad, FIFO and awaited peer rank the proto's
+// kernels name maps to one of the folded rank's, consistently; every order
+// and exclusive key (a communicator's, one per replica) to one of its own,
+// one to one; and everything else (op kinds, streams, events, host gaps,
+// kernel names, calls, signatures, loads, micro-op kinds, offsets,
+// durations, coefficients) is equal. Fold
+// checks this itself, micro-op by micro-op, and keeps the rank's own
+// program when it does not hold; a builder only says which ranks to try.
+//
+// A folded rank's program shares the proto's host ops. Its kernels are made
+// when something needs them, one at a time ([Program.kernel]): a task gets
+// its own when it is made and drops it when it retires, and the static
+// passes (which lanes share memory, which entries clocks carry, which
+// tensors a replay writes, which collective steps may run coarse) see each
+// folded kernel through the renaming. Every micro-op a folded rank executes
+// is its original one, so a folded world runs exactly as the unfolded one
+// (TestFoldRunsAsUnfolded checks trace hashes, findings and every value).
+// What a world keeps then grows with the distinct programs, not with the
+// ranks.
+
+// fold is how a folded rank renames its proto's memory.
+type fold struct {
+	proto  int
+	bufs   *[]*Buffer // the world's buffers, by id
+	ranges []idRange  // proto buffer ids → the rank's, sorted by lo
+	pads   map[*SignalPad]*SignalPad
+	fifos  map[*Fifo]*Fifo
+	peers  map[int]int
+	keys   map[string]string // order and exclusive keys (one-to-one)
+}
+
+// idRange maps the proto's buffer ids in [lo, hi) to id + delta.
+type idRange struct {
+	lo, hi, delta int32
+}
+
+func (f *fold) buf(b *Buffer) *Buffer {
+	if b == nil {
+		return nil
+	}
+	rs, id := f.ranges, b.id
+	lo, hi := 0, len(rs)-1
+	for lo < hi { // the first range that ends after id
+		mid := int(uint(lo+hi) >> 1)
+		if rs[mid].hi > id {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return (*f.bufs)[id+rs[lo].delta]
+}
+
+func (f *fold) pad(p *SignalPad) *SignalPad {
+	if p == nil {
+		return nil
+	}
+	return f.pads[p]
+}
+
+func (f *fold) fifo(q *Fifo) *Fifo {
+	if q == nil {
+		return nil
+	}
+	return f.fifos[q]
+}
+
+func (f *fold) peer(r int) int {
+	if r < 0 {
+		return r
+	}
+	return f.peers[r]
+}
+
+// rename writes in, renamed, to out; srcs is out's sources' storage.
+func (f *fold) rename(in, out *Instr, srcs *[]Src) {
+	s := (*srcs)[:0]
+	for _, x := range in.Srcs {
+		x.Buf = f.buf(x.Buf)
+		s = append(s, x)
+	}
+	*srcs = s
+	*out = *in
+	out.Srcs = s
+	out.Dst = f.buf(in.Dst)
+	out.Pad = f.pad(in.Pad)
+	out.Fifo = f.fifo(in.Fifo)
+	out.Fwd = f.fifo(in.Fwd)
+	if in.Op == OpWait {
+		out.Peer = f.peer(in.Peer)
+	}
+}
+
+// foldGen generates a folded rank's micro-ops of a stored kernel: the
+// proto's, renamed one at a time (a few per kernel).
+type foldGen struct {
+	k    *KernelSpec // the proto's, with Instrs
+	f    *fold
+	srcs []Src // the last micro-op's sources
+}
+
+func (g *foldGen) Len() int { return len(g.k.Instrs) }
+
+func (g *foldGen) At(pc int, scratch *Instr) *Instr {
+	g.f.rename(&g.k.Instrs[pc], scratch, &g.srcs)
+	return scratch
+}
+
+// Enumerable: a stored kernel's micro-ops are listed.
+func (g *foldGen) Enumerable() {}
+
+func (g *foldGen) Refs() Refs { return Refs{} } // listed instead (Enumerable)
+
+// Rebind renames after folding. (A template refuses a folded world, so a
+// copy never asks; this keeps the generator whole.)
+func (g *foldGen) Rebind(m Rebinding) InstrGen { return &reboundGen{g: g, m: m} }
+
+// peerGen is a proto's generator rebound to a folded rank's memory
+// (InstrGen.Rebind, once per task): the generator renames buffers, pads
+// and FIFOs itself, and peerGen renames the peer a signal wait names.
+type peerGen struct {
+	InstrGen
+	f *fold
+}
+
+// peerGenEnum is a peerGen over an [Enumerable] generator.
+type peerGenEnum struct{ *peerGen }
+
+func (peerGenEnum) Enumerable() {}
+
+func (g *peerGen) At(pc int, scratch *Instr) *Instr {
+	in := g.InstrGen.At(pc, scratch)
+	if in.Op != OpWait || in.Peer < 0 {
+		return in
+	}
+	if in != scratch {
+		*scratch = *in // the generator's own: not to be written
+	}
+	scratch.Peer = g.f.peer(in.Peer)
+	return scratch
+}
+
+func (g *peerGen) Rebind(m Rebinding) InstrGen {
+	return &peerGen{InstrGen: g.InstrGen.Rebind(m), f: g.f}
+}
+
+// reboundGen is a generator whose micro-ops are g's, rebound by m.
+type reboundGen struct {
+	g    InstrGen
+	m    Rebinding
+	tmp  Instr
+	srcs []Src
+}
+
+func (r *reboundGen) Len() int { return r.g.Len() }
+
+func (r *reboundGen) At(pc int, scratch *Instr) *Instr {
+	in := r.g.At(pc, &r.tmp)
+	s := r.srcs[:0]
+	for _, x := range in.Srcs {
+		if x.Buf != nil {
+			x.Buf = r.m.Buffer(x.Buf)
+		}
+		s = append(s, x)
+	}
+	r.srcs = s
+	*scratch = *in
+	scratch.Srcs = s
+	if in.Dst != nil {
+		scratch.Dst = r.m.Buffer(in.Dst)
+	}
+	if in.Pad != nil {
+		scratch.Pad = r.m.Pad(in.Pad)
+	}
+	if in.Fifo != nil {
+		scratch.Fifo = r.m.Fifo(in.Fifo)
+	}
+	if in.Fwd != nil {
+		scratch.Fwd = r.m.Fifo(in.Fwd)
+	}
+	return scratch
+}
+
+func (r *reboundGen) Refs() Refs {
+	in := r.g.Refs()
+	var out Refs
+	for _, b := range in.Buffers {
+		out.Buffers = append(out.Buffers, r.m.Buffer(b))
+	}
+	for _, q := range in.Fifos {
+		out.Fifos = append(out.Fifos, r.m.Fifo(q))
+	}
+	for _, p := range in.Pads {
+		out.Pads = append(out.Pads, r.m.Pad(p))
+	}
+	return out
+}
+
+func (r *reboundGen) Rebind(m Rebinding) InstrGen { return &reboundGen{g: r, m: m} }
+
+// foldedOp is a folded rank's host op with its kernel, made in one piece.
+type foldedOp struct {
+	op HostOp
+	k  KernelSpec
+	g  foldGen
+}
+
+// kernel returns op i's kernel as rank p runs it: the op's own, or for a
+// folded rank a new kernel whose micro-ops are the proto's renamed.
+func (p *Program) kernel(i int) *KernelSpec {
+	k := p.Ops[i].Kernel
+	if p.fold == nil || k == nil {
+		return k
+	}
+	return p.taskOp(i).Kernel
+}
+
+// taskOp returns op i as a task of rank p runs it: a pointer into the
+// program, or for a folded rank a copy of its own with the kernel renamed:
+// a stored kernel's micro-ops as they are read, a generator once, here.
+func (p *Program) taskOp(i int) *HostOp {
+	op := &p.Ops[i]
+	k, f := op.Kernel, p.fold
+	if f == nil || k == nil {
+		return op
+	}
+	fo := &foldedOp{op: *op, k: *k}
+	fo.op.Kernel = &fo.k
+	if k.OrderKey != "" {
+		fo.k.OrderKey = f.keys[k.OrderKey]
+	}
+	if k.Exclusive != "" {
+		fo.k.Exclusive = f.keys[k.Exclusive]
+	}
+	if k.Gen == nil {
+		fo.g = foldGen{k: k, f: f}
+		fo.k.Instrs, fo.k.Gen = nil, &fo.g
+		return &fo.op
+	}
+	// Rebound, a ring's generator would still offer its ring shape to
+	// the coarse path; wrapped, it does not: a folded rank's collectives
+	// run micro-op by micro-op.
+	g := &peerGen{InstrGen: k.Gen.Rebind(Rebinding{Buffer: f.buf, Fifo: f.fifo, Pad: f.pad}), f: f}
+	fo.k.Gen = g
+	if _, ok := k.Gen.(Enumerable); ok {
+		fo.k.Gen = peerGenEnum{g}
+	}
+	return &fo.op
+}
+
+// Folded reports whether rank runs another rank's program (World.Fold),
+// and which.
+func (w *World) Folded(rank int) (proto int, ok bool) {
+	if p := w.progs[rank]; p != nil && p.fold != nil {
+		return p.fold.proto, true
+	}
+	return rank, false
+}
+
+// NoFold makes Fold keep every rank's own program (tests: the unfolded
+// world that a folded one must run exactly as).
+func (w *World) NoFold() { w.noFold = true }
+
+// Fold makes rank run proto's program over its own memory, when rank's
+// program (set with SetProgram) is proto's up to a consistent renaming of
+// buffers, signal pads, FIFOs and peer ranks (see the comment at the top of
+// fold.go), and reports whether it did. proto must not itself be folded.
+// Call it after both programs are set and before Run; rank's own kernels
+// are then no longer referenced by the world.
+func (w *World) Fold(rank, proto int) bool {
+	if w.noFold || w.ran || rank == proto || rank < 0 || proto < 0 || rank >= w.N || proto >= w.N {
+		return false
+	}
+	p, q := w.progs[proto], w.progs[rank]
+	if p == nil || q == nil || p.fold != nil || q.fold != nil {
+		return false
+	}
+	m := matcher{bufs: map[*Buffer]*Buffer{}, pads: map[*SignalPad]*SignalPad{}, fifos: map[*Fifo]*Fifo{}, peers: map[int]int{}}
+	if !m.programs(p, q) {
+		return false
+	}
+	f := &fold{proto: proto, bufs: &w.bufs, pads: m.pads, fifos: m.fifos, peers: m.peers, keys: m.keys}
+	if f.ranges = m.ranges(w.bufs); f.ranges == nil && len(m.bufs) > 0 {
+		return false
+	}
+	w.progs[rank] = &Program{Streams: p.Streams, Events: p.Events, Ops: p.Ops, fold: f}
+	return true
+}
+
+// matcher builds the renaming from a proto's program to a rank's, and
+// checks that it is one.
+type matcher struct {
+	bufs  map[*Buffer]*Buffer
+	pads  map[*SignalPad]*SignalPad
+	fifos map[*Fifo]*Fifo
+	peers map[int]int
+	keys  map[string]string // and back: one-to-one
+	back  map[string]string
+	a, b  Instr
+}
+
+// same records x → y in m, and reports whether m had no other image for x.
+func same[T comparable](m map[T]T, x, y T) bool {
+	if z, ok := m[x]; ok {
+		return z == y
+	}
+	m[x] = y
+	return true
+}
+
+func (m *matcher) buf(x, y *Buffer) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	return same(m.bufs, x, y)
+}
+
+func (m *matcher) pad(x, y *SignalPad) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	return same(m.pads, x, y)
+}
+
+func (m *matcher) fifo(x, y *Fifo) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	return same(m.fifos, x, y)
+}
+
+// key records the renaming of a rank-local key (an order key, an
+// exclusive key: the communicator's name, one per replica) and reports
+// whether it is one-to-one: the kernels that share a key on the proto share
+// one on the rank, and no others.
+func (m *matcher) key(x, y string) bool {
+	if x == "" || y == "" {
+		return x == y
+	}
+	if m.keys == nil {
+		m.keys, m.back = map[string]string{}, map[string]string{}
+	}
+	return same(m.keys, x, y) && same(m.back, y, x)
+}
+
+func (m *matcher) peer(x, y int) bool {
+	if x < 0 || y < 0 {
+		return x == y
+	}
+	return same(m.peers, x, y)
+}
+
+func (m *matcher) programs(p, q *Program) bool {
+	if !slices.Equal(p.Streams, q.Streams) || !slices.Equal(p.Events, q.Events) || len(p.Ops) != len(q.Ops) {
+		return false
+	}
+	for i := range p.Ops {
+		a, b := &p.Ops[i], &q.Ops[i]
+		if a.Kind != b.Kind || a.Stream != b.Stream || a.Event != b.Event || a.Host != b.Host || a.GraphNode != b.GraphNode {
+			return false
+		}
+		if (a.Kernel == nil) != (b.Kernel == nil) || (a.Kernel != nil && !m.kernels(a.Kernel, b.Kernel)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *matcher) kernels(x, y *KernelSpec) bool {
+	if x.Name != y.Name || x.Coll != y.Coll || !m.key(x.OrderKey, y.OrderKey) || x.OrderEagerOnly != y.OrderEagerOnly ||
+		x.Kind != y.Kind || x.Sig != y.Sig || x.GroupSize != y.GroupSize || !m.key(x.Exclusive, y.Exclusive) ||
+		x.Blocks != y.Blocks || x.Spins != y.Spins || !slices.Equal(x.Loads, y.Loads) ||
+		(x.Gen == nil) != (y.Gen == nil) || x.Len() != y.Len() {
+		return false
+	}
+	if x.Gen != nil {
+		if reflect.TypeOf(x.Gen) != reflect.TypeOf(y.Gen) {
+			return false
+		}
+		rx, ry := x.Gen.Refs(), y.Gen.Refs()
+		if len(rx.Buffers) != len(ry.Buffers) || len(rx.Pads) != len(ry.Pads) || len(rx.Fifos) != len(ry.Fifos) {
+			return false
+		}
+		for i := range rx.Buffers {
+			if !m.buf(rx.Buffers[i], ry.Buffers[i]) {
+				return false
+			}
+		}
+		for i := range rx.Pads {
+			if !m.pad(rx.Pads[i], ry.Pads[i]) {
+				return false
+			}
+		}
+		for i := range rx.Fifos {
+			if !m.fifo(rx.Fifos[i], ry.Fifos[i]) {
+				return false
+			}
+		}
+	}
+	for pc := range x.Len() {
+		if !m.instrs(x.At(pc, &m.a), y.At(pc, &m.b)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *matcher) instrs(a, b *Instr) bool {
+	if a.Op != b.Op || a.Cmp != b.Cmp || a.Phase != b.Phase || a.Dur != b.Dur || a.DstLo != b.DstLo || a.N != b.N ||
+		a.Fresh != b.Fresh || a.Slot != b.Slot || len(a.Srcs) != len(b.Srcs) {
+		return false
+	}
+	for i := range a.Srcs {
+		x, y := a.Srcs[i], b.Srcs[i]
+		if x.Lo != y.Lo || x.Coef != y.Coef || !m.buf(x.Buf, y.Buf) {
+			return false
+		}
+	}
+	// Peer is read for signal waits only (hang analysis); elsewhere it
+	// is whatever the kernel's maker left there.
+	return m.buf(a.Dst, b.Dst) && m.pad(a.Pad, b.Pad) && m.fifo(a.Fifo, b.Fifo) && m.fifo(a.Fwd, b.Fwd) && (a.Op != OpWait || m.peer(a.Peer, b.Peer))
+}
+
+// ranges compresses the buffer renaming into runs of proto ids with one id
+// delta each; nil when a buffer is not the world's (not at its id).
+func (m *matcher) ranges(bufs []*Buffer) []idRange {
+	type pair struct{ x, y int32 }
+	ps := make([]pair, 0, len(m.bufs))
+	for x, y := range m.bufs {
+		if int(x.id) >= len(bufs) || bufs[x.id] != x || int(y.id) >= len(bufs) || bufs[y.id] != y {
+			return nil
+		}
+		ps = append(ps, pair{x.id, y.id})
+	}
+	slices.SortFunc(ps, func(a, b pair) int { return int(a.x - b.x) })
+	var out []idRange
+	for _, p := range ps {
+		d := p.y - p.x
+		if n := len(out); n > 0 && out[n-1].delta == d {
+			out[n-1].hi = p.x + 1
+			continue
+		}
+		out = append(out, idRange{lo: p.x, hi: p.x + 1, delta: d})
+	}
+	return out
+}
