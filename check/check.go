@@ -51,13 +51,15 @@ func Meets(v, expect string) bool {
 }
 
 // Reference is the reference run of a program: its memory, to compare with.
+// It keeps a record of each reference run's compared tensors, never the
+// run's world (refrecord.go).
 type Reference struct {
-	built *Built
+	rec   *refRecord // the reference run's compared tensors
 	err   error
 	extra *extraRefs // unsharded model, eager path, variants, values (family.go)
-	// replays are the references of graph replays 0…R-2 when each replay
-	// computes on inputs of its own (replays.go); built is the last's.
-	replays []*Built
+	// replays are the records of graph replays 0…R-2 when each replay
+	// computes on inputs of its own (replays.go); rec is the last's.
+	replays []*refRecord
 
 	prog Program
 	tmpl template // the program, for every schedule (instance.go)
@@ -74,13 +76,17 @@ func NewReference(p Program) (*Reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	ref := &Reference{built: b, prog: p}
+	ref := &Reference{rec: newRefRecord(b, p, -1, false), prog: p}
+	// What the replays' references need of the run, then the world goes:
+	// one reference world alive at a time, none once this returns.
+	R, independent, perReplay := b.World.InputReplays(), b.World.IndependentReplays(), b.World.ReplayInputs() > 0
+	releaseBuilt(b)
 	if ref.extra, err = newExtraRefs(p); err != nil {
 		return nil, err
 	}
 	if res.Hung {
 		ref.err = fmt.Errorf("the reference program (ops serialized per rank) hangs: %s", res.Findings[len(res.Findings)-1].Message)
-	} else if err := ref.buildReplayRefs(p); err != nil {
+	} else if err := ref.buildReplayRefs(p, R, independent, perReplay); err != nil {
 		return nil, err
 	}
 	return ref, nil
@@ -184,9 +190,12 @@ func RunBuilt(b *Built, ref *Reference) (*Outcome, error) {
 	off := len(o.Findings)
 	o.Findings = append(o.Findings, res.Findings...)
 	o.explain = append(o.explain, func() { b.World.FormatMessages(o.Findings[off : off+len(res.Findings)]) })
+	// The reference runs a message's expected provenance is read from,
+	// rebuilt when Explain first asks, gone with the explanation steps.
+	rw := &refWorlds{}
 	if !res.Hung && !b.BuildFailed() && ref != nil && ref.err == nil {
-		rfs, rdetails, bad := compareReplays(b, ref)
-		fs, details := compare(b, ref.built)
+		rfs, rdetails, bad := compareReplays(b, ref, rw)
+		fs, details := compare(b, ref.rec, rw)
 		// A rank whose earlier replay went wrong is reported at that
 		// replay: the first bad one.
 		for i := 0; i < len(fs); i++ {
@@ -203,7 +212,7 @@ func RunBuilt(b *Built, ref *Reference) (*Outcome, error) {
 		}
 	}
 	if !res.Hung && ref != nil {
-		fs, details := ref.extra.findings(b)
+		fs, details := ref.extra.findings(b, rw)
 		base := len(o.Findings)
 		o.Findings = append(o.Findings, fs...)
 		for i, d := range details {
@@ -221,30 +230,34 @@ func RunBuilt(b *Built, ref *Reference) (*Outcome, error) {
 }
 
 // compare reports, per rank, the first tensor chunk (in program order) whose
-// value differs from the reference. Like the world's race and mismatch
-// findings, its findings carry their kind, rank and tensor at once; the
-// second result makes, for each, its message (expected and observed values
-// with the provenance of both) and resource, when [Outcome.Explain] asks.
-func compare(got, want *Built) ([]ranks.Finding, []func() (message, resource string)) {
+// value differs from the reference's record. Like the world's race and
+// mismatch findings, its findings carry their kind, rank and tensor at
+// once; the second result makes, for each, its message (expected and
+// observed values with the provenance of both, the expected one read
+// from the reference run rw rebuilds) and resource, when
+// [Outcome.Explain] asks.
+func compare(got *Built, want *refRecord, rw *refWorlds) ([]ranks.Finding, []func() (message, resource string)) {
 	var out []ranks.Finding
 	var details []func() (message, resource string)
 	for r := range got.Compare {
-		if r >= len(want.Compare) {
+		if r >= len(want.ranks) {
 			break
 		}
+		wr := &want.ranks[r]
 		bad := 0
-		var gv, wv ranks.Value
+		var gv ranks.Value
+		var wv uint64
 		var first *ranks.Buffer
-		fc := 0
+		fi, fc := 0, 0
 		for i, b := range got.Compare[r] {
-			wb := want.Compare[r][i]
+			wvals := wr.vals(i)
 			for c := range b.Vals {
-				if b.Vals[c].N == wb.Vals[c].N {
+				if b.Vals[c].N == wvals[c] {
 					continue
 				}
 				bad++
 				if first == nil {
-					first, fc, gv, wv = b, c, b.Vals[c], wb.Vals[c]
+					first, fi, fc, gv, wv = b, i, c, b.Vals[c], wvals[c]
 				}
 			}
 		}
@@ -257,10 +270,10 @@ func compare(got, want *Built) ([]ranks.Finding, []func() (message, resource str
 			Ranks: []int{r},
 			Ops:   []string{name},
 		})
-		gw, ww := got.World, want.World
+		gw := got.World
 		details = append(details, func() (message, resource string) {
 			return fmt.Sprintf("rank %d tensor %s[%d]: expected %d = %s; observed %d = %s (%d chunks differ from the reference on rank %d)",
-					r, name, fc, wv.N, ww.Srcs.Format(wv), gv.N, gw.Srcs.Format(gv), bad, r),
+					r, name, fc, wv, rw.provenance(want, r, fi, fc), gv.N, gw.Srcs.Format(gv), bad, r),
 				fmt.Sprintf("rank %d tensor %q", r, name)
 		})
 	}

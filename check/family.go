@@ -23,13 +23,14 @@ type extraRefs struct {
 
 	eager *Built
 
-	variants []namedBuilt
+	variants []namedRecord
 	expected []Expected
 }
 
-type namedBuilt struct {
-	name  string
-	built *Built
+// namedRecord is another variant's reference run, recorded (refrecord.go).
+type namedRecord struct {
+	name string
+	rec  *refRecord
 }
 
 // runRef builds and runs one reference world of p (what says which, in
@@ -70,12 +71,14 @@ func newExtraRefs(p Program) (*extraRefs, error) {
 	}
 	for _, v := range refs.Variants {
 		// The other variant's intended outputs: its own program,
-		// serialized, as the program's own reference is.
+		// serialized, as the program's own reference is; recorded, its
+		// world released.
 		b, err := runRef(v.Program, BuildOptions{Reference: true}, fmt.Sprintf("the reference of variant %s", v.Name))
 		if err != nil {
 			return nil, err
 		}
-		x.variants = append(x.variants, namedBuilt{v.Name, b})
+		x.variants = append(x.variants, namedRecord{v.Name, newRefRecord(b, v.Program, -1, true)})
+		releaseBuilt(b)
 	}
 	if x.model == nil && x.eager == nil && len(x.variants) == 0 && len(x.expected) == 0 {
 		return nil, nil
@@ -85,8 +88,9 @@ func newExtraRefs(p Program) (*extraRefs, error) {
 
 // findings compares b with every reference. A finding whose message is
 // costly to write (the provenance of its values) has it made by its
-// entry of details when [Outcome.Explain] asks; nil entries are complete.
-func (x *extraRefs) findings(b *Built) (out []ranks.Finding, details []func() string) {
+// entry of details when [Outcome.Explain] asks (a recorded reference's
+// provenance read from the run rw rebuilds); nil entries are complete.
+func (x *extraRefs) findings(b *Built, rw *refWorlds) (out []ranks.Finding, details []func() string) {
 	if x == nil {
 		return nil, nil
 	}
@@ -98,7 +102,7 @@ func (x *extraRefs) findings(b *Built) (out []ranks.Finding, details []func() st
 	}
 	details = make([]func() string, len(out))
 	for _, v := range x.variants {
-		fs, ds := compareByName(b, v.built, v.name)
+		fs, ds := compareByName(b, v.rec, v.name, rw)
 		out, details = append(out, fs...), append(details, ds...)
 	}
 	fs, ds := checkExpected(b, x.expected)

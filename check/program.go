@@ -166,33 +166,36 @@ func checkExpected(b *Built, exp []Expected) (out []ranks.Finding, details []fun
 
 // compareByName reports, per rank, the first compared tensor chunk that
 // differs from the tensor of the same name in want (another variant's
-// reference run), naming that variant; details makes each finding's
-// message (the provenance of both values).
-func compareByName(got, want *Built, name string) (out []ranks.Finding, details []func() string) {
+// reference run, recorded with its names), naming that variant; details
+// makes each finding's message (the provenance of both values, want's
+// read from the run rw rebuilds).
+func compareByName(got *Built, want *refRecord, name string, rw *refWorlds) (out []ranks.Finding, details []func() string) {
 	for r := range got.Compare {
-		if r >= len(want.Compare) {
+		if r >= len(want.ranks) {
 			break
 		}
+		wr := &want.ranks[r]
 		bad := 0
-		var first, wfirst *ranks.Buffer
-		fc := 0
+		var first *ranks.Buffer
+		fi, fc := 0, 0
 		for _, b := range got.Compare[r] {
-			var wb *ranks.Buffer
-			for _, x := range want.Compare[r] {
-				if x.Name == b.Name {
-					wb = x
+			wi := -1
+			for i, n := range wr.names {
+				if n == b.Name {
+					wi = i
 				}
 			}
-			if wb == nil {
+			if wi < 0 {
 				continue
 			}
-			for c := range min(len(b.Vals), len(wb.Vals)) {
-				if b.Vals[c].N == wb.Vals[c].N {
+			wvals := wr.vals(wi)
+			for c := range min(len(b.Vals), len(wvals)) {
+				if b.Vals[c].N == wvals[c] {
 					continue
 				}
 				bad++
 				if first == nil {
-					first, wfirst, fc = b, wb, c
+					first, fi, fc = b, wi, c
 				}
 			}
 		}
@@ -205,10 +208,10 @@ func compareByName(got, want *Built, name string) (out []ranks.Finding, details 
 			Ops:      []string{first.Name},
 			Resource: fmt.Sprintf("rank %d tensor %q", r, first.Name),
 		})
-		r, g, w, tensor := r, first.Vals[fc], wfirst.Vals[fc], first.Name
+		r, g, w, tensor, gw := r, first.Vals[fc], wr.vals(fi)[fc], first.Name, got.World
 		details = append(details, func() string {
 			return fmt.Sprintf("rank %d tensor %s[%d] differs from variant %s's reference: expected %d = %s; observed %d = %s (%d chunks differ from it on rank %d)",
-				r, tensor, fc, name, w.N, want.World.Srcs.Format(w), g.N, got.World.Srcs.Format(g), bad, r)
+				r, tensor, fc, name, w, rw.provenance(want, r, fi, fc), g.N, gw.Srcs.Format(g), bad, r)
 		})
 	}
 	return out, details

@@ -5,7 +5,6 @@ import (
 
 	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/sim"
 )
 
 // Every replay checked (ranks/replays.go). A graph of R replays whose
@@ -16,35 +15,30 @@ import (
 // rank's finding names the first replay that went wrong, so a corrupted
 // replay is never hidden by a clean later one.
 
-// buildReplayRefs gives ref the references of replays 0…R-2 of cfg (the
-// one NewReference ran is the last replay's) when the program's replays
-// are independent steps: built apart on each replay's inputs when they
-// are per-replay, otherwise the one reference (every replay computes the
-// same thing). Replays that carry state are judged by the final state.
-func (ref *Reference) buildReplayRefs(p Program) error {
-	w := ref.built.World
-	R := w.InputReplays()
-	if R < 2 || !w.IndependentReplays() {
+// buildReplayRefs gives ref the records of replays 0…R-2 of cfg (the one
+// NewReference ran is the last replay's) when the program's replays are
+// independent steps (independent): run apart on each replay's inputs
+// when they are per-replay (perReplay), otherwise the one reference
+// (every replay computes the same thing). Replays that carry state are
+// judged by the final state. Each run's world is released once recorded.
+func (ref *Reference) buildReplayRefs(p Program, R int, independent, perReplay bool) error {
+	if R < 2 || !independent {
 		return nil
 	}
 	for k := range R - 1 {
-		if w.ReplayInputs() == 0 {
-			ref.replays = append(ref.replays, ref.built)
+		if !perReplay {
+			ref.replays = append(ref.replays, ref.rec)
 			continue
 		}
-		b, err := p.Build(BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
-		if err != nil {
-			return err
-		}
-		b.World.SetInputReplay(k)
-		res, err := b.World.Run()
+		b, res, err := runReference(p, k)
 		if err != nil {
 			return fmt.Errorf("reference of replay %d: %w", k, err)
 		}
 		if res.Hung {
 			return fmt.Errorf("the reference program of replay %d hangs", k)
 		}
-		ref.replays = append(ref.replays, b)
+		ref.replays = append(ref.replays, newRefRecord(b, p, k, false))
+		releaseBuilt(b)
 	}
 	return nil
 }
@@ -52,8 +46,9 @@ func (ref *Reference) buildReplayRefs(p Program) error {
 // compareReplays reports, per rank, the first replay whose copy of the
 // compared tensors differs from that replay's reference, with its first
 // differing chunk. The second result makes each finding's message and
-// resource (see compare); bad marks the ranks reported.
-func compareReplays(got *Built, ref *Reference) (out []ranks.Finding, details []func() (message, resource string), bad map[int]bool) {
+// resource (see compare; rw rebuilds the replay's reference run for its
+// provenance); bad marks the ranks reported.
+func compareReplays(got *Built, ref *Reference, rw *refWorlds) (out []ranks.Finding, details []func() (message, resource string), bad map[int]bool) {
 	if len(ref.replays) == 0 || mutant.On(mutant.ReplaysNotChecked) {
 		return nil, nil, nil
 	}
@@ -62,22 +57,24 @@ func compareReplays(got *Built, ref *Reference) (out []ranks.Finding, details []
 	replays:
 		for k, want := range ref.replays {
 			vals := got.World.ReplayValues(r, k)
-			if vals == nil || r >= len(want.Compare) {
+			if vals == nil || r >= len(want.ranks) {
 				continue
 			}
+			wr := &want.ranks[r]
 			i, n := 0, 0
 			var first *ranks.Buffer
-			var fc int
-			var gv, wv ranks.Value
-			for j, wb := range want.Compare[r] {
-				for c, w := range wb.Vals {
+			var fj, fc int
+			var gv ranks.Value
+			var wv uint64
+			for j := range wr.tensors() {
+				for c, w := range wr.vals(j) {
 					if i >= len(vals) {
 						break replays
 					}
-					if g := vals[i]; g.N != w.N {
+					if g := vals[i]; g.N != w {
 						n++
 						if first == nil {
-							first, fc, gv, wv = got.Compare[r][j], c, g, w
+							first, fj, fc, gv, wv = got.Compare[r][j], j, c, g, w
 						}
 					}
 					i++
@@ -91,10 +88,10 @@ func compareReplays(got *Built, ref *Reference) (out []ranks.Finding, details []
 			}
 			bad[r] = true
 			out = append(out, ranks.Finding{Kind: ranks.KindCorruption, Ranks: []int{r}, Ops: []string{first.Name}})
-			r, k, name, gw, ww := r, k, first.Name, got.World, want.World
+			r, k, name, gw, want := r, k, first.Name, got.World, want
 			details = append(details, func() (message, resource string) {
 				return fmt.Sprintf("replay %d (%s of %d, the first that went wrong on rank %d): rank %d tensor %s[%d]: expected %d = %s; observed %d = %s (%d chunks differ from replay %d's reference on rank %d)",
-						k, ordinal(k+1), R, r, r, name, fc, wv.N, ww.Srcs.Format(wv), gv.N, gw.Srcs.Format(gv), n, k, r),
+						k, ordinal(k+1), R, r, r, name, fc, wv, rw.provenance(want, r, fj, fc), gv.N, gw.Srcs.Format(gv), n, k, r),
 					fmt.Sprintf("rank %d tensor %q (replay %d)", r, name, k)
 			})
 			break
