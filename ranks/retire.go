@@ -159,12 +159,15 @@ func (w *World) retireDone(t *task) {
 // lazyTasks is the bookkeeping of graph-mode tasks made on demand.
 type lazyTasks struct {
 	on bool
-	// per task id: the rank, the node's index (-1: the replay's join) and
-	// the replay; the unfinished dependencies of a task not made yet; and
-	// whether it was retired
-	ident   []taskIdent
+	// per task id: the unfinished dependencies of a task not made yet,
+	// and whether it was retired
 	waiting []int32
 	retired []bool
+	// per launch of a replay, in launch order: its first task id (they
+	// grow) and its slot (rank × replays + replay); a task's rank, node
+	// and replay follow from its launch (identOf), so nothing per task
+	// says them
+	launchFirst, launchSlot []int32
 	// per rank × replay: the first task id of the launch, and the join the
 	// replay's first nodes wait for (-1: none)
 	first, prev []int32
@@ -174,6 +177,28 @@ type lazyTasks struct {
 
 type taskIdent struct{ rank, node, replay int32 }
 
+// identOf returns the rank, node (-1: the replay's join) and replay of task
+// id of a lazy launch.
+func (w *World) identOf(id int32) taskIdent {
+	lz := &w.lz
+	lo, hi := 0, len(lz.launchFirst)-1
+	for lo < hi { // the last launch that starts at or before id
+		mid := int(uint(lo+hi+1) >> 1)
+		if lz.launchFirst[mid] <= id {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	slot := lz.launchSlot[lo]
+	r, replay := slot/int32(w.cfg.Replays), slot%int32(w.cfg.Replays)
+	node := id - lz.launchFirst[lo]
+	if int(node) == len(w.plan.nodes[r]) {
+		node = -1
+	}
+	return taskIdent{r, node, replay}
+}
+
 // launchLazy is stepHost's graph launch of rank r's replay with tasks
 // made on demand.
 func (w *World) launchLazy(r int, replay int32) {
@@ -182,11 +207,12 @@ func (w *World) launchLazy(r int, replay int32) {
 	first := int32(len(w.tasks))
 	slot := r*w.cfg.Replays + int(replay)
 	lz.first[slot], lz.prev[slot] = first, h.prevJoin
+	lz.launchFirst, lz.launchSlot = append(lz.launchFirst, first), append(lz.launchSlot, int32(slot))
 	var prevJoin *task
 	if h.prevJoin >= 0 {
 		prevJoin = w.tasks[h.prevJoin] // alive: its users (this replay's first nodes) have not started
 	}
-	for i, n := range h.nodes {
+	for _, n := range h.nodes {
 		id := int32(len(w.tasks))
 		wait := int32(len(n.deps))
 		if len(n.deps) == 0 && prevJoin != nil && prevJoin.state != done {
@@ -194,7 +220,6 @@ func (w *World) launchLazy(r int, replay int32) {
 			prevJoin.dependents = w.appendI32(prevJoin.dependents, id)
 		}
 		w.tasks = append(w.tasks, nil)
-		lz.ident = append(lz.ident, taskIdent{int32(r), int32(i), replay})
 		lz.waiting = append(lz.waiting, wait)
 		lz.retired = append(lz.retired, false)
 	}
@@ -203,7 +228,6 @@ func (w *World) launchLazy(r int, replay int32) {
 		join.users = w.plan.roots[r]
 	}
 	w.tasks = append(w.tasks, join)
-	lz.ident = append(lz.ident, taskIdent{int32(r), -1, replay})
 	lz.waiting = append(lz.waiting, 0)
 	lz.retired = append(lz.retired, false)
 	w.alive()
@@ -231,7 +255,7 @@ func (w *World) alive() {
 // make makes task id of a lazy launch, as newTask would have at launch.
 func (w *World) make(id int32) *task {
 	lz := &w.lz
-	in := lz.ident[id]
+	in := w.identOf(id)
 	r := int(in.rank)
 	n := w.plan.nodes[r][in.node]
 	op := w.progs[r].taskOp(n.op)
@@ -264,7 +288,7 @@ func (w *World) make(id int32) *task {
 
 // joinOf is the id of the join of the replay task id (not a join) is in.
 func (w *World) joinOf(id int32) int32 {
-	in := w.lz.ident[id]
+	in := w.identOf(id)
 	r := int(in.rank)
 	return w.lz.first[r*w.cfg.Replays+int(in.replay)] + int32(len(w.plan.nodes[r]))
 }
@@ -279,7 +303,7 @@ func (w *World) completeLazy(t *task) {
 			w.depDone(id)
 		}
 	} else {
-		in := w.lz.ident[t.id]
+		in := w.identOf(t.id)
 		first := w.lz.first[int(in.rank)*w.cfg.Replays+int(in.replay)]
 		for _, k := range w.plan.rdeps[in.rank][in.node] {
 			w.depDone(first + k)
@@ -340,7 +364,7 @@ func (w *World) task(id int32) *task {
 	if t := w.tasks[id]; t != nil {
 		return t
 	}
-	in := w.lz.ident[id]
+	in := w.identOf(id)
 	r := int(in.rank)
 	g := &task{id: id, rank: r, lane: w.laneBase[r], replay: in.replay, node: -1, state: done, inst: Instance{Call: -1}}
 	if in.node >= 0 {
