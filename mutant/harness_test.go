@@ -33,7 +33,8 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.ReplaysNotChecked:       {"check": {"TestEveryReplayChecked"}},
 	mutant.FlagAcquireAnyValue:     {"ranks": {"TestFlagWaitOnOverwrittenPutAcquiresNothing"}},
 	mutant.RegistrationIgnored:     {"scenarios": {"TestFlagProtocols", "TestFlagRegistrationAtReplay"}},
-	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine"}},
+	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine", "TestPropCoarseListEqualsFine"}},
+	mutant.CoarseEarlyFinisher:     {"collectives": {"TestCoarseListKinds", "TestPropCoarseListEqualsFine"}},
 	mutant.GuardOrdersCopies:       {"collectives": {"TestStreamGuardLeavesTheCopiesRacing"}, "scenarios": {"TestSymmGuardLeavesTheHeadlineCorrupt"}},
 }
 

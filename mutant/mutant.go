@@ -54,10 +54,15 @@ const (
 	// ReplaysNotChecked: only the final state of a graph's memory is
 	// compared with the reference, not each replay's.
 	ReplaysNotChecked Name = "replays-not-checked"
-	// CoarseWhereShared: a ring all-reduce runs as one coarse computation
+	// CoarseWhereShared: a collective runs as one coarse computation
 	// even when another stream shares its lane's memory (the soundness
 	// decision of ranks/coarse.go ignores other streams).
 	CoarseWhereShared Name = "coarse-where-shared"
+	// CoarseEarlyFinisher: a collective of micro-op lists runs as one
+	// coarse loop even when one of its ranks may finish before another has
+	// started (a broadcast's root): held for the others, it finishes later
+	// than it would have (ranks/coarse.go listCallOK).
+	CoarseEarlyFinisher Name = "coarse-early-finisher"
 	// GuardOrdersCopies: PyTorch's GroupStreamGuard (Comm.StreamGuard)
 	// orders the copy kernels of a split MULTIMEM all-reduce too, not only
 	// its signal-pad kernel, as if the call were one fused kernel
@@ -77,5 +82,5 @@ var All = []Name{
 	EventWaitFirstRecord, WorkspaceCapRemoved, RankSkewOff,
 	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
 	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared, GuardOrdersCopies,
-	FlagAcquireAnyValue, RegistrationIgnored,
+	FlagAcquireAnyValue, RegistrationIgnored, CoarseEarlyFinisher,
 }

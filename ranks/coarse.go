@@ -23,6 +23,13 @@ import (
 // once every rank's kernel has started, and completes each rank's kernel
 // at the time its last micro-op would have ended.
 //
+// Two forms run coarse: the ring all-reduce's generator (CoarseRing), in
+// closed form (ringSums, ringEnds), and any collective stored as micro-op
+// lists of delays, computes and FIFO transfers (NCCL's ring all-gather,
+// reduce-scatter and list all-reduce, its tree all-reduce, all-to-all), as
+// a loop over those micro-ops without the engine ("Calls of micro-op
+// lists" below, with the conditions that form adds).
+//
 // The decision is made from the program before the run (coarsePlan), and
 // it is conservative: a call is coarse only when
 //
@@ -30,7 +37,7 @@ import (
 //     (sharedLanes: its buffers, FIFO ends and signal pads are touched by
 //     that lane alone), so no race check could fire on its accesses and
 //     none of its accesses could be seen by another stream;
-//   - every rank of the ring launches it exactly once, on such a lane, and
+//   - every rank of the call launches it exactly once, on such a lane, and
 //     the FIFOs it uses are used only by coarse calls, in the same order on
 //     their sending and their receiving lane (so the k-th call on one end
 //     meets the k-th call on the other: no mismatch, no leftover message);
@@ -99,6 +106,10 @@ type coarseGroup struct {
 	done    bool         // ran, or resumed micro-op by micro-op
 	ran     bool         // ran coarse
 	steps   [][]sim.Time // resumed: when the fine run ran each step (ringSteps)
+	// A call of micro-op lists (below): its tasks by arrival,
+	// and, resumed, when the fine run sent each receiving step's message.
+	list bool
+	from [][]sim.Time
 }
 
 // coarsePlan returns which launches of w's run may run coarse (per rank
@@ -129,6 +140,14 @@ func (w *World) coarsePlan() [][]bool {
 					continue
 				}
 				k := w.progs[r].Ops[i].Kernel
+				if k.Gen == nil {
+					for j := range k.Instrs {
+						if s.derive(k.Kind, k.Instrs[j].Dur) != (Load{}) {
+							return nil
+						}
+					}
+					continue
+				}
 				rs := k.Gen.(CoarseRing).Ring()
 				if s.derive(k.Kind, rs.StartDur) != (Load{}) || s.derive(k.Kind, rs.StepDur) != (Load{}) {
 					return nil
@@ -149,6 +168,7 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 		name string
 		sig  string
 		ok   bool
+		list bool // micro-op lists (below), not CoarseRing generators
 		ops  []opRef
 	}
 	type fifoUse struct {
@@ -177,13 +197,14 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 			if !seen {
 				ci = len(calls)
 				callIx[name] = ci
-				calls = append(calls, call{name: name, sig: k.Sig, ok: name[0] != 0})
+				calls = append(calls, call{name: name, sig: k.Sig, ok: name[0] != 0, list: k.Gen == nil})
 			}
 			c := &calls[ci]
 			c.ops = append(c.ops, opRef{r, i})
 			cr, isRing := k.Gen.(CoarseRing)
+			isList := k.Gen == nil && listOK(k, r)
 			lane := laneBase[r] + int32(op.Stream)
-			if !isRing || k.Sig != c.sig || k.Loads != nil || (shared[lane] && !mutant.On(mutant.CoarseWhereShared)) {
+			if !(isRing || isList) || c.list != isList || k.Sig != c.sig || k.Loads != nil || (shared[lane] && !mutant.On(mutant.CoarseWhereShared)) {
 				c.ok = false
 			}
 			refs = refs[:0]
@@ -236,6 +257,16 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 		if !c.ok {
 			continue
 		}
+		if c.list {
+			c.ok = listCallOK(progs, func(yield func(r, op int) bool) {
+				for _, o := range c.ops {
+					if !yield(o.r, o.op) {
+						return
+					}
+				}
+			})
+			continue
+		}
 		n := -1
 		var pos []bool
 		for _, o := range c.ops {
@@ -254,12 +285,15 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 	// FIFOs used on both ends by the same calls in the same order, and
 	// only by coarse calls; a call using any other FIFO is fine, which
 	// may make more FIFOs fail: repeat until nothing changes.
+	// Both forms on one FIFO are not coarse either: a list call's times
+	// follow the pops of the FIFO's earlier messages (below),
+	// which a ring run coarse does not note.
 	for changed := true; changed; {
 		changed = false
 		for _, u := range fifos {
 			ok := slices.Equal(u.send, u.recv)
 			for _, ci := range u.calls {
-				ok = ok && calls[ci].ok
+				ok = ok && calls[ci].ok && calls[ci].list == calls[u.calls[0]].list
 			}
 			if ok {
 				continue
@@ -298,6 +332,10 @@ func aliased(b *Buffer) bool { return b != nil && b.Block != nil && b.Block.ov !
 // every rank of its ring has started; the last one to arrive runs the
 // ring.
 func (w *World) coarseArrive(t *task, now sim.Time) {
+	if t.op.Kernel.Gen == nil {
+		w.coarseArriveList(t, now)
+		return
+	}
 	s := t.op.Kernel.Gen.(CoarseRing).Ring()
 	g := w.coarseGroups[t.inst]
 	if g == nil {
@@ -335,6 +373,10 @@ func (w *World) coarseUnpark() bool {
 		g.done = true
 		if !w.resuming {
 			w.resuming, w.dryAt = true, w.eng.Now()
+		}
+		if g.list {
+			any = w.coarseUnparkList(g) || any
+			continue
 		}
 		// When the fine run ran each step: the positions that never
 		// started never do. Each started task ends blocked on the step
@@ -541,6 +583,10 @@ func (w *World) coarseFixFlows() {
 		g := group[r.task]
 		T, p, n := g.steps, pos[r.task], len(g.tasks)
 		f := &w.tl.flows[r.flow]
+		if g.list {
+			f.From.At, f.To.At = g.from[p][r.pc], T[p][r.pc]
+			continue
+		}
 		f.From.At, f.To.At = T[(p-1+n)%n][r.pc-1], T[p][r.pc]
 	}
 }
@@ -713,4 +759,530 @@ func ringSteps(start []sim.Time, a, b sim.Time, cap int) [][]sim.Time {
 		}
 	}
 	return T
+}
+
+// Calls of micro-op lists.
+//
+// NCCL's other ring collectives (collectives/family.go: all-gather,
+// reduce-scatter, the list form of all-reduce) and the tree and all-to-all
+// kernels beside them are stored lists of delays, local computes and FIFO
+// sends and receives, not generators with a closed form. Such a call runs
+// coarse by running its lists' micro-ops in a tight loop, each exactly as
+// the engine would (World.exec: the same values, provenance, FIFO state
+// and happens-before edges), with none of the engine's events: listSim
+// says when each micro-op runs, by the rule the engine follows — a
+// micro-op runs when the one before it has ended, its message has been
+// sent and its FIFO has room, which is when the receive of the message
+// Cap before it ran — and in an order in which each of those has already
+// happened. Beyond the conditions above (coarseStatic), a list call is
+// coarse only when
+//
+//   - its kernels are delays, computes on unaliased buffers, and sends and
+//     receives on their rank's own FIFO ends (listOK), one per rank of its
+//     group;
+//   - run from empty FIFOs it completes and leaves them empty, and no rank
+//     can complete before every other rank has started (listCallOK): a
+//     rank held for the others could otherwise have finished, and what it
+//     does next been seen, in the fine run. A broadcast's root fails this
+//     (it only sends), so a broadcast is never coarse;
+//   - every call on its FIFOs is a list call: the times of a call's first
+//     sends follow the receives of the FIFO's earlier messages
+//     (World.coarsePops), which only a list call notes.
+
+// listOK reports whether k, launched on rank r, is a kernel of micro-op
+// lists a coarse call may run: delays, computes and FIFO ends of r's own,
+// on buffers no caching allocator handed out twice.
+func listOK(k *KernelSpec, r int) bool {
+	if k.Gen != nil || len(k.Instrs) == 0 || k.GroupSize < 2 {
+		return false
+	}
+	for i := range k.Instrs {
+		in := &k.Instrs[i]
+		for _, s := range in.Srcs {
+			if s.Buf == nil || aliased(s.Buf) {
+				return false
+			}
+		}
+		switch in.Op {
+		case OpDelay:
+		case OpCompute:
+			if in.Dst == nil || aliased(in.Dst) {
+				return false
+			}
+		case OpSend:
+			if in.Fifo == nil || in.Fifo.Src != r || in.Fifo.Cap < 1 {
+				return false
+			}
+		case OpRecv:
+			if in.Fifo == nil || in.Fifo.Dst != r || in.Dst == nil || aliased(in.Dst) {
+				return false
+			}
+		case OpRecvSend:
+			if in.Fifo == nil || in.Fwd == nil || in.Fifo == in.Fwd || in.Fifo.Dst != r || in.Fwd.Src != r || in.Fwd.Cap < 1 || aliased(in.Dst) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// listCallOK reports whether the launches ops yields (rank and op index in
+// progs), all of one call, may run coarse: one per rank of its group,
+// and, run from empty FIFOs, every one completes, the FIFOs end empty, and
+// every rank's end follows every rank's start.
+func listCallOK(progs []*Program, ops func(yield func(r, op int) bool)) bool {
+	var lists [][]Instr
+	seen := map[int]bool{}
+	n := -1
+	for r, op := range ops {
+		k := progs[r].Ops[op].Kernel
+		if seen[r] || (n >= 0 && k.GroupSize != n) {
+			return false
+		}
+		seen[r], n = true, k.GroupSize
+		lists = append(lists, k.Instrs)
+	}
+	if len(lists) != n {
+		return false
+	}
+	start := make([]sim.Time, n)
+	res := listSim(lists, start, func(f *Fifo) *Fifo { return f }, nil, true, nil)
+	return res.done && res.drained && (res.allKnown || mutant.On(mutant.CoarseEarlyFinisher))
+}
+
+// listResult is what listSim found.
+type listResult struct {
+	// end is when each position completed or, stuck, tried the micro-op
+	// it never ran: the last event the fine run has of it.
+	end      []sim.Time
+	done     bool // every micro-op ran
+	drained  bool // every FIFO ended empty
+	allKnown bool // (with known) every position's end follows every position's start
+	// (with keep) when each micro-op ran (never: it did not), and when
+	// each receiving micro-op's message was sent
+	at, from [][]sim.Time
+	fifos    map[*Fifo]*listFifo
+}
+
+// listFifo is one FIFO in listSim: when each of the call's messages was
+// sent and received, and (with known) which starts each followed.
+type listFifo struct {
+	cap          int
+	sent, popped []sim.Time
+	prev         []sim.Time // when the FIFO's earlier messages were received (the last up to cap)
+	// (with known) which starts the send and the receive of message k
+	// followed, in slot k mod cap: a send waits for the receive cap
+	// messages before it, so no slot is written while it is still needed
+	sentK, poppedK [][]uint64
+	// (for coarseRunList) message k's payload and sender, in slot k mod cap
+	msgs   [][]Value
+	by     []int32
+	recvBy int32 // the last receiver
+	fifo   *Fifo // the world's
+}
+
+// listStep is one micro-op as listSim runs it: position p's micro-op pc,
+// tried when the one before it ended and run at; it receives message rk
+// of recv and sends message sk of send (nil: it does not).
+type listStep struct {
+	p, pc      int
+	tried, at  sim.Time
+	recv, send *listFifo
+	rk, sk     int
+}
+
+// listSim runs the micro-op lists of one call, one per position, started
+// at start (never: the position never starts), as the engine would, and
+// calls run (when not nil) for each micro-op in an order in which its
+// message has been sent and its FIFO has room: the order World.exec may
+// run them in. key resolves a FIFO to the one it stands for; pops gives
+// when the FIFO's earlier messages were received (nil: none). With known
+// it also follows which positions' starts each position's micro-ops come
+// after (through messages and FIFO room); with keep it keeps every
+// micro-op's time.
+func listSim(lists [][]Instr, start []sim.Time, key func(*Fifo) *Fifo, pops func(*Fifo) []sim.Time, known bool,
+	run func(*listStep), keep ...bool) listResult {
+	n := len(lists)
+	res := listResult{end: make([]sim.Time, n), fifos: map[*Fifo]*listFifo{}}
+	words := (n + 63) / 64
+	var kn [][]uint64
+	if known {
+		kn = make([][]uint64, n)
+		for p := range kn {
+			kn[p] = make([]uint64, words)
+			kn[p][p/64] |= 1 << (p % 64)
+		}
+	}
+	if len(keep) > 0 && keep[0] {
+		res.at, res.from = make([][]sim.Time, n), make([][]sim.Time, n)
+		for p, l := range lists {
+			res.at[p], res.from[p] = make([]sim.Time, len(l)), make([]sim.Time, len(l))
+			for i := range l {
+				res.at[p][i], res.from[p][i] = never, never
+			}
+		}
+	}
+	// The FIFOs by the pointer a micro-op names, each position's last two
+	// at hand (a ring step uses one to send and one to receive).
+	named := map[*Fifo]*listFifo{}
+	type cached struct {
+		f  *Fifo
+		lf *listFifo
+	}
+	near := make([][2]cached, n)
+	fifo := func(p int, f *Fifo) *listFifo {
+		c := &near[p]
+		if c[0].f == f {
+			return c[0].lf
+		}
+		if c[1].f == f {
+			c[0], c[1] = c[1], c[0]
+			return c[0].lf
+		}
+		lf := named[f]
+		if lf == nil {
+			k := key(f)
+			if lf = res.fifos[k]; lf == nil {
+				lf = &listFifo{cap: k.Cap, fifo: k}
+				if pops != nil {
+					lf.prev = pops(k)
+				}
+				if known {
+					lf.sentK, lf.poppedK = make([][]uint64, k.Cap), make([][]uint64, k.Cap)
+					for i := range k.Cap {
+						lf.sentK[i], lf.poppedK[i] = make([]uint64, words), make([]uint64, words)
+					}
+				}
+				res.fifos[k] = lf
+			}
+			named[f] = lf
+		}
+		c[1], c[0] = c[0], cached{f, lf}
+		return lf
+	}
+	or := func(dst, src []uint64) {
+		for i := range dst {
+			dst[i] |= src[i]
+		}
+	}
+	pc := make([]int, n)
+	ready := slices.Clone(start)
+	var st listStep
+	for progress := true; progress; {
+		progress = false
+		for p, l := range lists {
+			if start[p] >= never {
+				continue
+			}
+		steps:
+			for pc[p] < len(l) {
+				in := &l[pc[p]]
+				at := ready[p]
+				var rf, sf *listFifo
+				switch in.Op {
+				case OpSend:
+					sf = fifo(p, in.Fifo)
+				case OpRecv:
+					rf = fifo(p, in.Fifo)
+				case OpRecvSend:
+					rf, sf = fifo(p, in.Fifo), fifo(p, in.Fwd)
+				}
+				if rf != nil {
+					k := len(rf.popped)
+					if k == len(rf.sent) {
+						break steps // no message yet
+					}
+					at = max(at, rf.sent[k])
+				}
+				if sf != nil {
+					// Room: the message cap before this one was received.
+					j := len(sf.sent) - sf.cap
+					switch {
+					case j >= len(sf.popped):
+						break steps
+					case j >= 0:
+						at = max(at, sf.popped[j])
+					case len(sf.prev)+j >= 0:
+						at = max(at, sf.prev[len(sf.prev)+j])
+					}
+				}
+				st = listStep{p: p, pc: pc[p], tried: ready[p], at: at, recv: rf, send: sf}
+				if rf != nil {
+					k := len(rf.popped)
+					st.rk = k
+					if res.from != nil {
+						res.from[p][pc[p]] = rf.sent[k]
+					}
+					rf.popped = append(rf.popped, at)
+					if known {
+						or(kn[p], rf.sentK[k%rf.cap])
+						copy(rf.poppedK[k%rf.cap], kn[p])
+					}
+				}
+				if sf != nil {
+					k := len(sf.sent)
+					st.sk = k
+					if known && k >= sf.cap {
+						or(kn[p], sf.poppedK[k%sf.cap])
+					}
+					sf.sent = append(sf.sent, at)
+					if known {
+						copy(sf.sentK[k%sf.cap], kn[p])
+					}
+				}
+				if res.at != nil {
+					res.at[p][pc[p]] = at
+				}
+				if run != nil {
+					run(&st)
+				}
+				ready[p] = at + in.Dur
+				pc[p]++
+				progress = true
+			}
+		}
+	}
+	res.done, res.drained, res.allKnown = true, true, known
+	for p, l := range lists {
+		res.end[p] = ready[p]
+		res.done = res.done && pc[p] == len(l)
+		if known {
+			for q := range n {
+				res.allKnown = res.allKnown && kn[p][q/64]&(1<<(q%64)) != 0
+			}
+		}
+	}
+	for _, lf := range res.fifos {
+		res.drained = res.drained && len(lf.sent) == len(lf.popped)
+	}
+	return res
+}
+
+// coarseArriveList parks t, a coarse candidate of a list call at its first
+// micro-op, until every rank of its group has started; the last one to
+// arrive runs the call.
+func (w *World) coarseArriveList(t *task, now sim.Time) {
+	n := t.op.Kernel.GroupSize
+	g := w.coarseGroups[t.inst]
+	if g == nil {
+		g = &coarseGroup{inst: t.inst, list: true, tasks: make([]int32, 0, n), start: make([]sim.Time, 0, n)}
+		if w.coarseGroups == nil {
+			w.coarseGroups = map[Instance]*coarseGroup{}
+		}
+		w.coarseGroups[t.inst] = g
+		w.coarseOrder = append(w.coarseOrder, g)
+	}
+	g.tasks, g.start = append(g.tasks, t.id), append(g.start, now)
+	g.arrived++
+	t.coarse, t.state = coarseParked, blocked
+	if g.arrived == n {
+		w.coarseRunList(g)
+	}
+}
+
+// coarseLists returns g's tasks ordered by rank, their lists, and when
+// each started.
+func (w *World) coarseLists(g *coarseGroup) ([]*task, [][]Instr, []sim.Time) {
+	ix := make([]int, len(g.tasks))
+	for i := range ix {
+		ix[i] = i
+	}
+	slices.SortFunc(ix, func(a, b int) int { return cmp.Compare(w.tasks[g.tasks[a]].rank, w.tasks[g.tasks[b]].rank) })
+	ts := make([]*task, len(ix))
+	lists := make([][]Instr, len(ix))
+	start := make([]sim.Time, len(ix))
+	for p, i := range ix {
+		ts[p] = w.tasks[g.tasks[i]]
+		lists[p], start[p] = ts[p].op.Kernel.Instrs, g.start[i]
+	}
+	return ts, lists, start
+}
+
+// coarseRunList runs list call g, whose ranks have all started, as one
+// loop over its micro-ops in an order listSim finds, at the times it
+// gives them: each moves and sums values as World.exec does (the same
+// values and provenance, the buffers' last writers), with none of the
+// engine's events, FIFO messages, race checks on private buffers or
+// per-message happens-before joins. Then the FIFOs and clocks are left as
+// the fine run leaves them, and each rank's kernel completes when its last
+// micro-op ends.
+func (w *World) coarseRunList(g *coarseGroup) {
+	g.done, g.ran = true, true
+	w.coarseRan++
+	ts, lists, start := w.coarseLists(g)
+	w.eng.Mix3(0xC0A25E, uint64(g.inst.Call), uint64(g.inst.Replay))
+	flows := len(w.tl.flows)
+	res := listSim(lists, start, w.fifoOf, func(f *Fifo) []sim.Time { return w.coarsePops[f] }, false,
+		func(st *listStep) { w.coarseStep(ts[st.p], &lists[st.p][st.pc], st) })
+	if !res.done || !res.drained {
+		panic(fmt.Sprintf("ranks: coarse call %s did not complete as planned", w.callName(g.inst)))
+	}
+	// The fine run lists flows as they are received: by time.
+	slices.SortStableFunc(w.tl.flows[flows:], func(a, b Flow) int { return cmp.Compare(a.To.At, b.To.At) })
+	// Connections: every message sent was received; each end's last
+	// access is its last task's.
+	if w.coarsePops == nil {
+		w.coarsePops = map[*Fifo][]sim.Time{}
+	}
+	for f, lf := range res.fifos {
+		if f.n != 0 {
+			panic(fmt.Sprintf("ranks: coarse call %s: FIFO %s is not empty at its start", w.callName(g.inst), f.Name))
+		}
+		k := len(lf.sent)
+		if k == 0 {
+			continue
+		}
+		f.nSent += k
+		f.nRecvd += k
+		if len(f.q) > 0 {
+			f.head = (f.head + k) % len(f.q)
+		}
+		s, r := w.tasks[lf.by[(k-1)%lf.cap]], w.tasks[lf.recvBy]
+		f.send = epoch{lane: s.lane, clock: w.vc[s.lane].get(s.lane), task: s.id}
+		f.recv = epoch{lane: r.lane, clock: w.vc[r.lane].get(r.lane), task: r.id}
+		all := append(slices.Clone(w.coarsePops[f]), lf.popped...)
+		w.coarsePops[f] = all[max(0, len(all)-f.Cap):]
+	}
+	// Happens-before: every rank's end follows every rank's start
+	// (listCallOK), so each lane ends with its own clock joined with
+	// every other lane's release at its start, as in coarseRun.
+	if w.anyShared {
+		var u *VC
+		for _, t := range ts {
+			r := w.snapshot(t.lane)
+			if u == nil {
+				u = r.clone()
+			} else {
+				u.join(r)
+			}
+		}
+		for _, t := range ts {
+			w.acquireVC(t.lane, u)
+		}
+	}
+	for p, t := range ts {
+		t.talked = true
+		w.dirty[t.lane] = true
+		t.coarse, t.state = coarseDone, running
+		t.pc = len(lists[p])
+		w.eng.Mix2(uint64(t.id), uint64(res.end[p]))
+		w.eng.Schedule(res.end[p], w.key(t), int32(w.N)+t.id)
+	}
+}
+
+// coarseStep is micro-op in of t as listSim runs it (st): its values as
+// World.exec computes them, its message kept in its FIFO's slot.
+func (w *World) coarseStep(t *task, in *Instr, st *listStep) {
+	w.epOK = false // a buffer that is not private is checked as exec checks it
+	if w.cfg.Timeline {
+		w.notePhaseSlow(t, in, st.tried)
+	}
+	var got []Value // the message received
+	if rf := st.recv; rf != nil {
+		got = rf.msgs[st.rk%rf.cap]
+		rf.recvBy = t.id
+		if w.cfg.Timeline {
+			w.tl.flows = append(w.tl.flows, Flow{Kind: FlowFifo, Label: rf.fifo.Name,
+				From: FlowEnd{w.ref(rf.by[st.rk%rf.cap]), rf.sent[st.rk]},
+				To:   FlowEnd{w.ref(t.id), st.at}})
+		}
+	}
+	var put []Value // the message sent
+	if sf := st.send; sf != nil {
+		if sf.msgs == nil {
+			sf.msgs, sf.by = make([][]Value, sf.cap), make([]int32, sf.cap)
+		}
+		i := st.sk % sf.cap
+		put = slices.Grow(sf.msgs[i][:0], in.N)[:in.N]
+		sf.msgs[i], sf.by[i] = put, t.id
+	}
+	switch in.Op {
+	case OpCompute:
+		for i := 0; i < in.N; i++ {
+			var v Value
+			for _, s := range in.Srcs {
+				x := w.coarseRead(t, s.Buf, s.Lo+i)
+				if in.Fresh {
+					if s.Coef != 1 {
+						x.N = scaleN(x.N, s.Coef)
+					}
+					v.N = addMod(v.N, x.N)
+					continue
+				}
+				if s.Coef != 1 {
+					x = w.scale(x, s.Coef)
+				}
+				v = w.add(v, x)
+			}
+			if in.Fresh {
+				v.P = w.leaf(w.srcOf(in.Dst, in.DstLo+i))
+			}
+			w.coarseWrite(t, in.Dst, in.DstLo+i, v)
+		}
+	case OpSend:
+		for i := range in.N {
+			var v Value
+			for _, s := range in.Srcs {
+				v = w.add(v, w.coarseRead(t, s.Buf, s.Lo+i))
+			}
+			put[i] = v
+		}
+	case OpRecv, OpRecvSend:
+		for i := 0; i < in.N; i++ {
+			var v Value
+			if i < len(got) {
+				v = got[i]
+			}
+			for _, s := range in.Srcs {
+				v = w.add(v, w.coarseRead(t, s.Buf, s.Lo+i))
+			}
+			if in.Dst != nil {
+				w.coarseWrite(t, in.Dst, in.DstLo+i, v)
+			}
+			if put != nil {
+				put[i] = v
+			}
+		}
+	}
+}
+
+// coarseRead and coarseWrite are World.read and World.write for a coarse
+// step: a private buffer's chunk is read and written as those do, without
+// their trace (the run's hash differs anyway); any other goes through them.
+func (w *World) coarseRead(t *task, b *Buffer, c int) Value {
+	if b = w.bufOf(b); !b.private {
+		return w.read(t, b, c)
+	}
+	return b.Vals[c]
+}
+
+func (w *World) coarseWrite(t *task, b *Buffer, c int, v Value) {
+	if b = w.bufOf(b); !b.private || aliased(b) {
+		w.write(t, b, c, v)
+		return
+	}
+	if b.lastW == nil {
+		b.lastW = w.int32s(len(b.Vals))[:len(b.Vals)]
+	}
+	b.lastW[c] = 1 + t.id
+	b.Vals[c] = v
+}
+
+// coarseUnparkList resumes list call g, some rank of which never started
+// it: its started tasks run micro-op by micro-op from now, and the times
+// the fine run would have given them (listSim with the others never
+// starting) fix the findings' time and the flows (coarseFixFlows).
+func (w *World) coarseUnparkList(g *coarseGroup) bool {
+	ts, lists, start := w.coarseLists(g)
+	res := listSim(lists, start, w.fifoOf, func(f *Fifo) []sim.Time { return w.coarsePops[f] }, false, nil, true)
+	g.steps, g.from = res.at, res.from
+	for p, t := range ts {
+		g.tasks[p] = t.id // by position, as coarseFixFlows reads them
+		w.dryAt = max(w.dryAt, res.end[p])
+		t.coarse, t.state = coarseNo, running
+		w.eng.Schedule(w.eng.Now(), w.key(t), int32(w.N)+t.id)
+	}
+	return len(ts) > 0
 }

@@ -158,6 +158,9 @@ type World struct {
 	coarseRan    int            // calls run coarse
 	resuming     bool           // coarse rings are being resumed micro-op by micro-op
 	dryAt        sim.Time       // then: when the fine run would have ended (coarse.go)
+	// per FIFO: when its last messages were received by calls run coarse
+	// as micro-op lists (coarse.go)
+	coarsePops map[*Fifo][]sim.Time
 }
 
 type taskState uint8
