@@ -188,7 +188,7 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 			if op.Kind != Launch || op.Kernel == nil || op.Stream < 0 || op.Stream >= len(p.Streams) {
 				continue
 			}
-			k := p.kernel(i) // a folded rank's is no CoarseRing: never coarse
+			k := p.kernel(i) // a folded rank's is neither a CoarseRing nor a list: never coarse
 			name := k.Coll
 			if name == "" {
 				name = "\x00" + k.Name // not a call: never coarse, but it may use a FIFO
@@ -837,7 +837,7 @@ func listCallOK(progs []*Program, ops func(yield func(r, op int) bool)) bool {
 	seen := map[int]bool{}
 	n := -1
 	for r, op := range ops {
-		k := progs[r].Ops[op].Kernel
+		k := progs[r].kernel(op)
 		if seen[r] || (n >= 0 && k.GroupSize != n) {
 			return false
 		}
