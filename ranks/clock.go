@@ -304,11 +304,12 @@ func eachLaunch(progs []*Program, laneBase []int32, f func(rank int, k *KernelSp
 		if p == nil {
 			continue
 		}
+		var v opView // f does not keep the kernel
 		for i, op := range p.Ops {
 			if op.Kind != Launch || op.Kernel == nil {
 				continue
 			}
-			f(r, p.kernel(i), laneBase[r]+int32(op.Stream))
+			f(r, v.kernel(p, i), laneBase[r]+int32(op.Stream))
 		}
 	}
 }

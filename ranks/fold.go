@@ -109,58 +109,49 @@ func (f *fold) rename(in, out *Instr, srcs *[]Src) {
 	}
 }
 
-// foldGen generates a folded rank's micro-ops of a stored kernel: the
-// proto's, renamed one at a time (a few per kernel).
+// foldGen generates a folded rank's micro-ops: the proto kernel's (stored
+// or generated), renamed one at a time as they are read. Nothing is
+// allocated per micro-op or per kernel but the foldGen itself.
 type foldGen struct {
-	k    *KernelSpec // the proto's, with Instrs
+	k    *KernelSpec // the proto's
 	f    *fold
+	tmp  Instr // the proto's generated micro-op
 	srcs []Src // the last micro-op's sources
 }
 
-func (g *foldGen) Len() int { return len(g.k.Instrs) }
+// foldGenEnum is a foldGen over a kernel whose micro-ops can be listed.
+type foldGenEnum struct{ *foldGen }
+
+func (foldGenEnum) Enumerable() {}
+
+func (g *foldGen) Len() int { return g.k.Len() }
 
 func (g *foldGen) At(pc int, scratch *Instr) *Instr {
-	g.f.rename(&g.k.Instrs[pc], scratch, &g.srcs)
+	g.f.rename(g.k.At(pc, &g.tmp), scratch, &g.srcs)
 	return scratch
 }
 
-// Enumerable: a stored kernel's micro-ops are listed.
-func (g *foldGen) Enumerable() {}
-
-func (g *foldGen) Refs() Refs { return Refs{} } // listed instead (Enumerable)
+func (g *foldGen) Refs() Refs {
+	var out Refs
+	if g.k.Gen == nil {
+		return out // a stored kernel's micro-ops are listed (foldGenEnum)
+	}
+	r := g.k.Gen.Refs()
+	for _, b := range r.Buffers {
+		out.Buffers = append(out.Buffers, g.f.buf(b))
+	}
+	for _, q := range r.Fifos {
+		out.Fifos = append(out.Fifos, g.f.fifo(q))
+	}
+	for _, p := range r.Pads {
+		out.Pads = append(out.Pads, g.f.pad(p))
+	}
+	return out
+}
 
 // Rebind renames after folding. (A template refuses a folded world, so a
 // copy never asks; this keeps the generator whole.)
 func (g *foldGen) Rebind(m Rebinding) InstrGen { return &reboundGen{g: g, m: m} }
-
-// peerGen is a proto's generator rebound to a folded rank's memory
-// (InstrGen.Rebind, once per task): the generator renames buffers, pads
-// and FIFOs itself, and peerGen renames the peer a signal wait names.
-type peerGen struct {
-	InstrGen
-	f *fold
-}
-
-// peerGenEnum is a peerGen over an [Enumerable] generator.
-type peerGenEnum struct{ *peerGen }
-
-func (peerGenEnum) Enumerable() {}
-
-func (g *peerGen) At(pc int, scratch *Instr) *Instr {
-	in := g.InstrGen.At(pc, scratch)
-	if in.Op != OpWait || in.Peer < 0 {
-		return in
-	}
-	if in != scratch {
-		*scratch = *in // the generator's own: not to be written
-	}
-	scratch.Peer = g.f.peer(in.Peer)
-	return scratch
-}
-
-func (g *peerGen) Rebind(m Rebinding) InstrGen {
-	return &peerGen{InstrGen: g.InstrGen.Rebind(m), f: g.f}
-}
 
 // reboundGen is a generator whose micro-ops are g's, rebound by m.
 type reboundGen struct {
@@ -223,26 +214,13 @@ type foldedOp struct {
 	g  foldGen
 }
 
-// kernel returns op i's kernel as rank p runs it: the op's own, or for a
-// folded rank a new kernel whose micro-ops are the proto's renamed.
-func (p *Program) kernel(i int) *KernelSpec {
-	k := p.Ops[i].Kernel
-	if p.fold == nil || k == nil {
-		return k
-	}
-	return p.taskOp(i).Kernel
-}
-
-// taskOp returns op i as a task of rank p runs it: a pointer into the
-// program, or for a folded rank a copy of its own with the kernel renamed:
-// a stored kernel's micro-ops as they are read, a generator once, here.
-func (p *Program) taskOp(i int) *HostOp {
-	op := &p.Ops[i]
-	k, f := op.Kernel, p.fold
-	if f == nil || k == nil {
-		return op
-	}
-	fo := &foldedOp{op: *op, k: *k}
+// set makes fo op as a folded rank runs it: a copy whose kernel's
+// micro-ops are the proto's, renamed by f (a generated kernel is never a
+// CoarseRing then: a folded rank's collectives run micro-op by micro-op).
+func (fo *foldedOp) set(op *HostOp, f *fold) *HostOp {
+	k := op.Kernel
+	srcs := fo.g.srcs
+	*fo = foldedOp{op: *op, k: *k}
 	fo.op.Kernel = &fo.k
 	if k.OrderKey != "" {
 		fo.k.OrderKey = f.keys[k.OrderKey]
@@ -250,20 +228,40 @@ func (p *Program) taskOp(i int) *HostOp {
 	if k.Exclusive != "" {
 		fo.k.Exclusive = f.keys[k.Exclusive]
 	}
-	if k.Gen == nil {
-		fo.g = foldGen{k: k, f: f}
-		fo.k.Instrs, fo.k.Gen = nil, &fo.g
-		return &fo.op
-	}
-	// Rebound, a ring's generator would still offer its ring shape to
-	// the coarse path; wrapped, it does not: a folded rank's collectives
-	// run micro-op by micro-op.
-	g := &peerGen{InstrGen: k.Gen.Rebind(Rebinding{Buffer: f.buf, Fifo: f.fifo, Pad: f.pad}), f: f}
-	fo.k.Gen = g
-	if _, ok := k.Gen.(Enumerable); ok {
-		fo.k.Gen = peerGenEnum{g}
+	fo.g = foldGen{k: k, f: f, srcs: srcs}
+	fo.k.Instrs, fo.k.Gen = nil, &fo.g
+	if _, ok := k.Gen.(Enumerable); ok || k.Gen == nil {
+		fo.k.Gen = foldGenEnum{&fo.g}
 	}
 	return &fo.op
+}
+
+// taskOp returns op i as a task of rank p runs it: a pointer into the
+// program, or for a folded rank a copy of its own with the kernel renamed.
+func (p *Program) taskOp(i int) *HostOp {
+	op := &p.Ops[i]
+	if p.fold == nil || op.Kernel == nil {
+		return op
+	}
+	return new(foldedOp).set(op, p.fold)
+}
+
+// kernel returns op i's kernel as rank p runs it: the op's own, or for a
+// folded rank a new kernel whose micro-ops are the proto's renamed (a pass
+// over many ops uses an [opView] instead).
+func (p *Program) kernel(i int) *KernelSpec { return p.taskOp(i).Kernel }
+
+// opView shows a static pass each launch's kernel as its rank runs it,
+// reusing one folded kernel for every folded op: the pass must not keep
+// it past the next call.
+type opView struct{ fo foldedOp }
+
+func (v *opView) kernel(p *Program, i int) *KernelSpec {
+	op := &p.Ops[i]
+	if p.fold == nil || op.Kernel == nil {
+		return op.Kernel
+	}
+	return v.fo.set(op, p.fold).Kernel
 }
 
 // Folded reports whether rank runs another rank's program (World.Fold),

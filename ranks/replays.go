@@ -146,6 +146,7 @@ func (w *World) setupReplayInputs() {
 		explicit[e.id] = e.f
 	}
 	written := map[any]bool{}
+	var v opView
 	for _, p := range w.progs {
 		if p == nil {
 			continue
@@ -154,7 +155,7 @@ func (w *World) setupReplayInputs() {
 			if op.Kind != Launch || op.Kernel == nil {
 				continue
 			}
-			k := p.kernel(i) // a folded rank's, renamed (fold.go)
+			k := v.kernel(p, i) // a folded rank's, renamed (fold.go)
 			// a template's copy runs the template's micro-ops: resolve the
 			// buffers they name to the copy's own
 			if k.listed(func(in *Instr) {
