@@ -164,16 +164,17 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 	c := &carry{need: make([][]int32, nl), all: make([]bool, nl)}
 	// Locations, numbered in first-seen order, and the lanes touching
 	// each (a lane once).
-	ix := map[any]int32{}
+	var ix locIndex
 	var locLanes [][]int32
-	var keys []any
+	var keys []any // the pad and FIFO sides, the only keys read back
 	walkLocations(progs, laneBase, func(k any, lane int32) {
-		i, ok := ix[k]
-		if !ok {
-			i = int32(len(locLanes))
-			ix[k] = i
+		i, added := ix.index(k)
+		if added {
 			locLanes = append(locLanes, nil)
-			keys = append(keys, k)
+			switch k.(type) {
+			case padSide, fifoSide:
+				keys = append(keys, k)
+			}
 		}
 		if !slices.Contains(locLanes[i], lane) {
 			locLanes[i] = append(locLanes[i], lane)
@@ -198,7 +199,8 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 			}
 		}
 	}
-	for i, k := range keys {
+	for _, k := range keys {
+		i, _ := ix.lookup(k)
 		var other any
 		switch s := k.(type) {
 		case padSide:
@@ -214,7 +216,7 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 		default:
 			continue
 		}
-		j, ok := ix[other]
+		j, ok := ix.lookup(other)
 		if !ok {
 			continue
 		}

@@ -263,23 +263,24 @@ var emptyVC = &VC{}
 // thread-local filter), recording only who wrote each chunk last.
 func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) []bool {
 	walk := func(f func(k any, lane int32)) { walkLocations(progs, laneBase, f) }
-	owner := map[any]int32{} // storage -> the one lane touching it, or -1
+	var ix locIndex
+	var owner []int32 // per location: the one lane touching it, or -1
 	walk(func(k any, lane int32) {
-		if o, ok := owner[k]; !ok {
-			owner[k] = lane
-		} else if o != lane {
-			owner[k] = -1
+		if i, added := ix.index(k); added {
+			owner = append(owner, lane)
+		} else if owner[i] != lane {
+			owner[i] = -1
 		}
 	})
 	shared := make([]bool, nl)
 	walk(func(k any, lane int32) {
-		if owner[k] < 0 {
+		if i, _ := ix.lookup(k); owner[i] < 0 {
 			shared[lane] = true
 		}
 	})
 	for _, b := range bufs {
-		o, ok := owner[b.storage()]
-		b.private = !ok || o >= 0
+		i, ok := ix.lookup(b.storage())
+		b.private = !ok || owner[i] >= 0
 	}
 	return shared
 }
@@ -499,4 +500,52 @@ func (w *World) denseVC(n int) *VC {
 	w.clocks = w.clocks[1:]
 	c.d = d
 	return c
+}
+
+// locIndex numbers the locations walkLocations reports, in first-seen
+// order: a buffer by its id, through an array (a 4,096-rank world of 61
+// layers has 2.3 M buffers, and a map of them cost more than the run's
+// clocks), anything else (an allocator block, a pad's or FIFO's side)
+// through a map.
+type locIndex struct {
+	byBuf []int32 // per buffer id: 1 + the location's index, 0: not seen
+	other map[any]int32
+	n     int32
+}
+
+// index returns k's index, numbering k if it is new (and then reports
+// true).
+func (x *locIndex) index(k any) (int32, bool) {
+	if b, ok := k.(*Buffer); ok && b.id >= 0 {
+		if int(b.id) >= len(x.byBuf) {
+			x.byBuf = append(x.byBuf, make([]int32, int(b.id)+1-len(x.byBuf))...)
+		}
+		if i := x.byBuf[b.id]; i > 0 {
+			return i - 1, false
+		}
+		x.n++
+		x.byBuf[b.id] = x.n
+		return x.n - 1, true
+	}
+	if x.other == nil {
+		x.other = map[any]int32{}
+	}
+	if i, ok := x.other[k]; ok {
+		return i, false
+	}
+	x.other[k] = x.n
+	x.n++
+	return x.n - 1, true
+}
+
+// lookup returns k's index, if k was numbered.
+func (x *locIndex) lookup(k any) (int32, bool) {
+	if b, ok := k.(*Buffer); ok && b.id >= 0 {
+		if int(b.id) < len(x.byBuf) && x.byBuf[b.id] > 0 {
+			return x.byBuf[b.id] - 1, true
+		}
+		return 0, false
+	}
+	i, ok := x.other[k]
+	return i, ok
 }
