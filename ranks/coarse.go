@@ -869,9 +869,14 @@ type listResult struct {
 // listFifo is one FIFO in listSim: when each of the call's messages was
 // sent and received, and (with known) which starts each followed.
 type listFifo struct {
-	cap          int
-	sent, popped []sim.Time
-	prev         []sim.Time // when the FIFO's earlier messages were received (the last up to cap)
+	cap            int
+	nSent, nPopped int
+	// when message k was sent and received, in slot k mod cap: a message
+	// is received before the one cap after it is sent, and that one
+	// before it is received, so no slot is written while it is still
+	// needed (nor are those below)
+	sentAt, poppedAt []sim.Time
+	prev             []sim.Time // when the FIFO's earlier messages were received (the last up to cap)
 	// (with known) which starts the send and the receive of message k
 	// followed, in slot k mod cap: a send waits for the receive cap
 	// messages before it, so no slot is written while it is still needed
@@ -881,6 +886,19 @@ type listFifo struct {
 	by     []int32
 	recvBy int32 // the last receiver
 	fifo   *Fifo // the world's
+}
+
+// lastPops returns when the FIFO's last messages were received, up to
+// cap of them, oldest first: the ones before the call (prev) and its own.
+func (lf *listFifo) lastPops() []sim.Time {
+	out := make([]sim.Time, 0, lf.cap)
+	if k := lf.cap - lf.nPopped; k > 0 {
+		out = append(out, lf.prev[max(0, len(lf.prev)-k):]...)
+	}
+	for j := max(0, lf.nPopped-lf.cap); j < lf.nPopped; j++ {
+		out = append(out, lf.poppedAt[j%lf.cap])
+	}
+	return out
 }
 
 // listStep is one micro-op as listSim runs it: position p's micro-op pc,
@@ -945,7 +963,7 @@ func listSim(lists [][]Instr, start []sim.Time, key func(*Fifo) *Fifo, pops func
 		if lf == nil {
 			k := key(f)
 			if lf = res.fifos[k]; lf == nil {
-				lf = &listFifo{cap: k.Cap, fifo: k}
+				lf = &listFifo{cap: k.Cap, fifo: k, sentAt: make([]sim.Time, k.Cap), poppedAt: make([]sim.Time, k.Cap)}
 				if pops != nil {
 					lf.prev = pops(k)
 				}
@@ -990,44 +1008,46 @@ func listSim(lists [][]Instr, start []sim.Time, key func(*Fifo) *Fifo, pops func
 					rf, sf = fifo(p, in.Fifo), fifo(p, in.Fwd)
 				}
 				if rf != nil {
-					k := len(rf.popped)
-					if k == len(rf.sent) {
+					k := rf.nPopped
+					if k == rf.nSent {
 						break steps // no message yet
 					}
-					at = max(at, rf.sent[k])
+					at = max(at, rf.sentAt[k%rf.cap])
 				}
 				if sf != nil {
 					// Room: the message cap before this one was received.
-					j := len(sf.sent) - sf.cap
+					j := sf.nSent - sf.cap
 					switch {
-					case j >= len(sf.popped):
+					case j >= sf.nPopped:
 						break steps
 					case j >= 0:
-						at = max(at, sf.popped[j])
+						at = max(at, sf.poppedAt[j%sf.cap])
 					case len(sf.prev)+j >= 0:
 						at = max(at, sf.prev[len(sf.prev)+j])
 					}
 				}
 				st = listStep{p: p, pc: pc[p], tried: ready[p], at: at, recv: rf, send: sf}
 				if rf != nil {
-					k := len(rf.popped)
+					k := rf.nPopped
 					st.rk = k
 					if res.from != nil {
-						res.from[p][pc[p]] = rf.sent[k]
+						res.from[p][pc[p]] = rf.sentAt[k%rf.cap]
 					}
-					rf.popped = append(rf.popped, at)
+					rf.poppedAt[k%rf.cap] = at
+					rf.nPopped++
 					if known {
 						or(kn[p], rf.sentK[k%rf.cap])
 						copy(rf.poppedK[k%rf.cap], kn[p])
 					}
 				}
 				if sf != nil {
-					k := len(sf.sent)
+					k := sf.nSent
 					st.sk = k
 					if known && k >= sf.cap {
 						or(kn[p], sf.poppedK[k%sf.cap])
 					}
-					sf.sent = append(sf.sent, at)
+					sf.sentAt[k%sf.cap] = at
+					sf.nSent++
 					if known {
 						copy(sf.sentK[k%sf.cap], kn[p])
 					}
@@ -1055,7 +1075,7 @@ func listSim(lists [][]Instr, start []sim.Time, key func(*Fifo) *Fifo, pops func
 		}
 	}
 	for _, lf := range res.fifos {
-		res.drained = res.drained && len(lf.sent) == len(lf.popped)
+		res.drained = res.drained && lf.nSent == lf.nPopped
 	}
 	return res
 }
@@ -1130,7 +1150,7 @@ func (w *World) coarseRunList(g *coarseGroup) {
 		if f.n != 0 {
 			panic(fmt.Sprintf("ranks: coarse call %s: FIFO %s is not empty at its start", w.callName(g.inst), f.Name))
 		}
-		k := len(lf.sent)
+		k := lf.nSent
 		if k == 0 {
 			continue
 		}
@@ -1142,8 +1162,7 @@ func (w *World) coarseRunList(g *coarseGroup) {
 		s, r := w.tasks[lf.by[(k-1)%lf.cap]], w.tasks[lf.recvBy]
 		f.send = epoch{lane: s.lane, clock: w.vc[s.lane].get(s.lane), task: s.id}
 		f.recv = epoch{lane: r.lane, clock: w.vc[r.lane].get(r.lane), task: r.id}
-		all := append(slices.Clone(w.coarsePops[f]), lf.popped...)
-		w.coarsePops[f] = all[max(0, len(all)-f.Cap):]
+		w.coarsePops[f] = lf.lastPops()
 	}
 	// Happens-before: every rank's end follows every rank's start
 	// (listCallOK), so each lane ends with its own clock joined with
@@ -1185,7 +1204,7 @@ func (w *World) coarseStep(t *task, in *Instr, st *listStep) {
 		rf.recvBy = t.id
 		if w.cfg.Timeline {
 			w.tl.flows = append(w.tl.flows, Flow{Kind: FlowFifo, Label: rf.fifo.Name,
-				From: FlowEnd{w.ref(rf.by[st.rk%rf.cap]), rf.sent[st.rk]},
+				From: FlowEnd{w.ref(rf.by[st.rk%rf.cap]), rf.sentAt[st.rk%rf.cap]},
 				To:   FlowEnd{w.ref(t.id), st.at}})
 		}
 	}

@@ -69,3 +69,26 @@ func TestPropRingSumsOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestPropLastPops: the receive times a list call leaves for the next one
+// on its FIFO are the last cap of those before it and its own, oldest
+// first, as a plain append of the two would give.
+func TestPropLastPops(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cp := rapid.IntRange(1, 8).Draw(rt, "cap")
+		prev := rapid.SliceOfN(rapid.Int64Range(0, 1000), 0, cp).Draw(rt, "prev")
+		n := rapid.IntRange(0, 3*cp).Draw(rt, "popped")
+		lf := &listFifo{cap: cp, poppedAt: make([]sim.Time, cp)}
+		all := []sim.Time{}
+		for _, x := range prev {
+			lf.prev = append(lf.prev, sim.Time(x))
+			all = append(all, sim.Time(x))
+		}
+		for k := range n {
+			lf.poppedAt[k%cp] = sim.Time(2000 + k)
+			lf.nPopped++
+			all = append(all, sim.Time(2000+k))
+		}
+		require.Equal(rt, all[max(0, len(all)-cp):], lf.lastPops())
+	})
+}
