@@ -44,7 +44,11 @@ type fold struct {
 	pads   map[*SignalPad]*SignalPad
 	fifos  map[*Fifo]*Fifo
 	peers  map[int]int
-	keys   map[string]string // order and exclusive keys (one-to-one)
+	// pads and fifos as short lists, scanned before the maps
+	peerList [][2]int
+	padList  []pair[SignalPad]
+	fifoList []pair[Fifo]
+	keys     map[string]string // order and exclusive keys (one-to-one)
 }
 
 // idRange maps the proto's buffer ids in [lo, hi) to id + delta.
@@ -73,6 +77,11 @@ func (f *fold) pad(p *SignalPad) *SignalPad {
 	if p == nil {
 		return nil
 	}
+	for _, x := range f.padList {
+		if x.from == p {
+			return x.to
+		}
+	}
 	return f.pads[p]
 }
 
@@ -80,12 +89,39 @@ func (f *fold) fifo(q *Fifo) *Fifo {
 	if q == nil {
 		return nil
 	}
+	for _, x := range f.fifoList {
+		if x.from == q {
+			return x.to
+		}
+	}
 	return f.fifos[q]
+}
+
+// pair is one renamed pad or FIFO.
+type pair[T any] struct{ from, to *T }
+
+// shortList is m as a list when it is short enough that scanning it beats
+// hashing (a group's pads: one per rank); nil otherwise.
+func shortList[T any](m map[*T]*T) []pair[T] {
+	const short = 16
+	if len(m) > short {
+		return nil
+	}
+	l := make([]pair[T], 0, len(m))
+	for x, y := range m {
+		l = append(l, pair[T]{x, y}) // order does not matter: each from once
+	}
+	return l
 }
 
 func (f *fold) peer(r int) int {
 	if r < 0 {
 		return r
+	}
+	for _, x := range f.peerList {
+		if x[0] == r {
+			return x[1]
+		}
 	}
 	return f.peers[r]
 }
@@ -295,7 +331,13 @@ func (w *World) Fold(rank, proto int) bool {
 	if !m.programs(p, q) {
 		return false
 	}
-	f := &fold{proto: proto, bufs: &w.bufs, pads: m.pads, fifos: m.fifos, peers: m.peers, keys: m.keys}
+	f := &fold{proto: proto, bufs: &w.bufs, pads: m.pads, fifos: m.fifos, peers: m.peers, keys: m.keys,
+		padList: shortList(m.pads), fifoList: shortList(m.fifos)}
+	if len(m.peers) <= 16 {
+		for x, y := range m.peers {
+			f.peerList = append(f.peerList, [2]int{x, y}) // each x once: order does not matter
+		}
+	}
 	if f.ranges = m.ranges(w.bufs); f.ranges == nil && len(m.bufs) > 0 {
 		return false
 	}
