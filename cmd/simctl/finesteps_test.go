@@ -88,3 +88,24 @@ func TestFineStepsWitness(t *testing.T) {
 	require.Zero(t, code, errOut)
 	require.Contains(t, out, "reproduced")
 }
+
+// TestFineStepsShow: show --fine-steps draws the fine run: the same
+// verdict and step time, another trace hash where rings ran coarse.
+func TestFineStepsShow(t *testing.T) {
+	type report struct {
+		Verdict   string `json:"verdict"`
+		TraceHash string `json:"trace_hash"`
+		StepTime  int64  `json:"step_time_ns"`
+	}
+	show := func(extra ...string) report {
+		code, out, errOut := simctl(t, append([]string{"show", "nccl-order-mismatch", "--variant", "consistent", "--format", "json"}, extra...)...)
+		require.Zero(t, code, errOut)
+		var r report
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		return r
+	}
+	c, f := show(), show("--fine-steps")
+	require.Equal(t, c.Verdict, f.Verdict)
+	require.Equal(t, c.StepTime, f.StepTime)
+	require.NotEqual(t, c.TraceHash, f.TraceHash)
+}

@@ -23,6 +23,8 @@ type showFlags struct {
 	yaml    bool
 	width   int
 	format  string
+	// fineSteps is --fine-steps (finesteps.go)
+	fineSteps bool
 }
 
 func newShowCmd(stdout, _ io.Writer) *cobra.Command {
@@ -54,6 +56,7 @@ trace hashes as the built-in.`,
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); see simctl run --help")
 	cmd.Flags().BoolVar(&f.yaml, "yaml", false, "print the scenario as a scenario file instead")
 	cmd.Flags().IntVar(&f.width, "width", 100, "timeline width in columns (20..1000)")
+	addFineStepsFlag(cmd, &f.fineSteps)
 	addFormatFlag(cmd, &f.format)
 	return cmd
 }
@@ -123,6 +126,7 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 	if len(sc.Variants) == 0 {
 		return usagef("scenario %q has no variants", sc.Name)
 	}
+	sc = sc.WithFineSteps(f.fineSteps)
 	v := sc.Variants[0]
 	if f.variant != "" {
 		var ok bool
