@@ -243,6 +243,37 @@ func (r *reboundGen) Refs() Refs {
 
 func (r *reboundGen) Rebind(m Rebinding) InstrGen { return &reboundGen{g: r, m: m} }
 
+// peerGen is a proto's generator rebound to a folded rank's memory
+// ([InstrGen.Rebind], once per task: a collective's generator names the
+// same few pads and buffers at every one of its many micro-ops, and
+// renaming them micro-op by micro-op cost more than the copy); peerGen
+// renames the peer a signal wait names, which Rebind does not.
+type peerGen struct {
+	InstrGen
+	f *fold
+}
+
+// peerGenEnum is a peerGen over an [Enumerable] generator.
+type peerGenEnum struct{ *peerGen }
+
+func (peerGenEnum) Enumerable() {}
+
+func (g *peerGen) At(pc int, scratch *Instr) *Instr {
+	in := g.InstrGen.At(pc, scratch)
+	if in.Op != OpWait || in.Peer < 0 {
+		return in
+	}
+	if in != scratch {
+		*scratch = *in // the generator's own: not to be written
+	}
+	scratch.Peer = g.f.peer(in.Peer)
+	return scratch
+}
+
+func (g *peerGen) Rebind(m Rebinding) InstrGen {
+	return &peerGen{InstrGen: g.InstrGen.Rebind(m), f: g.f}
+}
+
 // foldedOp is a folded rank's host op with its kernel, made in one piece.
 type foldedOp struct {
 	op HostOp
@@ -273,13 +304,23 @@ func (fo *foldedOp) set(op *HostOp, f *fold) *HostOp {
 }
 
 // taskOp returns op i as a task of rank p runs it: a pointer into the
-// program, or for a folded rank a copy of its own with the kernel renamed.
+// program, or for a folded rank a copy of its own with the kernel renamed:
+// a stored kernel's micro-ops as they are read, a generator rebound once.
 func (p *Program) taskOp(i int) *HostOp {
 	op := &p.Ops[i]
 	if p.fold == nil || op.Kernel == nil {
 		return op
 	}
-	return new(foldedOp).set(op, p.fold)
+	fo := new(foldedOp)
+	fo.set(op, p.fold)
+	if k, f := op.Kernel, p.fold; k.Gen != nil {
+		g := &peerGen{InstrGen: k.Gen.Rebind(Rebinding{Buffer: f.buf, Fifo: f.fifo, Pad: f.pad}), f: f}
+		fo.k.Gen = g
+		if _, ok := k.Gen.(Enumerable); ok {
+			fo.k.Gen = peerGenEnum{g}
+		}
+	}
+	return &fo.op
 }
 
 // kernel returns op i's kernel as rank p runs it: the op's own, or for a
