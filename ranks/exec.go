@@ -387,16 +387,27 @@ func (w *World) checkRead(t *task, b *Buffer, c int) {
 	case sh.r0.lane == e.lane:
 		sh.r0 = e
 	default:
+		var more []epoch
+		if sh.more > 0 {
+			more = w.mores[sh.more-1]
+		}
 		replaced := false
-		for i := range sh.more {
-			if sh.more[i].lane == e.lane {
-				sh.more[i] = e
+		for i := range more {
+			if more[i].lane == e.lane {
+				more[i] = e
 				replaced = true
 				break
 			}
 		}
 		if !replaced {
-			sh.more = w.moreReader(sh.more, e)
+			if sh.more == 0 {
+				// Rare (a chunk read by three lanes since its
+				// write): the list lives beside the shadow, which
+				// stays 28 bytes.
+				w.mores = append(w.mores, nil)
+				sh.more = int32(len(w.mores))
+			}
+			w.mores[sh.more-1] = w.moreReader(more, e)
 		}
 	}
 }
@@ -437,14 +448,17 @@ func (w *World) checkWrite(t *task, b *Buffer, c int) {
 		if !w.hb(sh.r0, cur) {
 			w.race(t, sh.r0.task, b, c, "read", "write")
 		}
-		for _, r := range sh.more {
-			if !w.hb(r, cur) {
-				w.race(t, r.task, b, c, "read", "write")
+		if sh.more > 0 {
+			for _, r := range w.mores[sh.more-1] {
+				if !w.hb(r, cur) {
+					w.race(t, r.task, b, c, "read", "write")
+				}
 			}
+			w.mores[sh.more-1] = w.mores[sh.more-1][:0]
 		}
 	}
 	sh.w = w.epoch(t)
-	sh.r0, sh.more = noEpoch, sh.more[:0]
+	sh.r0 = noEpoch
 }
 
 // writeAliases carries a write of chunk c of b to the chunks of other

@@ -25,7 +25,7 @@ func (e epoch) none() bool { return e.clock == 0 }
 type shadow struct {
 	w    epoch
 	r0   epoch // noEpoch: no read since the write
-	more []epoch
+	more int32 // 1 + the index of further readers' epochs in World.mores (0: none)
 }
 
 // Buffer is a tensor on one rank, or one rank's copy of a symmetric buffer.

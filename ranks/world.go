@@ -110,11 +110,12 @@ type World struct {
 	tmpl *Template // a template's copy: where Release returns mem
 
 	tasks     []*task
-	i32Slab   []int32 // see int32s
-	epochSlab []epoch // see epochs
-	taskSlab  []task  // where the next tasks are allocated (allocTask)
-	provs     []Prov  // where the next provenance nodes are allocated (value.go)
-	provNext  ProvRef // the ref of provs[0]
+	i32Slab   []int32   // see int32s
+	mores     [][]epoch // readers of a chunk beyond shadow.r0 (exec.go), by shadow.more
+	epochSlab []epoch   // see epochs
+	taskSlab  []task    // where the next tasks are allocated (allocTask)
+	provs     []Prov    // where the next provenance nodes are allocated (value.go)
+	provNext  ProvRef   // the ref of provs[0]
 	provTab   provTable
 	hosts     []host
 
