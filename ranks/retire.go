@@ -340,6 +340,8 @@ func (w *World) retireTask(t *task) {
 	w.tasks[t.id] = nil
 	w.lz.retired[t.id] = true
 	w.lz.made--
+	w.freeI32(t.deps)
+	w.freeI32(t.dependents)
 	*t = task{}
 	w.lz.free = append(w.lz.free, t)
 }

@@ -110,12 +110,13 @@ type World struct {
 	tmpl *Template // a template's copy: where Release returns mem
 
 	tasks     []*task
-	i32Slab   []int32   // see int32s
-	mores     [][]epoch // readers of a chunk beyond shadow.r0 (exec.go), by shadow.more
-	epochSlab []epoch   // see epochs
-	taskSlab  []task    // where the next tasks are allocated (allocTask)
-	provs     []Prov    // where the next provenance nodes are allocated (value.go)
-	provNext  ProvRef   // the ref of provs[0]
+	i32Slab   []int32     // see int32s
+	i32Free   [][][]int32 // freed lists by capacity (freeI32)
+	mores     [][]epoch   // readers of a chunk beyond shadow.r0 (exec.go), by shadow.more
+	epochSlab []epoch     // see epochs
+	taskSlab  []task      // where the next tasks are allocated (allocTask)
+	provs     []Prov      // where the next provenance nodes are allocated (value.go)
+	provNext  ProvRef     // the ref of provs[0]
 	provTab   provTable
 	hosts     []host
 
@@ -634,6 +635,13 @@ func (w *World) moreReader(more []epoch, e epoch) []epoch {
 // task's dependencies and dependents: a run makes hundreds of tiny lists).
 // Appending past n reallocates, so neighbours are never overwritten.
 func (w *World) int32s(n int) []int32 {
+	if n < len(w.i32Free) {
+		if f := w.i32Free[n]; len(f) > 0 {
+			s := f[len(f)-1]
+			w.i32Free[n] = f[:len(f)-1]
+			return s
+		}
+	}
 	if n > len(w.i32Slab) {
 		w.i32Slab = w.mem.i32.get(max(n, 1024))
 	}
@@ -669,6 +677,25 @@ func (w *World) addDep(t *task, dep int32) {
 // appendI32 appends x to s; a full s moves to the int32 slab, with room
 // for twice as many (at least two), instead of to the heap. The lists it
 // grows (dependencies, dependents, waiters) are a world's and live as long.
+// freeI32 takes back a list int32s or appendI32 made that nothing
+// references any more (a retired task's dependencies and dependents,
+// retire.go): the next list of its capacity reuses it, so a long run keeps
+// lists for the tasks alive, not for every task it ran.
+func (w *World) freeI32(s []int32) {
+	n := cap(s)
+	if n == 0 || n > maxFreeI32 {
+		return
+	}
+	if n >= len(w.i32Free) {
+		w.i32Free = append(w.i32Free, make([][][]int32, n+1-len(w.i32Free))...)
+	}
+	w.i32Free[n] = append(w.i32Free[n], s[:0])
+}
+
+// maxFreeI32 is the longest list freeI32 keeps (a replay's join depends on
+// every node of its rank's graph: a thousand for 61 layers).
+const maxFreeI32 = 1 << 14
+
 func (w *World) appendI32(s []int32, x int32) []int32 {
 	if len(s) == cap(s) {
 		s = append(w.int32s(max(2, 2*cap(s))), s...)
