@@ -168,19 +168,26 @@ func (g *foldGen) At(pc int, scratch *Instr) *Instr {
 }
 
 func (g *foldGen) Refs() Refs {
-	var out Refs
 	if g.k.Gen == nil {
-		return out // a stored kernel's micro-ops are listed (foldGenEnum)
+		return Refs{} // a stored kernel's micro-ops are listed (foldGenEnum)
 	}
-	r := g.k.Gen.Refs()
+	return g.k.Gen.Refs().rebound(g.f.rebinding())
+}
+
+// rebinding is f as a [Rebinding].
+func (f *fold) rebinding() Rebinding { return Rebinding{Buffer: f.buf, Fifo: f.fifo, Pad: f.pad} }
+
+// rebound returns r with every buffer, FIFO and pad replaced by m's.
+func (r Refs) rebound(m Rebinding) Refs {
+	var out Refs
 	for _, b := range r.Buffers {
-		out.Buffers = append(out.Buffers, g.f.buf(b))
+		out.Buffers = append(out.Buffers, m.Buffer(b))
 	}
 	for _, q := range r.Fifos {
-		out.Fifos = append(out.Fifos, g.f.fifo(q))
+		out.Fifos = append(out.Fifos, m.Fifo(q))
 	}
 	for _, p := range r.Pads {
-		out.Pads = append(out.Pads, g.f.pad(p))
+		out.Pads = append(out.Pads, m.Pad(p))
 	}
 	return out
 }
@@ -226,20 +233,7 @@ func (r *reboundGen) At(pc int, scratch *Instr) *Instr {
 	return scratch
 }
 
-func (r *reboundGen) Refs() Refs {
-	in := r.g.Refs()
-	var out Refs
-	for _, b := range in.Buffers {
-		out.Buffers = append(out.Buffers, r.m.Buffer(b))
-	}
-	for _, q := range in.Fifos {
-		out.Fifos = append(out.Fifos, r.m.Fifo(q))
-	}
-	for _, p := range in.Pads {
-		out.Pads = append(out.Pads, r.m.Pad(p))
-	}
-	return out
-}
+func (r *reboundGen) Refs() Refs { return r.g.Refs().rebound(r.m) }
 
 func (r *reboundGen) Rebind(m Rebinding) InstrGen { return &reboundGen{g: r, m: m} }
 
@@ -314,7 +308,7 @@ func (p *Program) taskOp(i int) *HostOp {
 	fo := new(foldedOp)
 	fo.set(op, p.fold)
 	if k, f := op.Kernel, p.fold; k.Gen != nil {
-		g := &peerGen{InstrGen: k.Gen.Rebind(Rebinding{Buffer: f.buf, Fifo: f.fifo, Pad: f.pad}), f: f}
+		g := &peerGen{InstrGen: k.Gen.Rebind(f.rebinding()), f: f}
 		fo.k.Gen = g
 		if _, ok := k.Gen.(Enumerable); ok {
 			fo.k.Gen = peerGenEnum{g}
