@@ -282,7 +282,7 @@ func (fo *foldedOp) set(op *HostOp, f *fold) *HostOp {
 	k := op.Kernel
 	srcs := fo.g.srcs
 	*fo = foldedOp{op: *op, k: *k}
-	fo.op.Kernel = &fo.k
+	fo.op.Kernel, fo.op.fo = &fo.k, fo
 	if k.OrderKey != "" {
 		fo.k.OrderKey = f.keys[k.OrderKey]
 	}
@@ -300,12 +300,14 @@ func (fo *foldedOp) set(op *HostOp, f *fold) *HostOp {
 // taskOp returns op i as a task of rank p runs it: a pointer into the
 // program, or for a folded rank a copy of its own with the kernel renamed:
 // a stored kernel's micro-ops as they are read, a generator rebound once.
-func (p *Program) taskOp(i int) *HostOp {
+func (p *Program) taskOp(i int) *HostOp { return p.taskOpIn(i, new(foldedOp)) }
+
+// taskOpIn is taskOp making a folded op in fo (a retired task's, World.make).
+func (p *Program) taskOpIn(i int, fo *foldedOp) *HostOp {
 	op := &p.Ops[i]
 	if p.fold == nil || op.Kernel == nil {
 		return op
 	}
-	fo := new(foldedOp)
 	fo.set(op, p.fold)
 	if k, f := op.Kernel, p.fold; k.Gen != nil {
 		g := &peerGen{InstrGen: k.Gen.Rebind(f.rebinding()), f: f}

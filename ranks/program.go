@@ -216,6 +216,8 @@ type HostOp struct {
 	// itself (the program form's replay): a kernel node starts
 	// Config.GraphGap after the node it depends on, as in graph mode.
 	GraphNode bool
+
+	fo *foldedOp // a folded rank's copy of an op: where it lives, to be reused (fold.go)
 }
 
 // Program is one rank's host program: streams (index 0 is the stream the

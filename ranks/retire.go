@@ -171,8 +171,9 @@ type lazyTasks struct {
 	// per rank × replay: the first task id of the launch, and the join the
 	// replay's first nodes wait for (-1: none)
 	first, prev []int32
-	free        []*task // retired structs, for the next task made
-	made, peak  int     // tasks alive (made, not retired), and the most at once
+	free        []*task     // retired structs, for the next task made
+	freeOps     []*foldedOp // retired tasks' folded ops, for the next folded task
+	made, peak  int         // tasks alive (made, not retired), and the most at once
 }
 
 type taskIdent struct{ rank, node, replay int32 }
@@ -258,7 +259,17 @@ func (w *World) make(id int32) *task {
 	in := w.identOf(id)
 	r := int(in.rank)
 	n := w.plan.nodes[r][in.node]
-	op := w.progs[r].taskOp(n.op)
+	var op *HostOp
+	if p := w.progs[r]; p.fold != nil {
+		fo := new(foldedOp)
+		if k := len(lz.freeOps); k > 0 {
+			fo = lz.freeOps[k-1]
+			lz.freeOps = lz.freeOps[:k-1]
+		}
+		op = p.taskOpIn(n.op, fo)
+	} else {
+		op = &p.Ops[n.op]
+	}
 	slot := r*w.cfg.Replays + int(in.replay)
 	first := lz.first[slot]
 	tv := task{id: id, rank: r, stream: n.stream, lane: w.laneBase[r] + int32(n.stream), op: op, replay: in.replay, node: int32(n.op),
@@ -342,6 +353,10 @@ func (w *World) retireTask(t *task) {
 	w.lz.made--
 	w.freeI32(t.deps)
 	w.freeI32(t.dependents)
+	if t.op != nil && t.op.fo != nil {
+		// A folded rank's op, made for t alone: the next folded task's.
+		w.lz.freeOps = append(w.lz.freeOps, t.op.fo)
+	}
 	*t = task{}
 	w.lz.free = append(w.lz.free, t)
 }
