@@ -127,8 +127,9 @@ func (b *bufLanes) of(buf *Buffer) []int32 {
 // generated kernel that is not [Enumerable] does not say which micro-ops
 // it has: it counts as both for every buffer it names.
 func flagLanes(progs []*Program, laneBase []int32) (puts, waits bufLanes) {
+	var scratch Instr
 	eachLaunch(progs, laneBase, func(_ int, k *KernelSpec, lane int32) {
-		if k.listed(func(in *Instr) {
+		if k.listed(&scratch, func(in *Instr) {
 			switch {
 			case in.Dst == nil:
 			case in.Op == OpFlagPut:

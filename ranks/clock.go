@@ -321,6 +321,7 @@ func eachLaunch(progs []*Program, laneBase []int32, f func(rank int, k *KernelSp
 // one location within a kernel are reported once; the order is the
 // programs' (deterministic).
 func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)) {
+	var scratch Instr // the generated micro-ops, one at a time
 	eachLaunch(progs, laneBase, func(r int, kern *KernelSpec, lane int32) {
 		var last any // consecutive instructions mostly touch one buffer
 		visit := func(b *Buffer) {
@@ -342,7 +343,7 @@ func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)
 				last = k
 			}
 		}
-		if kern.listed(func(in *Instr) {
+		if kern.listed(&scratch, func(in *Instr) {
 			for _, s := range in.Srcs {
 				visit(s.Buf)
 			}

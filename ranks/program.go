@@ -127,11 +127,11 @@ type Enumerable interface {
 	Enumerable()
 }
 
-// listed calls f with each of k's micro-ops, stored or generated, and
-// reports whether it could: false for a generator that is not
-// [Enumerable], whose [InstrGen.Refs] the caller reads instead. f must not
-// keep the micro-op.
-func (k *KernelSpec) listed(f func(in *Instr)) bool {
+// listed calls f with each of k's micro-ops, stored or generated (into
+// scratch, the caller's, reused for every kernel of a pass), and reports
+// whether it could: false for a generator that is not [Enumerable], whose
+// [InstrGen.Refs] the caller reads instead. f must not keep the micro-op.
+func (k *KernelSpec) listed(scratch *Instr, f func(in *Instr)) bool {
 	if k.Gen == nil {
 		for i := range k.Instrs {
 			f(&k.Instrs[i])
@@ -141,9 +141,8 @@ func (k *KernelSpec) listed(f func(in *Instr)) bool {
 	if _, ok := k.Gen.(Enumerable); !ok {
 		return false
 	}
-	var scratch Instr
 	for pc := range k.Gen.Len() {
-		f(k.Gen.At(pc, &scratch))
+		f(k.Gen.At(pc, scratch))
 	}
 	return true
 }

@@ -147,6 +147,7 @@ func (w *World) setupReplayInputs() {
 	}
 	written := map[any]bool{}
 	var v opView
+	var scratch Instr
 	for _, p := range w.progs {
 		if p == nil {
 			continue
@@ -158,7 +159,7 @@ func (w *World) setupReplayInputs() {
 			k := v.kernel(p, i) // a folded rank's, renamed (fold.go)
 			// a template's copy runs the template's micro-ops: resolve the
 			// buffers they name to the copy's own
-			if k.listed(func(in *Instr) {
+			if k.listed(&scratch, func(in *Instr) {
 				if in.Dst != nil {
 					written[w.bufOf(in.Dst).storage()] = true
 				}
