@@ -36,6 +36,8 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine", "TestPropCoarseListEqualsFine"}},
 	mutant.CoarseEarlyFinisher:     {"collectives": {"TestCoarseListKinds", "TestPropCoarseListEqualsFine"}},
 	mutant.GuardOrdersCopies:       {"collectives": {"TestStreamGuardLeavesTheCopiesRacing"}, "scenarios": {"TestSymmGuardLeavesTheHeadlineCorrupt"}},
+	mutant.FoldPassesSeeProto:      {"ranks": {"TestPropFoldRunsAsUnfolded"}},
+	mutant.FoldTasksRunProto:       {"ranks": {"TestPropFoldRunsAsUnfolded"}, "scenarios": {"TestFoldMoE"}},
 }
 
 // TestMutantsAreKilled builds the test binaries of the packages the

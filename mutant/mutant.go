@@ -74,6 +74,13 @@ const (
 	// RegistrationIgnored: a peer's copy of an allocation with
 	// registration: op is reachable without a register op.
 	RegistrationIgnored Name = "registration-ignored"
+	// FoldPassesSeeProto: the static passes (shared lanes, carried clock
+	// entries, replay inputs, coarse calls) read a folded rank's kernels as
+	// its proto's, with the proto's memory (ranks/fold.go opView).
+	FoldPassesSeeProto Name = "fold-passes-see-proto"
+	// FoldTasksRunProto: a folded rank's tasks run its proto's kernels
+	// over the proto's memory (ranks/fold.go taskOpIn).
+	FoldTasksRunProto Name = "fold-tasks-run-proto"
 )
 
 // All lists every mutant, in the order the harness applies them.
@@ -83,4 +90,5 @@ var All = []Name{
 	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
 	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared, GuardOrdersCopies,
 	FlagAcquireAnyValue, RegistrationIgnored, CoarseEarlyFinisher,
+	FoldPassesSeeProto, FoldTasksRunProto,
 }

@@ -3,6 +3,8 @@ package ranks
 import (
 	"reflect"
 	"slices"
+
+	"github.com/collsim/collsim/mutant"
 )
 
 // Folding: ranks that run the same program over memory of their own.
@@ -305,7 +307,7 @@ func (p *Program) taskOp(i int) *HostOp { return p.taskOpIn(i, new(foldedOp)) }
 // taskOpIn is taskOp making a folded op in fo (a retired task's, World.make).
 func (p *Program) taskOpIn(i int, fo *foldedOp) *HostOp {
 	op := &p.Ops[i]
-	if p.fold == nil || op.Kernel == nil {
+	if p.fold == nil || op.Kernel == nil || mutant.On(mutant.FoldTasksRunProto) {
 		return op
 	}
 	fo.set(op, p.fold)
@@ -331,7 +333,7 @@ type opView struct{ fo foldedOp }
 
 func (v *opView) kernel(p *Program, i int) *KernelSpec {
 	op := &p.Ops[i]
-	if p.fold == nil || op.Kernel == nil {
+	if p.fold == nil || op.Kernel == nil || mutant.On(mutant.FoldPassesSeeProto) {
 		return op.Kernel
 	}
 	return v.fo.set(op, p.fold).Kernel
