@@ -262,19 +262,23 @@ var emptyVC = &VC{}
 // the shadow-memory checks (the static form of a race detector's
 // thread-local filter), recording only who wrote each chunk last.
 func sharedLanes(progs []*Program, laneBase []int32, nl int32, bufs []*Buffer) []bool {
-	walk := func(f func(k any, lane int32)) { walkLocations(progs, laneBase, f) }
+
 	var ix locIndex
 	var owner []int32 // per location: the one lane touching it, or -1
-	walk(func(k any, lane int32) {
-		if i, added := ix.index(k); added {
-			owner = append(owner, lane)
-		} else if owner[i] != lane {
-			owner[i] = -1
-		}
-	})
 	shared := make([]bool, nl)
-	walk(func(k any, lane int32) {
-		if i, _ := ix.lookup(k); owner[i] < 0 {
+	// One walk: a lane is shared when it touches a location another lane
+	// touches too. Until a location's second lane comes, only its first
+	// touched it; both are marked then, and every later one as it comes.
+	walkLocations(progs, laneBase, func(k any, lane int32) {
+		i, added := ix.index(k)
+		switch {
+		case added:
+			owner = append(owner, lane)
+		case owner[i] == lane:
+		case owner[i] >= 0:
+			shared[owner[i]], shared[lane] = true, true
+			owner[i] = -1
+		default:
 			shared[lane] = true
 		}
 	})
