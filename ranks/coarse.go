@@ -180,6 +180,7 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 	fifoIx := make(map[*Fifo]int, 2*len(progs))
 	var fifos []fifoUse
 	var refs []*Fifo
+	var v opView // k is not kept past its op
 	for r, p := range progs {
 		if p == nil {
 			continue
@@ -188,7 +189,7 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 			if op.Kind != Launch || op.Kernel == nil || op.Stream < 0 || op.Stream >= len(p.Streams) {
 				continue
 			}
-			k := p.kernel(i) // a folded rank's is neither a CoarseRing nor a list: never coarse
+			k := v.kernel(p, i) // a folded rank's is neither a CoarseRing nor a list: never coarse
 			name := k.Coll
 			if name == "" {
 				name = "\x00" + k.Name // not a call: never coarse, but it may use a FIFO
