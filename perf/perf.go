@@ -230,10 +230,10 @@ func scaleRow(name string, sets []string) (Row, error) {
 	over := ""
 	if errors.Is(err, scenarios.ErrBudget) {
 		// The resource estimate (scenarios.Estimate) bounds `simctl
-		// run`, which keeps the reference's world beside the nominal
-		// one (about twice this row's nominal schedule alone); at
-		// 4096 × 61 it says 18.9 GiB. The row is opt-in and measures
-		// what one nominal schedule really takes.
+		// run` (the reference's run, then the nominal one) with a
+		// margin; on a machine whose --max-memory is under it the row,
+		// which is opt-in, still measures what one nominal schedule
+		// really takes.
 		e := sc.Estimate(cfg)
 		saved := scenarios.MemoryBudget
 		scenarios.MemoryBudget = math.MaxInt64
@@ -244,7 +244,10 @@ func scaleRow(name string, sets []string) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	defer collectAtDefault()()
+	// The collector's target simctl run would pick for cfg (gc.go), so
+	// the row's peak is the one a user's run reaches.
+	pct := sc.Estimate(cfg).GCPercent
+	defer collectAt(pct)()
 	runtime.GC()
 	debug.FreeOSMemory()
 	reset := resetPeak()
@@ -256,7 +259,7 @@ func scaleRow(name string, sets []string) (Row, error) {
 		return Row{}, err
 	}
 	p := peakRSS()
-	note := "process peak RSS (getrusage), reset before the row; " + gcNote()
+	note := "process peak RSS (getrusage), reset before the row; " + gcNote(pct)
 	if !reset {
 		note = fmt.Sprintf("process peak RSS (getrusage) since the start: could not be reset, so an earlier row's peak may show (%.0f MiB before this row)", float64(before)/(1<<20))
 	}
@@ -468,20 +471,26 @@ func Plots(rows []Row) []File {
 // set in the environment. simctl starts at 400 (cmd/simctl/gc.go) and
 // keeps it for runs its estimate calls small: right for thousands of small
 // schedules, but at 400 the heap grows to five times what is live before
-// collecting, so a peak-RSS row (whose size ladder starts small) would
+// collecting, so a peak-RSS sweep (whose size ladder starts small) would
 // measure garbage not yet collected rather than what the run keeps.
-func collectAtDefault() func() {
+func collectAtDefault() func() { return collectAt(100) }
+
+// collectAt runs the collector at target pct until the returned function
+// restores the previous one, unless GOGC is set in the environment.
+func collectAt(pct int) func() {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
-	old := debug.SetGCPercent(100)
+	old := debug.SetGCPercent(pct)
 	return func() { debug.SetGCPercent(old) }
 }
 
-// gcNote says which collector target a memory row ran under.
-func gcNote() string {
+// gcNote says which collector target a memory row ran under: pct, the
+// target `simctl run` picks for the row's configuration
+// (scenarios.Estimate's GCPercent), unless GOGC is in the environment.
+func gcNote(pct int) string {
 	if g := os.Getenv("GOGC"); g != "" {
 		return "GOGC=" + g + " from the environment"
 	}
-	return "collector at GOGC=100 for the row (at 400, what simctl uses for runs it estimates small, the heap reaches 5x what is live first)"
+	return fmt.Sprintf("collector at GOGC=%d, the target simctl run picks for this configuration from its resource estimate (400 small, 100 large, 50 huge)", pct)
 }

@@ -45,41 +45,61 @@ var ErrBudget = errors.New("over the resource budget")
 
 // Calibration of the byte estimate: peak resident memory (getrusage, one
 // fresh process each) of `simctl run tp8-shared-expert --variant fixed
-// --set budget=0 --set tp=… --set dp=… --set layers=…`, with finished
-// tasks and clock snapshots retired as the run goes (ranks/retire.go),
-// measured at 8–4096 ranks (tp up to 1024, dp up to 512), 1–61 layers,
-// 2–8 replays, 4–16 chunks, graph and eager mode (TestEstimateBounds lists
-// the points). Such a run keeps the reference's world (built whole, one
-// stream per rank) while the nominal schedule runs, so it peaks at about
-// twice a nominal schedule alone (simctl bench's scale rows). What is
-// live grows with the program, built whole before the run: a term per
-// rank (communicators, streams), one per rank-layer (kernels, tensors,
-// lowered graph nodes), one per rank-layer-replay (a replay's values and
-// provenance) and one per chunk of those. A collective's per-peer state no
-// longer shows (tp 256–1024, one layer: 44–104 MiB). The variable part is
-// counted with a margin of 5/4; the estimate is above every measured peak
-// and within 2× of it.
+// --set budget=0 --set tp=… --set dp=… --set layers=…`, measured at
+// 8–4096 ranks (tp up to 1024, dp up to 512), 1–61 layers, 2–8 replays,
+// 4–16 chunks, graph and eager mode (TestEstimateBounds lists the points).
+// Such a run builds and runs the reference's world first and keeps only a
+// record of its compared values (check/), so its peak is the larger of
+// the two worlds, not their sum. What is live is built before the run
+// and read until its last replay, in two parts:
+//
+//   - the program: kernels, micro-ops, host ops and the lowered graph, a
+//     term per program-layer. It grows with the distinct programs
+//     ([Scenario.programs]): the MoE builder folds every data-parallel
+//     replica onto the first (ranks.World.Fold), so tp programs serve
+//     tp·dp ranks; a scenario file's ranks each keep their own.
+//   - per-rank state: a term per rank (communicators, streams), one per
+//     rank-layer (tensors, buffers), one per rank-layer-replay (a replay's
+//     values and tasks) and one per rank-layer-chunk (value chunks and
+//     their shadows). At 8 × 512 ranks and 61 layers this is nearly all of
+//     it: 21 KiB per rank-layer, against 16 KiB per program-layer.
+//
+// The sum is counted with a margin of 5/4; the estimate is above every
+// measured peak and within 2× of it.
 const (
-	bytesPerRank              = 64 << 10
-	bytesPerRankLayer         = 14 << 10
-	bytesPerRankLayerReplay   = 21 << 10
-	bytesPerRankLayerReplayCk = 800
-	baseBytes                 = 20 << 20
-	defaultOpsPerLayer        = 12 // ops and stream markers of one MoE layer
+	bytesPerRank            = 4 << 10
+	bytesPerProgramLayer    = 16 << 10
+	bytesPerRankLayer       = 21 << 10
+	bytesPerRankLayerReplay = 768
+	bytesPerRankLayerChunk  = 640
+	baseBytes               = 31 << 20
+	defaultOpsPerLayer      = 12 // ops and stream markers of one MoE layer
 )
 
-// The collector's target for a run (Estimate.GCPercent): a small run
-// collects at GOGC=400, which saves CPU (10–30 % in the calibration's
-// runs) and costs little memory; a run whose peak at 400 would pass
-// smallRunBytes collects at Go's default 100: at 400 the heap goal is 5×
-// the live heap instead of 2× (512 ranks × 61 layers peaked at 2,500
-// MiB at 400 against 1,920–2,090 at 100). The peak at 400 was up to 1.9× the
-// peak at 100 (tp=512, one layer: 121 against 64 MiB), so the variable
-// part is counted 7/4 times there (its margin of 5/4 included, 2.2×).
+// The collector's target for a run (Estimate.GCPercent), in three tiers
+// by the estimated peak:
+//
+//   - GOGC=400 while the peak there stays under smallRunBytes: it saves
+//     CPU on small runs (10–30 % in earlier calibrations) and costs
+//     memory, since the heap goal is 5× the live heap. The peak at 400 was
+//     up to 2.8× the peak at 100 (8 × 16 ranks, 61 layers: 494 against 174
+//     MiB), so the variable part is counted 9/4 times there (its margin of
+//     5/4 included, 2.8×).
+//   - Go's default 100 above that (a heap goal of 2×). The estimate keeps
+//     smallRunBytes as its floor, so that it grows with every knob across
+//     the switch: just above it, it may be up to 2.8× a run's peak
+//     (measured: 8 × 32 × 61, 704 against 362 MiB, 1.95×).
+//   - 50 where the peak at 100 would pass hugeRunBytes (a heap goal of
+//     1.5×; the estimate counts 3/4 of the variable part, floored at
+//     hugeRunBytes). One process each, twice: 8 × 512 × 61 peaked at 4,014
+//     MiB against 5,347 at 100 (0.75×) for 14 % more CPU; 8 × 128 × 61 at
+//     1,102 against 1,472 MiB (0.75×) for 6–7 % more.
 const (
 	SmallRunGCPercent = 400
 	LargeRunGCPercent = 100
-	smallRunBytes     = 512 << 20
+	HugeRunGCPercent  = 50
+	smallRunBytes     = 704 << 20
+	hugeRunBytes      = 1 << 30
 )
 
 // opsPerLayer is how many ops one rank issues per layer and replay: from
@@ -132,6 +152,18 @@ func (s *Scenario) multipliers(cfg Config) (tp, dp, layers, replays int64) {
 	return tp, dp, layers, replays
 }
 
+// programs is how many distinct programs a run of s with cfg builds, of
+// its tp·dp ranks: the MoE builder folds every data-parallel replica onto
+// the first (BuildMoE's FoldOnto), so its ranks share tp programs; every
+// other form (a file's programs or op graph, the other graph builders)
+// keeps one program per rank.
+func (s *Scenario) programs(tp, dp int64) int64 {
+	if sp := s.Spec; sp != nil && sp.Graph != nil && sp.Graph.Builder == "moe" {
+		return tp
+	}
+	return tp * dp
+}
+
 // Estimate computes what a run of s with cfg will cost.
 func (s *Scenario) Estimate(cfg Config) Estimate {
 	tp, dp, layers, replays := s.multipliers(cfg)
@@ -146,21 +178,32 @@ func (s *Scenario) Estimate(cfg Config) Estimate {
 	e.MicroOps = sat(units, ops, tp, chunks)
 	e.Chunks = sat(units, ops, chunks)
 	// Memory in MoE-layer equivalents (the calibration's unit): a file's
-	// program of many ops counts as many layers. An eager run keeps about
-	// what a graph run of 2 replays keeps.
-	rep := max(replays, 2)
+	// program of many ops counts as many layers. An eager run counts as
+	// one replay.
 	eq := max(sat(layers, ops)/defaultOpsPerLayer, 1)
-	perLayer := satAdd(bytesPerRankLayer, sat(rep, satAdd(bytesPerRankLayerReplay, sat(chunks, bytesPerRankLayerReplayCk))))
-	live := satAdd(sat(ranks, bytesPerRank), sat(ranks, eq, perLayer))
+	program := sat(s.programs(tp, dp), eq, bytesPerProgramLayer)
+	perLayer := satAdd(bytesPerRankLayer, sat(replays, bytesPerRankLayerReplay), sat(chunks, bytesPerRankLayerChunk))
+	state := satAdd(sat(ranks, bytesPerRank), sat(ranks, eq, perLayer))
+	live := satAdd(program, state)
 	live = satAdd(live, live/4) // the margin
-	// The peak under the collector's target the run will use: at
-	// GOGC=400 while that stays small, else at 100 (and never below
-	// smallRunBytes, so the estimate grows with every knob).
-	e.GCPercent, e.Bytes = SmallRunGCPercent, satAdd(baseBytes, sat(live, 7)/4)
-	if e.Bytes > smallRunBytes {
-		e.GCPercent, e.Bytes = LargeRunGCPercent, max(satAdd(baseBytes, live), smallRunBytes)
-	}
+	e.GCPercent, e.Bytes = gcTier(live)
 	return e
+}
+
+// gcTier picks the collector's target for a run that keeps live bytes
+// (margin included) and the peak it reaches there: GOGC=400 while that
+// peak stays under smallRunBytes, else 100 while it stays under
+// hugeRunBytes, else HugeRunGCPercent. Each tier's peak is floored at the
+// threshold below it, so the estimate grows with every knob across a
+// switch.
+func gcTier(live int64) (pct int, bytes int64) {
+	if b := satAdd(baseBytes, live, live, live/4); b <= smallRunBytes { // 9/4 of live
+		return SmallRunGCPercent, b
+	}
+	if b := max(satAdd(baseBytes, live), smallRunBytes); b <= hugeRunBytes {
+		return LargeRunGCPercent, b
+	}
+	return HugeRunGCPercent, max(satAdd(baseBytes, live-live/4), hugeRunBytes) // 3/4 of live
 }
 
 // sat multiplies non-negative factors, saturating at 2^62.

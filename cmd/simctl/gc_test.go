@@ -11,8 +11,9 @@ import (
 )
 
 // A command starts at GOGC=400 and drops to 100 when it admits a
-// configuration estimated large, before building it; a small one after a
-// large one does not raise it again; GOGC in the environment wins.
+// configuration estimated large, and to 50 for one estimated huge, before
+// building it; a smaller one after a larger one does not raise it again;
+// GOGC in the environment wins.
 func TestGCFollowsTheEstimate(t *testing.T) {
 	saved := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(saved)
@@ -30,13 +31,21 @@ func TestGCFollowsTheEstimate(t *testing.T) {
 	// large configuration lowers the target before anything is built.
 	sc, _ := scenarios.Lookup("tp8-shared-expert")
 	v, _ := sc.Variant("fixed")
-	cfg, err := sc.VariantConfig(v, []string{"dp=128", "layers=61"})
+	cfg, err := sc.VariantConfig(v, []string{"dp=64", "layers=61"})
 	require.NoError(t, err)
 	e := sc.Estimate(cfg)
 	require.Equal(t, scenarios.LargeRunGCPercent, e.GCPercent)
 	require.Equal(t, scenarios.LargeRunGCPercent, current(), "a large run collects at 100")
 	gcForEstimate(sc.Estimate(sc.Base))
 	require.Equal(t, scenarios.LargeRunGCPercent, current(), "never raised again")
+
+	huge, err := sc.VariantConfig(v, []string{"dp=512", "layers=61"})
+	require.NoError(t, err)
+	require.Equal(t, scenarios.HugeRunGCPercent, current(), "a huge run collects at 50")
+	gcForEstimate(e)
+	gcForEstimate(sc.Estimate(sc.Base))
+	require.Equal(t, scenarios.HugeRunGCPercent, current(), "never raised again")
+	require.Equal(t, scenarios.HugeRunGCPercent, sc.Estimate(huge).GCPercent)
 
 	defer func(b int64) { scenarios.MemoryBudget = b }(scenarios.MemoryBudget)
 	t.Setenv("GOGC", "250")
