@@ -554,3 +554,15 @@ func (x *locIndex) lookup(k any) (int32, bool) {
 	i, ok := x.other[k]
 	return i, ok
 }
+
+// locSet is a set of locations, numbered by a locIndex.
+type locSet struct {
+	ix locIndex
+}
+
+func (s *locSet) add(k any) { s.ix.index(k) }
+
+func (s *locSet) has(k any) bool {
+	_, ok := s.ix.lookup(k)
+	return ok
+}

@@ -145,7 +145,7 @@ func (w *World) setupReplayInputs() {
 	for _, e := range w.explicitIn {
 		explicit[e.id] = e.f
 	}
-	written := map[any]bool{}
+	var written locSet // storage a kernel writes
 	var v opView
 	var scratch Instr
 	for _, p := range w.progs {
@@ -161,20 +161,20 @@ func (w *World) setupReplayInputs() {
 			// buffers they name to the copy's own
 			if k.listed(&scratch, func(in *Instr) {
 				if in.Dst != nil {
-					written[w.bufOf(in.Dst).storage()] = true
+					written.add(w.bufOf(in.Dst).storage())
 				}
 			}) {
 				continue
 			}
 			for _, b := range k.Gen.Refs().Buffers { // which it writes is not said: all
-				written[w.bufOf(b).storage()] = true
+				written.add(w.bufOf(b).storage())
 			}
 		}
 	}
 	for _, b := range w.bufs {
 		in := replayInput{b: b, f: explicit[b.id]}
 		if in.f == nil {
-			if !w.deriveInputs || !b.inited || b.Block != nil || b.Sym != nil || written[b.storage()] {
+			if !w.deriveInputs || !b.inited || b.Block != nil || b.Sym != nil || written.has(b.storage()) {
 				continue
 			}
 			in.base = make([]uint64, len(b.Vals))
