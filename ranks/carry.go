@@ -173,7 +173,7 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 		if added {
 			locLanes = append(locLanes, nil)
 			switch k.(type) {
-			case padSide, fifoSide:
+			case *padSide, *fifoSide:
 				keys = append(keys, k)
 			}
 		}
@@ -204,16 +204,16 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 		i, _ := ix.lookup(k)
 		var other any
 		switch s := k.(type) {
-		case padSide:
+		case *padSide:
 			if !s.put {
 				continue
 			}
-			other = padSide{s.p, false}
-		case fifoSide:
+			other = s.p.side(false)
+		case *fifoSide:
 			if !s.send {
 				continue
 			}
-			other = fifoSide{s.f, false}
+			other = s.f.side(false)
 		default:
 			continue
 		}

@@ -296,6 +296,31 @@ type padSide struct {
 	put bool
 }
 
+// side returns p's put or wait side as a location: a pointer into p, so
+// that a pass's map of locations boxes it without allocating.
+func (p *SignalPad) side(put bool) *padSide {
+	s := &p.sides[0]
+	if !put {
+		s = &p.sides[1]
+	}
+	if s.p == nil {
+		s.p, s.put = p, put // a pad made without NewSignalPad or AllocSymmetric
+	}
+	return s
+}
+
+// side returns f's send or receive side as a location.
+func (f *Fifo) side(send bool) *fifoSide {
+	s := &f.sides[0]
+	if !send {
+		s = &f.sides[1]
+	}
+	if s.f == nil {
+		s.f, s.send = f, send // a FIFO made without NewFifo
+	}
+	return s
+}
+
 type fifoSide struct {
 	f    *Fifo
 	send bool
@@ -354,14 +379,14 @@ func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)
 			visit(in.Dst)
 			switch in.Op {
 			case OpPut, OpWait:
-				side(padSide{in.Pad, in.Op == OpPut})
+				side(in.Pad.side(in.Op == OpPut))
 			case OpSend:
-				side(fifoSide{in.Fifo, true})
+				side(in.Fifo.side(true))
 			case OpRecv:
-				side(fifoSide{in.Fifo, false})
+				side(in.Fifo.side(false))
 			case OpRecvSend:
-				side(fifoSide{in.Fifo, false})
-				side(fifoSide{in.Fwd, true})
+				side(in.Fifo.side(false))
+				side(in.Fwd.side(true))
 			}
 		}) {
 			return
@@ -371,15 +396,15 @@ func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)
 			visit(b)
 		}
 		for _, p := range refs.Pads { // which side is not said: both
-			side(padSide{p, true})
-			side(padSide{p, false})
+			side(p.side(true))
+			side(p.side(false))
 		}
 		for _, q := range refs.Fifos {
 			if q.Src == r {
-				side(fifoSide{q, true})
+				side(q.side(true))
 			}
 			if q.Dst == r {
-				side(fifoSide{q, false})
+				side(q.side(false))
 			}
 		}
 	})

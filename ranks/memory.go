@@ -114,6 +114,8 @@ type SignalPad struct {
 	Slots []sigSlot
 
 	id int32 // 1 + index among a template's pads (0: none; see World.padOf)
+
+	sides [2]padSide // its put and wait sides as locations (clock.go), boxed without allocating
 }
 
 type sigSlot struct {
@@ -150,6 +152,8 @@ type Fifo struct {
 	nSent, nRecvd int
 
 	id int32 // 1 + index among a template's FIFOs (0: none; see World.fifoOf)
+
+	sides [2]fifoSide // its send and receive sides as locations (clock.go)
 }
 
 func (f *Fifo) inFlight() int { return f.n }

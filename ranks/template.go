@@ -229,6 +229,8 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	for i, p := range t.pads {
 		n := len(p.Slots)
 		pads[i] = SignalPad{Name: p.Name, Rank: p.Rank, Slots: slots[:n:n]}
+		pads[i].side(true)
+		pads[i].side(false)
 		slots = slots[n:]
 	}
 	syms := make([]Symmetric, len(t.syms))
@@ -252,6 +254,8 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	fifos := make([]Fifo, len(t.fifos))
 	for i, f := range t.fifos {
 		fifos[i] = Fifo{Name: f.Name, Src: f.Src, Dst: f.Dst, Cap: f.Cap}
+		fifos[i].side(true)
+		fifos[i].side(false)
 	}
 
 	// Programs: the kernels share the template's micro-ops, which are never

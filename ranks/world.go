@@ -302,14 +302,17 @@ func (w *World) AllocSymmetric(name string, group []int, bytes int64, chunks, pa
 		b := w.Alloc(r, name, bytes, chunks)
 		b.Sym = s
 		s.Bufs = append(s.Bufs, b)
-		s.Pads = append(s.Pads, &SignalPad{Name: name, Rank: r, Slots: make([]sigSlot, padSlots)})
+		s.Pads = append(s.Pads, NewSignalPad(name, r, padSlots))
 	}
 	return s
 }
 
 // NewFifo returns a connection from src to dst with cap message slots.
 func (w *World) NewFifo(name string, src, dst, cap int) *Fifo {
-	return &Fifo{Name: name, Src: src, Dst: dst, Cap: cap}
+	f := &Fifo{Name: name, Src: src, Dst: dst, Cap: cap}
+	f.side(true)
+	f.side(false)
+	return f
 }
 
 // Init sets every chunk of b to a fresh source with value f(chunk).
