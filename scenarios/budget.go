@@ -91,9 +91,10 @@ const (
 //     (measured: 8 × 32 × 61, 704 against 362 MiB, 1.95×).
 //   - 50 where the peak at 100 would pass hugeRunBytes (a heap goal of
 //     1.5×; the estimate counts 3/4 of the variable part, floored at
-//     hugeRunBytes). One process each, twice: 8 × 512 × 61 peaked at 4,014
-//     MiB against 5,347 at 100 (0.75×) for 14 % more CPU; 8 × 128 × 61 at
-//     1,102 against 1,472 MiB (0.75×) for 6–7 % more.
+//     hugeRunBytes). One process each, twice, the higher peak and the
+//     lower CPU time kept: 8 × 512 × 61 peaked at 4,314 MiB against 5,566
+//     at 100 (0.78×) in 216 CPU-s against 193 (1.12×); 8 × 128 × 61 at
+//     1,102 against 1,472 MiB (0.75×) in 41.5 CPU-s against 39.2 (1.06×).
 const (
 	SmallRunGCPercent = 400
 	LargeRunGCPercent = 100
