@@ -366,8 +366,22 @@ func (w *World) Fold(rank, proto int) bool {
 	if p == nil || q == nil || p.fold != nil || q.fold != nil {
 		return false
 	}
-	m := matcher{bufs: map[*Buffer]*Buffer{}, pads: map[*SignalPad]*SignalPad{}, fifos: map[*Fifo]*Fifo{}, peers: map[int]int{}}
-	if !m.programs(p, q) {
+	// Buffers are renamed through an array by the proto's buffer id (a
+	// rank names hundreds, at every micro-op), kept by the world between
+	// calls and cleared of what this call wrote.
+	if len(w.foldTo) < len(w.bufs) {
+		w.foldTo = make([]int32, len(w.bufs))
+	}
+	m := matcher{bufs: w.bufs, to: w.foldTo, pads: map[*SignalPad]*SignalPad{}, fifos: map[*Fifo]*Fifo{}, peers: map[int]int{}}
+	ok := m.programs(p, q)
+	var ranges []idRange
+	if ok {
+		ranges = m.ranges()
+	}
+	for _, x := range m.seen {
+		w.foldTo[x] = 0
+	}
+	if !ok {
 		return false
 	}
 	f := &fold{proto: proto, bufs: &w.bufs, pads: m.pads, fifos: m.fifos, peers: m.peers, keys: m.keys,
@@ -377,9 +391,7 @@ func (w *World) Fold(rank, proto int) bool {
 			f.peerList = append(f.peerList, [2]int{x, y}) // each x once: order does not matter
 		}
 	}
-	if f.ranges = m.ranges(w.bufs); f.ranges == nil && len(m.bufs) > 0 {
-		return false
-	}
+	f.ranges = ranges
 	w.progs[rank] = &Program{Streams: p.Streams, Events: p.Events, Ops: p.Ops, fold: f}
 	return true
 }
@@ -387,7 +399,9 @@ func (w *World) Fold(rank, proto int) bool {
 // matcher builds the renaming from a proto's program to a rank's, and
 // checks that it is one.
 type matcher struct {
-	bufs  map[*Buffer]*Buffer
+	bufs  []*Buffer // the world's, by id
+	to    []int32   // per proto buffer id: 1 + its image's id (0: none yet)
+	seen  []int32   // the proto buffer ids given an image, in order
 	pads  map[*SignalPad]*SignalPad
 	fifos map[*Fifo]*Fifo
 	peers map[int]int
@@ -409,8 +423,19 @@ func (m *matcher) buf(x, y *Buffer) bool {
 	if x == nil || y == nil {
 		return x == y
 	}
-	return same(m.bufs, x, y)
+	if !m.own(x) || !m.own(y) {
+		return false // not the world's: no id to rename by
+	}
+	if t := m.to[x.id]; t > 0 {
+		return t-1 == y.id
+	}
+	m.to[x.id] = y.id + 1
+	m.seen = append(m.seen, x.id)
+	return true
 }
+
+// own reports whether b is the world's buffer at its id.
+func (m *matcher) own(b *Buffer) bool { return int(b.id) < len(m.bufs) && m.bufs[b.id] == b }
 
 func (m *matcher) pad(x, y *SignalPad) bool {
 	if x == nil || y == nil {
@@ -519,15 +544,12 @@ func (m *matcher) instrs(a, b *Instr) bool {
 }
 
 // ranges compresses the buffer renaming into runs of proto ids with one id
-// delta each; nil when a buffer is not the world's (not at its id).
-func (m *matcher) ranges(bufs []*Buffer) []idRange {
+// delta each.
+func (m *matcher) ranges() []idRange {
 	type pair struct{ x, y int32 }
-	ps := make([]pair, 0, len(m.bufs))
-	for x, y := range m.bufs {
-		if int(x.id) >= len(bufs) || bufs[x.id] != x || int(y.id) >= len(bufs) || bufs[y.id] != y {
-			return nil
-		}
-		ps = append(ps, pair{x.id, y.id})
+	ps := make([]pair, 0, len(m.seen))
+	for _, x := range m.seen {
+		ps = append(ps, pair{x, m.to[x] - 1})
 	}
 	slices.SortFunc(ps, func(a, b pair) int { return int(a.x - b.x) })
 	var out []idRange

@@ -88,7 +88,8 @@ type World struct {
 	nominal   bool // the chooser is sim.Nominal: no jitter
 	// keepHistory: retire nothing (KeepHistory; retire.go)
 	keepHistory bool
-	noFold      bool // NoFold: Fold keeps every rank's program (fold.go)
+	noFold      bool    // NoFold: Fold keeps every rank's program (fold.go)
+	foldTo      []int32 // Fold's renaming of buffers by id, zero between calls
 	hist        History
 	lz          lazyTasks // graph mode: tasks made when they become ready (retire.go)
 	noFilter    bool      // tests: every lane counts as shared
