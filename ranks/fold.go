@@ -370,7 +370,8 @@ func (w *World) Fold(rank, proto int) bool {
 	// rank names hundreds, at every micro-op), kept by the world between
 	// calls and cleared of what this call wrote.
 	if len(w.foldTo) < len(w.bufs) {
-		w.foldTo = make([]int32, len(w.bufs))
+		// Twice as long: a builder allocates buffers between calls.
+		w.foldTo = make([]int32, 2*len(w.bufs))
 	}
 	m := matcher{bufs: w.bufs, to: w.foldTo, pads: map[*SignalPad]*SignalPad{}, fifos: map[*Fifo]*Fifo{}, peers: map[int]int{}}
 	ok := m.programs(p, q)
