@@ -486,20 +486,7 @@ func (w *World) coarseRun(g *coarseGroup) {
 	// Happens-before: every rank's start reaches every other rank through
 	// the ring's messages, so each lane ends with its own clock joined
 	// with every other lane's release at its start.
-	if w.anyShared {
-		var u *VC
-		for _, t := range ts {
-			r := w.snapshot(t.lane)
-			if u == nil {
-				u = r.clone()
-			} else {
-				u.join(r)
-			}
-		}
-		for _, t := range ts {
-			w.acquireVC(t.lane, u)
-		}
-	}
+	w.coarseJoin(ts)
 	s0 := shapes[0]
 	ends := ringEnds(g.start, s0.StartDur, s0.StepDur, s0.Send.Cap)
 	if w.cfg.Timeline {
@@ -1168,20 +1155,7 @@ func (w *World) coarseRunList(g *coarseGroup) {
 	// Happens-before: every rank's end follows every rank's start
 	// (listCallOK), so each lane ends with its own clock joined with
 	// every other lane's release at its start, as in coarseRun.
-	if w.anyShared {
-		var u *VC
-		for _, t := range ts {
-			r := w.snapshot(t.lane)
-			if u == nil {
-				u = r.clone()
-			} else {
-				u.join(r)
-			}
-		}
-		for _, t := range ts {
-			w.acquireVC(t.lane, u)
-		}
-	}
+	w.coarseJoin(ts)
 	for p, t := range ts {
 		t.talked = true
 		w.dirty[t.lane] = true
@@ -1305,4 +1279,25 @@ func (w *World) coarseUnparkList(g *coarseGroup) bool {
 		w.eng.Schedule(w.eng.Now(), w.key(t), int32(w.N)+t.id)
 	}
 	return len(ts) > 0
+}
+
+// coarseJoin gives every lane of ts its own clock joined with every other
+// lane's release at the call's start: what a coarse call's messages would
+// have carried, when every rank's end follows every rank's start.
+func (w *World) coarseJoin(ts []*task) {
+	if !w.anyShared {
+		return
+	}
+	var u *VC
+	for _, t := range ts {
+		r := w.snapshot(t.lane)
+		if u == nil {
+			u = r.clone()
+		} else {
+			u.join(r)
+		}
+	}
+	for _, t := range ts {
+		w.acquireVC(t.lane, u)
+	}
 }
