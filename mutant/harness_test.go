@@ -81,7 +81,9 @@ func TestMutantsAreKilled(t *testing.T) {
 		bins[p] = bin
 	}
 	run := func(p string, m mutant.Name, tests []string) (failed []string, ok bool) {
-		args := []string{"-test.count=1"}
+		// A mutant's failing inputs are not regressions of the real code:
+		// rapid must not save them under the package's testdata.
+		args := []string{"-test.count=1", "-rapid.nofailfile"}
 		if tests != nil {
 			args = append(args, "-test.run", "^("+strings.Join(tests, "|")+")$")
 		}
