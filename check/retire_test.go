@@ -92,4 +92,6 @@ func TestRetireFlatInLayers(t *testing.T) {
 	require.Positive(t, n.PeakTasks)
 	require.LessOrEqual(t, n2.PeakTasks, n.PeakTasks+n.PeakTasks/4, "tasks made on demand and retired: the peak must not grow with layers")
 	require.Zero(t, k.PeakTasks, "kept: every task is made at launch")
+	require.Positive(t, n2.FoldedOps, "dp=2 folds the second replica")
+	require.LessOrEqual(t, n2.FoldedOps, n2.PeakTasks, "a retired task's folded op is the next one's")
 }

@@ -275,6 +275,7 @@ type foldedOp struct {
 	op HostOp
 	k  KernelSpec
 	g  foldGen
+	pg peerGen // a generated kernel's, rebound (taskOpIn)
 }
 
 // set makes fo op as a folded rank runs it: a copy whose kernel's
@@ -312,7 +313,8 @@ func (p *Program) taskOpIn(i int, fo *foldedOp) *HostOp {
 	}
 	fo.set(op, p.fold)
 	if k, f := op.Kernel, p.fold; k.Gen != nil {
-		g := &peerGen{InstrGen: k.Gen.Rebind(f.rebinding()), f: f}
+		fo.pg = peerGen{InstrGen: k.Gen.Rebind(f.rebinding()), f: f}
+		g := &fo.pg
 		fo.k.Gen = g
 		if _, ok := k.Gen.(Enumerable); ok {
 			fo.k.Gen = peerGenEnum{g}

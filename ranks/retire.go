@@ -40,6 +40,9 @@ type History struct {
 	// PeakTasks is the most tasks alive at once in a graph-mode run that
 	// made them on demand (0 otherwise: every task lives to the end).
 	PeakTasks int
+	// FoldedOps is how many folded ranks' task ops were allocated: a
+	// retired task's is reused, so at most PeakTasks.
+	FoldedOps int
 }
 
 // History returns what w's run kept (see [History]). With retirement the
@@ -48,6 +51,7 @@ type History struct {
 func (w *World) History() History {
 	h := w.hist
 	h.PeakTasks = w.lz.peak
+	h.FoldedOps = w.lz.opsMade
 	return h
 }
 
@@ -173,6 +177,7 @@ type lazyTasks struct {
 	first, prev []int32
 	free        []*task     // retired structs, for the next task made
 	freeOps     []*foldedOp // retired tasks' folded ops, for the next folded task
+	opsMade     int         // folded ops allocated (History.FoldedOps)
 	made, peak  int         // tasks alive (made, not retired), and the most at once
 }
 
@@ -259,16 +264,20 @@ func (w *World) make(id int32) *task {
 	in := w.identOf(id)
 	r := int(in.rank)
 	n := w.plan.nodes[r][in.node]
-	var op *HostOp
-	if p := w.progs[r]; p.fold != nil {
-		fo := new(foldedOp)
+	p := w.progs[r]
+	op := &p.Ops[n.op]
+	if p.fold != nil && op.Kernel != nil {
+		// A launch of a folded rank: its own renamed op (a host op is
+		// the proto's as it is).
+		var fo *foldedOp
 		if k := len(lz.freeOps); k > 0 {
 			fo = lz.freeOps[k-1]
 			lz.freeOps = lz.freeOps[:k-1]
+		} else {
+			fo = new(foldedOp)
+			lz.opsMade++
 		}
 		op = p.taskOpIn(n.op, fo)
-	} else {
-		op = &p.Ops[n.op]
 	}
 	slot := r*w.cfg.Replays + int(in.replay)
 	first := lz.first[slot]
