@@ -66,7 +66,8 @@ type Comm struct {
 	chunks     int
 	segLo      []int // ring segment bounds (ring)
 
-	scratches map[string]*ranks.Buffer // per-call private buffers (family.go)
+	scratches map[scratchKey][]*ranks.Buffer // per-call private buffers (family.go)
+	splits    map[string]*splitNames         // per split all-reduce call (multimem.go)
 }
 
 // NCCLSteps is the number of slots of one NCCL connection (NCCL_STEPS).

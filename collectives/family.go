@@ -297,7 +297,7 @@ func (c *Comm) ringFamily(i int, call Call) []ranks.Instr {
 		ring.bytes = in.Bytes / int64(n)
 		// Accumulate in a private scratch copy of the input; rank i ends
 		// owning block i.
-		acc := c.scratch(i, call.Name, in)
+		acc := c.scratch(i, call.Name, "", in)
 		prog = append(prog, c.copyIn(acc, 0, in, 0, in.Chunks(), in.Bytes, "copy-in"))
 		for k := 0; k < n-1; k++ {
 			s, r := mod(i-k-1), mod(i-k-2)
@@ -343,19 +343,27 @@ func (c *Comm) ringFamily(i int, call Call) []ranks.Instr {
 	return prog
 }
 
-// scratch is a private per-call buffer on group index i shaped like like.
-func (c *Comm) scratch(i int, call string, like *ranks.Buffer) *ranks.Buffer {
-	if c.scratches == nil {
-		c.scratches = map[string]*ranks.Buffer{}
-	}
-	key := fmt.Sprintf("%d|%s", i, call)
-	b, ok := c.scratches[key]
+// scratch is a private per-call buffer on group index i shaped like like,
+// named for call and suffix.
+func (c *Comm) scratch(i int, call, suffix string, like *ranks.Buffer) *ranks.Buffer {
+	key := scratchKey{call, suffix}
+	bs, ok := c.scratches[key]
 	if !ok {
-		b = c.w.Alloc(c.Group[i], c.Name+".scratch."+call, like.Bytes, like.Chunks())
-		c.scratches[key] = b
+		if c.scratches == nil {
+			c.scratches = map[scratchKey][]*ranks.Buffer{}
+		}
+		bs = make([]*ranks.Buffer, len(c.Group))
+		c.scratches[key] = bs
 	}
-	return b
+	if bs[i] == nil {
+		bs[i] = c.w.Alloc(c.Group[i], c.Name+".scratch."+call+suffix, like.Bytes, like.Chunks())
+	}
+	return bs[i]
 }
+
+// scratchKey names a call's scratch buffers on a communicator (one per
+// group index).
+type scratchKey struct{ call, suffix string }
 
 // treeDepth is the depth of the binary tree over n ranks (heap layout).
 func treeDepth(n int) int {

@@ -89,11 +89,18 @@ func (c *Comm) GuardKey() string { return "symm-guard:" + c.Name }
 // kernel that uses the signal pad is ordered after the previous one on the
 // rank in host issue order, whatever its stream.
 func (c *Comm) Launches(rank int, call Call) ([]*ranks.KernelSpec, error) {
-	var ks []*ranks.KernelSpec
+	return c.AppendLaunches(nil, nil, rank, call)
+}
+
+// AppendLaunches appends [Comm.Launches]' kernels to ks; a split MULTIMEM
+// all-reduce's are made in st (nil: allocated), which a builder resets when
+// it drops them ([ranks.KernelStore]).
+func (c *Comm) AppendLaunches(ks []*ranks.KernelSpec, st *ranks.KernelStore, rank int, call Call) ([]*ranks.KernelSpec, error) {
+	n0 := len(ks)
 	switch {
 	case c.Splits(call):
 		var err error
-		if ks, err = c.multimemSplit(rank, call); err != nil {
+		if ks, err = c.multimemSplit(ks, st, rank, call); err != nil {
 			return nil, err
 		}
 	case call.Op == AllReduce && call.Blocks == 0 && call.In != nil && call.Out != nil && call.In.Chunks() == c.chunks && call.Out.Chunks() == c.chunks:
@@ -101,16 +108,16 @@ func (c *Comm) Launches(rank int, call Call) ([]*ranks.KernelSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		ks = []*ranks.KernelSpec{k}
+		ks = append(ks, k)
 	default:
 		k, err := c.Collective(rank, call)
 		if err != nil {
 			return nil, err
 		}
-		ks = []*ranks.KernelSpec{k}
+		ks = append(ks, k)
 	}
 	if c.StreamGuard {
-		for _, k := range ks {
+		for _, k := range ks[n0:] {
 			if (k.Coll != "" || mutant.On(mutant.GuardOrdersCopies)) && k.OrderKey == "" { // a pad kernel (NCCL's have their own order)
 				k.OrderKey = c.GuardKey()
 			}
@@ -119,9 +126,34 @@ func (c *Comm) Launches(rank int, call Call) ([]*ranks.KernelSpec, error) {
 	return ks, nil
 }
 
-// multimemSplit is rank's copy-in, multimem_all_reduce_ and copy-out for
-// call (see the comment at the top of this file).
-func (c *Comm) multimemSplit(rank int, call Call) ([]*ranks.KernelSpec, error) {
+// splitNames is what a split all-reduce call's kernels are named and
+// signed, made once per call name on a communicator (the names are the
+// same on every rank).
+type splitNames struct {
+	copyIn, copyOut string
+	op              Op
+	bytes           int64  // what sig was made from, with op
+	sig             string // Call.Sig
+}
+
+func (c *Comm) splitNames(call Call) splitNames {
+	n, ok := c.splits[call.Name]
+	if !ok {
+		if c.splits == nil {
+			c.splits = map[string]*splitNames{}
+		}
+		n = &splitNames{copyIn: call.Name + ".copy_in", copyOut: call.Name + ".copy_out", op: call.Op, bytes: call.In.Bytes, sig: call.Sig()}
+		c.splits[call.Name] = n
+	}
+	if n.op != call.Op || n.bytes != call.In.Bytes {
+		return splitNames{copyIn: n.copyIn, copyOut: n.copyOut, sig: call.Sig()}
+	}
+	return *n
+}
+
+// multimemSplit appends rank's copy-in, multimem_all_reduce_ and copy-out
+// for call to ks, made in st (see the comment at the top of this file).
+func (c *Comm) multimemSplit(ks []*ranks.KernelSpec, st *ranks.KernelStore, rank int, call Call) ([]*ranks.KernelSpec, error) {
 	i := c.index(rank)
 	if i < 0 {
 		return nil, fmt.Errorf("all-reduce %q: rank %d is not in communicator %q %v", call.Name, rank, c.Name, c.Group)
@@ -150,18 +182,27 @@ func (c *Comm) multimemSplit(rank int, call Call) ([]*ranks.KernelSpec, error) {
 	}
 	hw := c.HW
 	mine := ws.Bufs[i]
+	names := c.splitNames(call)
 	// A copy_ kernel reads and writes its bytes once: the launch latency and
 	// 2× bytes through HBM. That is 1.5 µs for 128 KiB on the b200 profile;
 	// an H200 measured 1.8 µs back to back for this copy, 8×8192 bf16
 	// (validation/results/h200.json, durations "tp8/copy 8x8192").
 	copyDur := hw.KStart + ranks.Bytes(2*call.In.Bytes, hw.HBM)
-	in := &ranks.KernelSpec{Name: call.Name + ".copy_in", Kind: "copy", Instrs: []ranks.Instr{{
-		Op: ranks.OpCompute, Phase: "copy-in", Dst: mine, N: C, Srcs: []ranks.Src{{Buf: call.In, Coef: 1}}, Dur: copyDur}}}
-	out := &ranks.KernelSpec{Name: call.Name + ".copy_out", Kind: "copy", Instrs: []ranks.Instr{{
-		Op: ranks.OpCompute, Phase: "copy-out", Dst: call.Out, N: C, Srcs: []ranks.Src{{Buf: mine, Coef: 1}}, Dur: copyDur}}}
-	red := &ranks.KernelSpec{Name: call.Name, Coll: call.Name, Kind: "allreduce/multimem", Sig: call.Sig(), GroupSize: n,
-		Blocks: blocks, Spins: true, Gen: c.multimemGen(i, call, ws, blocks)}
-	return []*ranks.KernelSpec{in, red, out}, nil
+	copyKernel := func(name, phase string, dst, src *ranks.Buffer) *ranks.KernelSpec {
+		k, _ := st.Kernel()
+		*k = ranks.KernelSpec{Name: name, Kind: "copy", Instrs: st.Instrs(1)}
+		srcs := st.Srcs(1)
+		srcs[0] = ranks.Src{Buf: src, Coef: 1}
+		k.Instrs[0] = ranks.Instr{Op: ranks.OpCompute, Phase: phase, Dst: dst, N: C, Srcs: srcs, Dur: copyDur}
+		return k
+	}
+	in := copyKernel(names.copyIn, "copy-in", mine, call.In)
+	red, old := st.Kernel()
+	g, _ := old.(*multimemGen)
+	*red = ranks.KernelSpec{Name: call.Name, Coll: call.Name, Kind: "allreduce/multimem", Sig: names.sig, GroupSize: n,
+		Blocks: blocks, Spins: true, Gen: c.multimemGen(g, i, call, ws, blocks)}
+	out := copyKernel(names.copyOut, "copy-out", call.Out, mine)
+	return append(ks, in, red, out), nil
 }
 
 // multimemAllReduce is rank i's multimem_all_reduce_kernel over the first
@@ -179,7 +220,7 @@ func (c *Comm) multimemAllReduce(i int, call Call, ws *ranks.Symmetric, blocks i
 	n := len(c.Group)
 	hw := c.HW
 	C := call.In.Chunks()
-	regs := c.scratch(i, call.Name+"/regs", call.In)
+	regs := c.scratch(i, call.Name, "/regs", call.In)
 	prog := []ranks.Instr{{Op: ranks.OpDelay, Phase: "launch", Dur: hw.KStart}}
 	prog = append(prog, c.syncRemoteBlocks(i, ws, blocks, "barrier-entry")...)
 	lo, m := span(0, C, n, i)

@@ -27,20 +27,32 @@ type multimemGen struct {
 	// the ld_reduce micro-op handed out (its sources change by block)
 	red     ranks.Instr
 	redSrcs []ranks.Src
+	refs    []*ranks.Buffer // what Refs lists (nil: made on each call)
 }
 
-// multimemGen is multimemAllReduce's kernel, generated.
-func (c *Comm) multimemGen(i int, call Call, ws *ranks.Symmetric, blocks int) *multimemGen {
+// multimemGen is multimemAllReduce's kernel, generated: in g when it is
+// not nil (a dropped kernel's, ranks.KernelStore), else a new one.
+func (c *Comm) multimemGen(g *multimemGen, i int, call Call, ws *ranks.Symmetric, blocks int) *multimemGen {
 	n := len(c.Group)
 	hw := c.HW
 	C := call.In.Chunks()
-	g := &multimemGen{n: n, i: i, blocks: blocks, group: c.Group, bufs: ws.Bufs, pads: ws.Pads,
-		regs: c.scratch(i, call.Name+"/regs", call.In), kstart: hw.KStart, sig: hw.SigLat / 4,
+	if g == nil {
+		g = new(multimemGen)
+	}
+	redSrcs, refs := g.redSrcs, g.refs
+	*g = multimemGen{n: n, i: i, blocks: blocks, group: c.Group, bufs: ws.Bufs, pads: ws.Pads,
+		regs: c.scratch(i, call.Name, "/regs", call.In), kstart: hw.KStart, sig: hw.SigLat / 4,
 		exit: !mutant.On(mutant.BarrierNoExit)}
 	g.lo, g.m = span(0, C, n, i)
 	slice := call.In.Bytes / int64(n)
 	g.d = ranks.Bytes(slice/int64(blocks), hw.NVLink)
-	g.redSrcs = make([]ranks.Src, n)
+	if cap(redSrcs) >= n {
+		g.redSrcs = redSrcs[:n]
+		clear(g.redSrcs)
+	} else {
+		g.redSrcs = make([]ranks.Src, n)
+	}
+	g.refs = append(append(refs[:0], g.regs), g.bufs...)
 	return g
 }
 
@@ -124,14 +136,19 @@ func (g *multimemGen) barrier(k int, phase string, in *ranks.Instr) *ranks.Instr
 	return in
 }
 
+// Refs lists regs and bufs: refs, made with the generator (a fold check
+// asks for every rank's), or anew for a rebound copy.
 func (g *multimemGen) Refs() ranks.Refs {
-	bs := make([]*ranks.Buffer, 0, 1+len(g.bufs))
-	bs = append(append(bs, g.regs), g.bufs...)
+	bs := g.refs
+	if bs == nil {
+		bs = append(append(make([]*ranks.Buffer, 0, 1+len(g.bufs)), g.regs), g.bufs...)
+	}
 	return ranks.Refs{Buffers: bs, Pads: g.pads}
 }
 
 func (g *multimemGen) Rebind(m ranks.Rebinding) ranks.InstrGen {
 	c := *g
+	c.refs = nil // g's
 	c.regs = m.Buffer(g.regs)
 	c.bufs = make([]*ranks.Buffer, len(g.bufs))
 	for p, b := range g.bufs {

@@ -38,7 +38,7 @@ func TestMultimemGenMatchesList(t *testing.T) {
 						call := Call{Name: "ar", Op: AllReduce, Strategy: Multimem, In: in, Out: in}
 						ws := c.workspace(call.Name)
 						want := c.multimemAllReduce(i, call, ws, blocks)
-						g := c.multimemGen(i, call, ws, blocks)
+						g := c.multimemGen(nil, i, call, ws, blocks)
 						for _, gen := range []ranks.InstrGen{g, g.Rebind(id)} {
 							k := &ranks.KernelSpec{Gen: gen}
 							require.Equal(t, len(want), k.Len())

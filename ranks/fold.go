@@ -410,7 +410,9 @@ type matcher struct {
 	peers map[int]int
 	keys  map[string]string // and back: one-to-one
 	back  map[string]string
-	a, b  Instr
+	a, b  Instr // micro-ops generated, and their sources' storage
+	aSrcs []Src
+	bSrcs []Src
 }
 
 // same records x → y in m, and reports whether m had no other image for x.
@@ -523,7 +525,12 @@ func (m *matcher) kernels(x, y *KernelSpec) bool {
 		}
 	}
 	for pc := range x.Len() {
-		if !m.instrs(x.At(pc, &m.a), y.At(pc, &m.b)) {
+		// A generator may append to its scratch's sources: they keep
+		// their storage from one micro-op to the next.
+		m.a.Srcs, m.b.Srcs = m.aSrcs[:0], m.bSrcs[:0]
+		a, b := x.At(pc, &m.a), y.At(pc, &m.b)
+		m.aSrcs, m.bSrcs = m.a.Srcs, m.b.Srcs
+		if !m.instrs(a, b) {
 			return false
 		}
 	}

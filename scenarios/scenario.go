@@ -191,8 +191,9 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 		return nil, err
 	}
 	b := &Built{World: w}
+	b.Compare = make([][]*ranks.Buffer, 0, cfg.World())
 	for r := range cfg.World() {
-		var cmp []*ranks.Buffer
+		cmp := make([]*ranks.Buffer, 0, len(g.Ops))
 		for _, op := range g.Ops {
 			cmp = append(cmp, lo.Tensors[r][op.Output])
 		}

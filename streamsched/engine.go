@@ -348,7 +348,7 @@ func opKernel(g *Graph, i, r int, ts map[string]*ranks.Buffer, cfg EngineLowerCo
 		k := compute(string(op.Kind), true, 0)
 		k.Instrs[0].Dur = hw.GEMMTime(op.M, op.K, op.N)
 		if op.Kind == MoE {
-			return moeKernel(hw, op, out, srcs), nil
+			return moeKernel(nil, &op, out, srcs, hw.MoEDecode(op.M, op.K, op.N, max(op.Experts, 1))), nil
 		}
 		return k, nil
 	case Shuffle:

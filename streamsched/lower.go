@@ -57,22 +57,43 @@ type Lowered struct {
 // records aux_event on aux and switches back; wait_aux makes the current
 // stream wait on aux_event).
 func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.Comm, cfg LowerConfig) (*Lowered, error) {
-	weight := cfg.Weight
-	if weight == nil {
-		weight = DefaultWeight
+	if cfg.Weight == nil {
+		cfg.Weight = DefaultWeight
 	}
 	lo := &Lowered{Strategies: map[string]collectives.Strategy{}, Tensors: allocTensors(w, g, cfg.Chunks, cfg.Init)}
+	l := lowering{g: g, comms: comms, cfg: cfg, lo: lo, moe: make([][]ranks.MoEPart, len(g.Ops))}
+	// A rank to be folded is built in the storage the last folded rank
+	// left: its kernels (store) and its host ops (spare). Every rank
+	// allocates hint host ops: the longest program so far.
+	var store *ranks.KernelStore
+	var spare []ranks.HostOp
+	hint := 0
 	for r := 0; r < w.N; r++ {
 		ts := lo.Tensors[r]
+		q := r
+		if cfg.FoldOnto != nil {
+			q = cfg.FoldOnto(r)
+		}
+		folds := q >= 0 && q < r
 		p := &ranks.Program{Streams: []string{"main", "aux"}, Events: []string{"main_event", "aux_event"}}
+		var st *ranks.KernelStore
+		if folds {
+			if store == nil {
+				store = new(ranks.KernelStore)
+			}
+			st, p.Ops = store, spare[:0]
+		}
+		if cap(p.Ops) < hint {
+			p.Ops = make([]ranks.HostOp, 0, hint)
+		}
 		const main, aux, mainEv, auxEv = 0, 1, 0, 1
 		cur, caller := main, main
-		for _, st := range s.Steps {
-			if st.Op < 0 {
+		for _, step := range s.Steps {
+			if step.Op < 0 {
 				if !cfg.MultiStream {
 					continue
 				}
-				switch st.Marker {
+				switch step.Marker {
 				case BeginAux:
 					caller = cur
 					p.Ops = append(p.Ops,
@@ -87,33 +108,47 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 				}
 				continue
 			}
-			op := g.Ops[st.Op]
-			ks, err := kernels(r, op, ts, comms, cfg, weight, lo)
+			ks, err := l.kernels(l.ks[:0], st, r, step.Op, ts)
 			if err != nil {
 				return nil, err
 			}
+			l.ks = ks
 			for _, k := range ks {
 				p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: cur, Kernel: k})
 			}
 		}
+		hint = max(hint, len(p.Ops))
 		w.SetProgram(r, p)
-		if cfg.FoldOnto != nil {
-			if q := cfg.FoldOnto(r); q >= 0 && q < r {
-				// Folded now, rank by rank: the rank's own kernels
-				// are garbage before the next rank's are made.
-				w.Fold(r, q)
+		if folds {
+			// Folded now, rank by rank: the rank's own kernels are
+			// garbage then, and the next rank's are made in their place.
+			if w.Fold(r, q) {
+				st.Reset()
+				spare = p.Ops
+			} else {
+				store, spare = nil, nil // the rank keeps them
 			}
 		}
 	}
 	return lo, nil
 }
 
+// lowering is what Lower keeps while it makes kernels.
+type lowering struct {
+	g     *Graph
+	comms map[string]*collectives.Comm
+	cfg   LowerConfig
+	lo    *Lowered
+	moe   [][]ranks.MoEPart   // per MoE op, its kernels (the same on every rank)
+	ks    []*ranks.KernelSpec // kernels' result, reused
+}
+
 // allocTensors allocates every tensor of g on every rank of w and sets the
 // graph inputs from init (chunk c+1 when init is nil).
 func allocTensors(w *ranks.World, g *Graph, chunks int, init func(tensor string, rank, chunk int) uint64) []map[string]*ranks.Buffer {
-	var out []map[string]*ranks.Buffer
+	out := make([]map[string]*ranks.Buffer, 0, w.N)
 	for r := 0; r < w.N; r++ {
-		ts := map[string]*ranks.Buffer{}
+		ts := make(map[string]*ranks.Buffer, len(g.Tensors))
 		for _, t := range g.Tensors {
 			b := w.Alloc(r, t.Name, t.Bytes, chunks)
 			b.Output = t.Output
@@ -133,12 +168,13 @@ func allocTensors(w *ranks.World, g *Graph, chunks int, init func(tensor string,
 	return out
 }
 
-// kernels is what the host launches for op on rank r, in order on the
-// current stream: one kernel, or a split MULTIMEM all-reduce's three
-// (collectives.Comm.Launches).
-func kernels(r int, op Op, ts map[string]*ranks.Buffer, comms map[string]*collectives.Comm, cfg LowerConfig, weight func(string, int) int64, lo *Lowered) ([]*ranks.KernelSpec, error) {
+// kernels appends to ks what the host launches for op i on rank r, in
+// order on the current stream: one kernel, or a split MULTIMEM all-reduce's
+// three (collectives.Comm.AppendLaunches), made in st.
+func (l *lowering) kernels(ks []*ranks.KernelSpec, st *ranks.KernelStore, r, i int, ts map[string]*ranks.Buffer) ([]*ranks.KernelSpec, error) {
+	op, cfg := &l.g.Ops[i], &l.cfg
 	if op.Kind == AllReduce {
-		c, ok := comms[op.Comm]
+		c, ok := l.comms[op.Comm]
 		if cfg.CommFor != nil {
 			c, ok = cfg.CommFor(op.Comm, r)
 		}
@@ -147,61 +183,68 @@ func kernels(r int, op Op, ts map[string]*ranks.Buffer, comms map[string]*collec
 		}
 		out := ts[op.Output]
 		s := collectives.Resolve(cfg.Strategy, cfg.HW.Arch, c.Size(), out.Bytes)
-		lo.Strategies[op.Name] = s
-		return c.Launches(r, collectives.Call{Name: op.Name, Op: collectives.AllReduce, Strategy: s, In: ts[op.Inputs[0]], Out: out})
+		l.lo.Strategies[op.Name] = s
+		return c.AppendLaunches(ks, st, r, collectives.Call{Name: op.Name, Op: collectives.AllReduce, Strategy: s, In: ts[op.Inputs[0]], Out: out})
 	}
-	k, err := kernel(r, op, ts, cfg, weight)
+	if op.Kind == MoE && l.moe[i] == nil {
+		l.moe[i] = cfg.HW.MoEDecode(op.M, op.K, op.N, max(op.Experts, 1))
+	}
+	k, err := kernel(st, r, op, ts, cfg, l.moe[i])
 	if err != nil {
 		return nil, err
 	}
-	return []*ranks.KernelSpec{k}, nil
+	return append(ks, k), nil
 }
 
-// kernel is op's one kernel on rank r (every kind but all-reduce).
-func kernel(r int, op Op, ts map[string]*ranks.Buffer, cfg LowerConfig, weight func(string, int) int64) (*ranks.KernelSpec, error) {
+// kernel is op's one kernel on rank r (every kind but all-reduce), made in
+// st; a MoE op's is parts.
+func kernel(st *ranks.KernelStore, r int, op *Op, ts map[string]*ranks.Buffer, cfg *LowerConfig, parts []ranks.MoEPart) (*ranks.KernelSpec, error) {
 	out := ts[op.Output]
-	srcs := make([]ranks.Src, len(op.Inputs))
+	srcs := st.Srcs(len(op.Inputs))
 	for i, in := range op.Inputs {
 		srcs[i] = ranks.Src{Buf: ts[in], Coef: 1}
 	}
 	hw := cfg.HW
 	switch op.Kind {
 	case GEMM, MoE:
-		srcs[0].Coef = weight(op.Name, r)
-		sh := hw.Share()
+		srcs[0].Coef = cfg.Weight(op.Name, r)
 		if op.Kind == MoE {
-			return moeKernel(hw, op, out, srcs), nil
+			return moeKernel(st, op, out, srcs, parts), nil
 		}
-		return &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: []ranks.Instr{{
-			Op: ranks.OpCompute, Phase: string(op.Kind), Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: hw.GEMMTime(op.M, op.K, op.N)}},
-			Loads: []ranks.Load{sh.GEMMLoad(op.M, op.K, op.N)}}, nil
+		k, _ := st.Kernel()
+		*k = ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: st.Instrs(1), Loads: st.Loads(1)}
+		k.Instrs[0] = ranks.Instr{Op: ranks.OpCompute, Phase: string(op.Kind), Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: hw.GEMMTime(op.M, op.K, op.N)}
+		k.Loads[0] = hw.Share().GEMMLoad(op.M, op.K, op.N)
+		return k, nil
 	case Add:
-		dur := hw.KStart + ranks.Bytes(3*out.Bytes, hw.HBM)
-		return &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: []ranks.Instr{{
-			Op: ranks.OpCompute, Phase: "add", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: dur}},
-			Loads: []ranks.Load{hw.Share().EltLoad(out.Bytes/2, 3*out.Bytes)}}, nil
+		k, _ := st.Kernel()
+		*k = ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: st.Instrs(1), Loads: st.Loads(1)}
+		k.Instrs[0] = ranks.Instr{Op: ranks.OpCompute, Phase: "add", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: hw.KStart + ranks.Bytes(3*out.Bytes, hw.HBM)}
+		k.Loads[0] = hw.Share().EltLoad(out.Bytes/2, 3*out.Bytes)
+		return k, nil
 	}
 	return nil, fmt.Errorf("op %q: unknown kind %q", op.Name, op.Kind)
 }
 
-// moeKernel is the routed MoE at decode as TensorRT-LLM runs it: the
-// router's top-k, the expansion, two grouped GEMMs over every active
-// expert with the gated activation between, and the finalize (ranks/hw.go
-// MeasuredMoEDecode, measured on the H200). The computation (reading the
-// input and the logits, writing the output) is the first micro-op, as
-// for any kernel; the others carry the remaining kernels' durations and
-// loads, each waiting for SMs behind the kernels of other streams that
-// were ready before it (ranks/share.go).
-func moeKernel(hw ranks.Profile, op Op, out *ranks.Buffer, srcs []ranks.Src) *ranks.KernelSpec {
-	parts := hw.MoEDecode(op.M, op.K, op.N, max(op.Experts, 1))
-	k := &ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind)}
+// moeKernel is the routed MoE at decode as TensorRT-LLM runs it, parts
+// (ranks.Profile.MoEDecode): the router's top-k, the expansion, two
+// grouped GEMMs over every active expert with the gated activation
+// between, and the finalize (ranks/hw.go MeasuredMoEDecode, measured on
+// the H200). The computation (reading the input and the logits, writing
+// the output) is the first micro-op, as for any kernel; the others carry
+// the remaining kernels' durations and loads, each waiting for SMs behind
+// the kernels of other streams that were ready before it
+// (ranks/share.go).
+func moeKernel(st *ranks.KernelStore, op *Op, out *ranks.Buffer, srcs []ranks.Src, parts []ranks.MoEPart) *ranks.KernelSpec {
+	k, _ := st.Kernel()
+	*k = ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: st.Instrs(len(parts)), Loads: st.Loads(len(parts))}
 	for i, p := range parts {
 		in := ranks.Instr{Op: ranks.OpDelay, Phase: p.Name, Dur: p.Dur}
 		if i == 0 {
 			in = ranks.Instr{Op: ranks.OpCompute, Phase: p.Name, Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: p.Dur}
 		}
-		k.Instrs = append(k.Instrs, in)
-		k.Loads = append(k.Loads, ranks.Load{SMs: p.SMs})
+		k.Instrs[i] = in
+		k.Loads[i] = ranks.Load{SMs: p.SMs}
 	}
 	return k
 }
