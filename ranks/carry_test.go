@@ -132,11 +132,12 @@ func drawCarryProg(t *rapid.T) carryProg {
 type carryRun struct {
 	sparse, noCarry bool
 	hist            *clockHistory
+	poison          bool // snapshots let go are never reused (snaprecycle.go)
 }
 
 func (p carryProg) run(t require.TestingT, how carryRun) (*World, *Result) {
 	w := p.world(1)
-	w.sparse, w.noCarry, w.clockHist = how.sparse, how.noCarry, how.hist
+	w.sparse, w.noCarry, w.clockHist, w.snapPoison = how.sparse, how.noCarry, how.hist, how.poison
 	if how.hist != nil {
 		// A replay's join acquires each snapshot as it is (no
 		// accumulator, retire.go), so that the history names them all.
@@ -327,9 +328,10 @@ func TestPropCarryAnswersLikeFullClocks(t *testing.T) {
 		require.NotNil(t, w.carry, "sparse clocks use the carry filter")
 		cross += replayOnReference(t, h, len(w.vc))
 		_, retiring := p.run(t, carryRun{sparse: true})
+		_, poisoned := p.run(t, carryRun{sparse: true, poison: true})
 		wo, off := p.run(t, carryRun{sparse: true, noCarry: true})
 		_, dense := p.run(t, carryRun{})
-		for _, r := range []*Result{retiring, off, dense} {
+		for _, r := range []*Result{retiring, poisoned, off, dense} {
 			require.Equal(t, r.Findings, on.Findings)
 			require.Equal(t, r.Counts, on.Counts)
 			require.Equal(t, r.TraceHash, on.TraceHash)

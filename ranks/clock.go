@@ -19,6 +19,11 @@ import (
 type VC struct {
 	e []clockEntry
 	d []uint32 // dense form: non-nil, one entry per lane
+	// A short sparse snapshot is recycled once nothing holds it
+	// (snaprecycle.go): box is its capacity (0: never recycled), refs the
+	// holders that keep it.
+	refs int32
+	box  int8
 }
 
 // denseLanes is the largest world (in lanes) whose clocks are dense.
@@ -201,39 +206,6 @@ func sparseCopy(e []clockEntry) *VC {
 		return &b.v
 	}
 	return &VC{e: append([]clockEntry(nil), e...)}
-}
-
-// cloneShared returns a copy of sparse clock v without the entries of lanes
-// that share no memory (see [sharedLanes]); it returns emptyVC, allocating
-// nothing, when no entry is left. (A dense clock is copied whole: every
-// entry costs the same, and carrying unshared ones changes no check.)
-func (v *VC) cloneShared(shared []bool) *VC {
-	n := 0
-	for _, x := range v.e {
-		if shared[x.lane] {
-			n++
-		}
-	}
-	if n == 0 {
-		return emptyVC
-	}
-	if n == len(v.e) {
-		return v.clone()
-	}
-	var buf [4]clockEntry
-	out := buf[:0]
-	if n > len(buf) {
-		out = make([]clockEntry, 0, n)
-	}
-	for _, x := range v.e {
-		if shared[x.lane] {
-			out = append(out, x)
-		}
-	}
-	if n > len(buf) {
-		return &VC{e: out}
-	}
-	return sparseCopy(out)
 }
 
 // emptyVC is the clock of a release that carries nothing anybody can use.
@@ -429,6 +401,7 @@ func (w *World) snapshot(lane int32) *VC {
 			}
 		}
 		w.clockHist.Events = append(w.clockHist.Events, clockEvent{Kind: 'r', Lane: lane, Clock: s, Tick: tick})
+		w.own(s) // the history keeps it for good
 	}
 	return s
 }
@@ -445,7 +418,7 @@ func (w *World) snapshotTick(lane int32) (*VC, bool) {
 	if v := w.vc[lane]; v.d != nil {
 		s = w.denseClone(v)
 	} else {
-		s = v.cloneShared(w.shared)
+		s = w.sharedSnapshot(v)
 	}
 	if w.shared[lane] {
 		// A new epoch, so that later accesses are told apart from those
@@ -453,6 +426,8 @@ func (w *World) snapshotTick(lane int32) (*VC, bool) {
 		// own clock, whose checks cover every one of its epochs anyway.
 		w.vc[lane].tick(lane)
 	}
+	w.own(s)
+	w.disown(w.snap[lane])
 	w.snap[lane], w.dirty[lane] = s, false
 	return s, w.shared[lane]
 }
@@ -494,6 +469,7 @@ func (h *clockHistory) query(w *World, cur *VC, e epoch, ok bool) {
 // acquireVC joins o into lane's clock (a wait that consumed a signal, a
 // message received, a dependency that finished).
 func (w *World) acquireVC(lane int32, o *VC) {
+	w.checkHeld(o)
 	if w.clockHist != nil {
 		w.clockHist.Events = append(w.clockHist.Events, clockEvent{Kind: 'a', Lane: lane, Clock: o})
 	}

@@ -77,6 +77,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		w.checkSlot(t, &s.put, pendingMsg{pad: pad, slot: in.Slot}, "put")
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, w.snapshot(t.lane) // release
+		w.own(s.vc)
 		s.sig = t.sig
 		if mutant.On(mutant.ReplayDroppedFromSignal) {
 			s.inst.Replay = 0
@@ -93,6 +94,8 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		s.val = 0
 		w.acquireVC(t.lane, s.vc)
+		w.disown(s.vc) // read only by the wait that clears the slot
+		s.vc = nil
 		w.checkSlot(t, &s.wait, pendingMsg{pad: pad, slot: in.Slot}, "wait")
 		if mutant.On(mutant.MismatchCheckOff) {
 			// no ghost check
@@ -121,6 +124,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			m.set(i, v)
 		}
 		m.vc = w.snapshot(t.lane) // release
+		w.own(m.vc)
 		f.push(m)
 		w.noteSend(f)
 		w.eng.Mix3(0x53, uint64(f.Src), uint64(f.Dst))
@@ -136,6 +140,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		if !mutant.On(mutant.RecvWithoutAcquire) {
 			w.acquireVC(t.lane, m.vc)
 		}
+		w.disown(m.vc)
 		w.checkFifo(t, f, false)
 		w.checkGhost(t, f, m)
 		for i := 0; i < in.N; i++ {
@@ -167,6 +172,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		if !mutant.On(mutant.RecvWithoutAcquire) {
 			w.acquireVC(t.lane, m.vc)
 		}
+		w.disown(m.vc)
 		w.checkFifo(t, f, false)
 		w.checkFifo(t, o, true)
 		w.checkGhost(t, f, m)
@@ -188,6 +194,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.eng.Mix4(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)
 		fwd.vc = w.snapshot(t.lane) // release
+		w.own(fwd.vc)
 		w.noteSend(o)
 		w.eng.Mix3(0x53, uint64(o.Src), uint64(o.Dst))
 		w.wake(&o.waiters)

@@ -62,6 +62,7 @@ func (w *World) hold() {
 }
 
 func (w *World) unhold(t *task) {
+	w.disown(t.done)
 	t.done = nil
 	w.hist.Snapshots--
 }

@@ -78,14 +78,17 @@ type World struct {
 	carryBuf  []clockEntry
 	noCarry   bool          // FullClocks: every shared lane's entry travels everywhere
 	clockHist *clockHistory // tests: the run's clock history (clock.go)
-	anyShared bool          // some lane is shared
-	scratch   Instr         // the generated micro-op being executed (World.instr)
-	probe     Instr         // a generated micro-op WouldBlock looks at
-	stepInstr Instr         // NextStep's generated micro-op
-	stepActs  []ActorID
-	ep        epoch // the executing micro-op's epoch, when epOK (World.epoch)
-	epOK      bool
-	nominal   bool // the chooser is sim.Nominal: no jitter
+	// recycled snapshots by capacity class (snaprecycle.go)
+	snapFree   [snapClasses][]*VC
+	snapPoison bool  // tests: a snapshot let go is never reused (checkHeld)
+	anyShared  bool  // some lane is shared
+	scratch    Instr // the generated micro-op being executed (World.instr)
+	probe      Instr // a generated micro-op WouldBlock looks at
+	stepInstr  Instr // NextStep's generated micro-op
+	stepActs   []ActorID
+	ep         epoch // the executing micro-op's epoch, when epOK (World.epoch)
+	epOK       bool
+	nominal    bool // the chooser is sim.Nominal: no jitter
 	// keepHistory: retire nothing (KeepHistory; retire.go)
 	keepHistory bool
 	noFold      bool    // NoFold: Fold keeps every rank's program (fold.go)
@@ -953,6 +956,7 @@ func (w *World) complete(t *task) {
 		w.replayDone(t) // a replay's join: every node of the replay is done
 	}
 	t.done = w.snapshot(t.lane)
+	w.own(t.done)
 	w.retireDone(t)
 	w.recordSpan(t)
 	w.release(t)
