@@ -107,8 +107,9 @@ type World struct {
 	// slabs that dense snapshots are carved from (clock.go)
 	clocks     []VC
 	clockWords []uint32
-	// blocks that buffers' chunks are carved from (Alloc)
+	// blocks that buffers and their chunks are carved from (Alloc)
 	valMem []Value
+	bufMem []Buffer
 	// where every slab comes from (arena.go); nil once released
 	mem  *arena
 	tmpl *Template // a template's copy: where Release returns mem
@@ -262,7 +263,12 @@ func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
 	if chunks > maxChunks {
 		panic(fmt.Sprintf("ranks: buffer %q has %d chunks; at most %d", name, chunks, maxChunks))
 	}
-	b := &Buffer{Name: name, Rank: rank, Bytes: bytes, id: int32(len(w.bufs))}
+	if len(w.bufMem) == 0 {
+		w.bufMem = w.mem.bufs.get(256) // a DP=512 world allocates half a million
+	}
+	b := &w.bufMem[0]
+	w.bufMem = w.bufMem[1:]
+	*b = Buffer{Name: name, Rank: rank, Bytes: bytes, id: int32(len(w.bufs))}
 	b.Vals = w.chunkMem(chunks) // shadows come at Run (allocShadows)
 	w.bufs = append(w.bufs, b)
 	return b
