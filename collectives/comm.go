@@ -66,8 +66,8 @@ type Comm struct {
 	chunks     int
 	segLo      []int // ring segment bounds (ring)
 
-	scratches map[scratchKey][]*ranks.Buffer // per-call private buffers (family.go)
-	splits    map[string]*splitNames         // per split all-reduce call (multimem.go)
+	scratches map[scratchKey]*scratches // per-call private buffers (family.go)
+	splits    map[string]*splitNames    // per split all-reduce call (multimem.go)
 }
 
 // NCCLSteps is the number of slots of one NCCL connection (NCCL_STEPS).

@@ -347,23 +347,28 @@ func (c *Comm) ringFamily(i int, call Call) []ranks.Instr {
 // named for call and suffix.
 func (c *Comm) scratch(i int, call, suffix string, like *ranks.Buffer) *ranks.Buffer {
 	key := scratchKey{call, suffix}
-	bs, ok := c.scratches[key]
+	s, ok := c.scratches[key]
 	if !ok {
 		if c.scratches == nil {
-			c.scratches = map[scratchKey][]*ranks.Buffer{}
+			c.scratches = map[scratchKey]*scratches{}
 		}
-		bs = make([]*ranks.Buffer, len(c.Group))
-		c.scratches[key] = bs
+		s = &scratches{name: c.Name + ".scratch." + call + suffix, bufs: make([]*ranks.Buffer, len(c.Group))}
+		c.scratches[key] = s
 	}
-	if bs[i] == nil {
-		bs[i] = c.w.Alloc(c.Group[i], c.Name+".scratch."+call+suffix, like.Bytes, like.Chunks())
+	if s.bufs[i] == nil {
+		s.bufs[i] = c.w.Alloc(c.Group[i], s.name, like.Bytes, like.Chunks())
 	}
-	return bs[i]
+	return s.bufs[i]
 }
 
-// scratchKey names a call's scratch buffers on a communicator (one per
-// group index).
+// scratchKey names a call's scratch buffers on a communicator.
 type scratchKey struct{ call, suffix string }
+
+// scratches are a call's scratch buffers, by group index, and their name.
+type scratches struct {
+	name string
+	bufs []*ranks.Buffer
+}
 
 // treeDepth is the depth of the binary tree over n ranks (heap layout).
 func treeDepth(n int) int {

@@ -195,7 +195,7 @@ func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	for r := range cfg.World() {
 		cmp := make([]*ranks.Buffer, 0, len(g.Ops))
 		for _, op := range g.Ops {
-			cmp = append(cmp, lo.Tensors[r][op.Output])
+			cmp = append(cmp, lo.Tensors.Of(r, op.Output))
 		}
 		b.Compare = append(b.Compare, cmp)
 	}

@@ -161,7 +161,7 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 		var cmp []*ranks.Buffer
 		for _, op := range g.Ops {
 			if t := s.tensor(op.Output); !flagged || (t != nil && t.Output) {
-				cmp = append(cmp, lo.Tensors[r][op.Output])
+				cmp = append(cmp, lo.Tensors.Of(r, op.Output))
 			}
 		}
 		b.Compare = append(b.Compare, cmp)

@@ -265,7 +265,7 @@ func LowerEngines(w *ranks.World, g *Graph, p *Partition, cfg EngineLowerConfig)
 	if weight == nil {
 		weight = DefaultWeight
 	}
-	run := &EngineRun{Rejected: map[string][]int{}, Tensors: allocTensors(w, g, cfg.Chunks, cfg.Init)}
+	run := &EngineRun{Rejected: map[string][]int{}, Tensors: allocTensors(w, g, cfg.Chunks, cfg.Init).maps()}
 	segs := []Segment(nil)
 	if p == nil {
 		for i, op := range g.Ops {

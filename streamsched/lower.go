@@ -43,8 +43,8 @@ func DefaultWeight(op string, rank int) int64 {
 
 // Lowered is a graph lowered onto a world.
 type Lowered struct {
-	// Tensors[rank][name] is the buffer for a graph tensor.
-	Tensors []map[string]*ranks.Buffer
+	// Tensors are every rank's buffers for the graph's tensors.
+	Tensors *Tensors
 	// Strategies records the concrete strategy each all-reduce got.
 	Strategies map[string]collectives.Strategy
 }
@@ -61,7 +61,13 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 		cfg.Weight = DefaultWeight
 	}
 	lo := &Lowered{Strategies: map[string]collectives.Strategy{}, Tensors: allocTensors(w, g, cfg.Chunks, cfg.Init)}
-	l := lowering{g: g, comms: comms, cfg: cfg, lo: lo, moe: make([][]ranks.MoEPart, len(g.Ops))}
+	l := lowering{g: g, comms: comms, cfg: cfg, lo: lo, moe: make([][]ranks.MoEPart, len(g.Ops)), opTensors: make([][]int, len(g.Ops))}
+	for i, op := range g.Ops {
+		l.opTensors[i] = append(l.opTensors[i], lo.Tensors.place(op.Output))
+		for _, in := range op.Inputs {
+			l.opTensors[i] = append(l.opTensors[i], lo.Tensors.place(in))
+		}
+	}
 	// A rank to be folded is built in the storage the last folded rank
 	// left: its kernels (store) and its host ops (spare). Every rank
 	// allocates hint host ops: the longest program so far.
@@ -69,7 +75,7 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 	var spare []ranks.HostOp
 	hint := 0
 	for r := 0; r < w.N; r++ {
-		ts := lo.Tensors[r]
+		ts := lo.Tensors.rank(r)
 		q := r
 		if cfg.FoldOnto != nil {
 			q = cfg.FoldOnto(r)
@@ -141,19 +147,71 @@ type lowering struct {
 	lo    *Lowered
 	moe   [][]ranks.MoEPart   // per MoE op, its kernels (the same on every rank)
 	ks    []*ranks.KernelSpec // kernels' result, reused
+	// per op, the places of its output and inputs among a rank's
+	// tensors (Tensors.place)
+	opTensors [][]int
+}
+
+// Tensors are a graph's tensors' buffers on every rank of a world.
+type Tensors struct {
+	index  map[string]int // a tensor's name → its place in the graph's list
+	n      int            // tensors per rank
+	nRanks int
+	bufs   []*ranks.Buffer // rank r's at [r·n, (r+1)·n)
+}
+
+// Of returns rank's buffer for the tensor named name (nil for none).
+func (t *Tensors) Of(rank int, name string) *ranks.Buffer {
+	return at(t.rank(rank), t.place(name))
+}
+
+// place is the place of the tensor named name among a rank's (the last
+// of that name); -1 for none.
+func (t *Tensors) place(name string) int {
+	if i, ok := t.index[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// rank is rank's buffers, by place.
+func (t *Tensors) rank(r int) []*ranks.Buffer { return t.bufs[r*t.n : (r+1)*t.n] }
+
+// maps is every rank's buffers by name.
+func (t *Tensors) maps() []map[string]*ranks.Buffer {
+	out := make([]map[string]*ranks.Buffer, 0, t.nRanks)
+	for r := range t.nRanks {
+		m := make(map[string]*ranks.Buffer, len(t.index))
+		for name, i := range t.index {
+			m[name] = t.rank(r)[i]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// at is ts[i], or nil for i = -1.
+func at(ts []*ranks.Buffer, i int) *ranks.Buffer {
+	if i < 0 {
+		return nil
+	}
+	return ts[i]
 }
 
 // allocTensors allocates every tensor of g on every rank of w and sets the
 // graph inputs from init (chunk c+1 when init is nil).
-func allocTensors(w *ranks.World, g *Graph, chunks int, init func(tensor string, rank, chunk int) uint64) []map[string]*ranks.Buffer {
-	out := make([]map[string]*ranks.Buffer, 0, w.N)
+func allocTensors(w *ranks.World, g *Graph, chunks int, init func(tensor string, rank, chunk int) uint64) *Tensors {
+	n := len(g.Tensors)
+	t := &Tensors{index: make(map[string]int, n), n: n, nRanks: w.N, bufs: make([]*ranks.Buffer, 0, w.N*n)}
+	for i, x := range g.Tensors {
+		t.index[x.Name] = i
+	}
 	for r := 0; r < w.N; r++ {
-		ts := make(map[string]*ranks.Buffer, len(g.Tensors))
-		for _, t := range g.Tensors {
-			b := w.Alloc(r, t.Name, t.Bytes, chunks)
-			b.Output = t.Output
-			if t.Input {
-				name := t.Name
+		for _, x := range g.Tensors {
+			b := w.Alloc(r, x.Name, x.Bytes, chunks)
+			b.Output = x.Output
+			if x.Input {
+				name := x.Name
 				w.Init(b, func(c int) uint64 {
 					if init != nil {
 						return init(name, r, c)
@@ -161,18 +219,17 @@ func allocTensors(w *ranks.World, g *Graph, chunks int, init func(tensor string,
 					return uint64(c + 1)
 				})
 			}
-			ts[t.Name] = b
+			t.bufs = append(t.bufs, b)
 		}
-		out = append(out, ts)
 	}
-	return out
+	return t
 }
 
 // kernels appends to ks what the host launches for op i on rank r, in
 // order on the current stream: one kernel, or a split MULTIMEM all-reduce's
 // three (collectives.Comm.AppendLaunches), made in st.
-func (l *lowering) kernels(ks []*ranks.KernelSpec, st *ranks.KernelStore, r, i int, ts map[string]*ranks.Buffer) ([]*ranks.KernelSpec, error) {
-	op, cfg := &l.g.Ops[i], &l.cfg
+func (l *lowering) kernels(ks []*ranks.KernelSpec, st *ranks.KernelStore, r, i int, ts []*ranks.Buffer) ([]*ranks.KernelSpec, error) {
+	op, cfg, places := &l.g.Ops[i], &l.cfg, l.opTensors[i]
 	if op.Kind == AllReduce {
 		c, ok := l.comms[op.Comm]
 		if cfg.CommFor != nil {
@@ -181,15 +238,15 @@ func (l *lowering) kernels(ks []*ranks.KernelSpec, st *ranks.KernelStore, r, i i
 		if !ok {
 			return nil, fmt.Errorf("op %q: unknown communicator %q", op.Name, op.Comm)
 		}
-		out := ts[op.Output]
+		out := at(ts, places[0])
 		s := collectives.Resolve(cfg.Strategy, cfg.HW.Arch, c.Size(), out.Bytes)
 		l.lo.Strategies[op.Name] = s
-		return c.AppendLaunches(ks, st, r, collectives.Call{Name: op.Name, Op: collectives.AllReduce, Strategy: s, In: ts[op.Inputs[0]], Out: out})
+		return c.AppendLaunches(ks, st, r, collectives.Call{Name: op.Name, Op: collectives.AllReduce, Strategy: s, In: at(ts, places[1]), Out: out})
 	}
 	if op.Kind == MoE && l.moe[i] == nil {
 		l.moe[i] = cfg.HW.MoEDecode(op.M, op.K, op.N, max(op.Experts, 1))
 	}
-	k, err := kernel(st, r, op, ts, cfg, l.moe[i])
+	k, err := kernel(st, r, op, ts, places, cfg, l.moe[i])
 	if err != nil {
 		return nil, err
 	}
@@ -197,12 +254,12 @@ func (l *lowering) kernels(ks []*ranks.KernelSpec, st *ranks.KernelStore, r, i i
 }
 
 // kernel is op's one kernel on rank r (every kind but all-reduce), made in
-// st; a MoE op's is parts.
-func kernel(st *ranks.KernelStore, r int, op *Op, ts map[string]*ranks.Buffer, cfg *LowerConfig, parts []ranks.MoEPart) (*ranks.KernelSpec, error) {
-	out := ts[op.Output]
+// st: its output and inputs are ts at places; a MoE op's kernels are parts.
+func kernel(st *ranks.KernelStore, r int, op *Op, ts []*ranks.Buffer, places []int, cfg *LowerConfig, parts []ranks.MoEPart) (*ranks.KernelSpec, error) {
+	out := at(ts, places[0])
 	srcs := st.Srcs(len(op.Inputs))
-	for i, in := range op.Inputs {
-		srcs[i] = ranks.Src{Buf: ts[in], Coef: 1}
+	for i := range op.Inputs {
+		srcs[i] = ranks.Src{Buf: at(ts, places[1+i]), Coef: 1}
 	}
 	hw := cfg.HW
 	switch op.Kind {
