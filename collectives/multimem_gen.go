@@ -147,17 +147,32 @@ func (g *multimemGen) Refs() ranks.Refs {
 }
 
 func (g *multimemGen) Rebind(m ranks.Rebinding) ranks.InstrGen {
-	c := *g
+	return g.RebindInto(m, nil)
+}
+
+// RebindInto is Rebind in old's storage when old is a multimemGen of the
+// same shape (a retired folded task's: ranks.Rebinder).
+func (g *multimemGen) RebindInto(m ranks.Rebinding, old ranks.InstrGen) ranks.InstrGen {
+	c, ok := old.(*multimemGen)
+	if !ok || c == g || len(c.bufs) != len(g.bufs) || len(c.pads) != len(g.pads) || len(c.redSrcs) != len(g.redSrcs) {
+		c = &multimemGen{
+			bufs:    make([]*ranks.Buffer, len(g.bufs)),
+			pads:    make([]*ranks.SignalPad, len(g.pads)),
+			redSrcs: make([]ranks.Src, len(g.redSrcs)),
+		}
+	}
+	bufs, pads, srcs := c.bufs, c.pads, c.redSrcs
+	*c = *g
 	c.refs = nil // g's
 	c.regs = m.Buffer(g.regs)
-	c.bufs = make([]*ranks.Buffer, len(g.bufs))
+	c.bufs, c.pads = bufs, pads
 	for p, b := range g.bufs {
 		c.bufs[p] = m.Buffer(b)
 	}
-	c.pads = make([]*ranks.SignalPad, len(g.pads))
 	for p, q := range g.pads {
 		c.pads[p] = m.Pad(q)
 	}
-	c.red, c.redSrcs = ranks.Instr{}, make([]ranks.Src, len(g.redSrcs))
-	return &c
+	clear(srcs)
+	c.red, c.redSrcs = ranks.Instr{}, srcs
+	return c
 }

@@ -51,6 +51,7 @@ type fold struct {
 	padList  []pair[SignalPad]
 	fifoList []pair[Fifo]
 	keys     map[string]string // order and exclusive keys (one-to-one)
+	rebind   Rebinding         // f's renaming, made once (taskOpIn)
 }
 
 // idRange maps the proto's buffer ids in [lo, hi) to id + delta.
@@ -311,9 +312,16 @@ func (p *Program) taskOpIn(i int, fo *foldedOp) *HostOp {
 	if p.fold == nil || op.Kernel == nil || mutant.On(mutant.FoldTasksRunProto) {
 		return op
 	}
+	prev := fo.pg.InstrGen // the retired task's rebound generator, if any
 	fo.set(op, p.fold)
 	if k, f := op.Kernel, p.fold; k.Gen != nil {
-		fo.pg = peerGen{InstrGen: k.Gen.Rebind(f.rebinding()), f: f}
+		var rg InstrGen
+		if r, ok := k.Gen.(Rebinder); ok && prev != nil {
+			rg = r.RebindInto(f.rebind, prev)
+		} else {
+			rg = k.Gen.Rebind(f.rebind)
+		}
+		fo.pg = peerGen{InstrGen: rg, f: f}
 		g := &fo.pg
 		fo.k.Gen = g
 		if _, ok := k.Gen.(Enumerable); ok {
@@ -395,6 +403,7 @@ func (w *World) Fold(rank, proto int) bool {
 		}
 	}
 	f.ranges = ranges
+	f.rebind = f.rebinding()
 	w.progs[rank] = &Program{Streams: p.Streams, Events: p.Events, Ops: p.Ops, fold: f}
 	return true
 }

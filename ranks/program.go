@@ -115,6 +115,14 @@ type InstrGen interface {
 	Rebind(m Rebinding) InstrGen
 }
 
+// Rebinder is an [InstrGen] that can rebind into a generator its Rebind
+// made earlier (a retired folded task's), reusing that one's storage
+// instead of allocating: RebindInto(m, old) is Rebind(m), in old when it
+// can be. The caller must hold no other reference to old.
+type Rebinder interface {
+	RebindInto(m Rebinding, old InstrGen) InstrGen
+}
+
 // Enumerable marks an [InstrGen] whose micro-ops are few enough for the
 // static passes (which lanes share memory, which tensors a replay writes)
 // to generate one by one: they then see exactly which buffer each micro-op
