@@ -103,20 +103,6 @@ func (f *fold) fifo(q *Fifo) *Fifo {
 // pair is one renamed pad or FIFO.
 type pair[T any] struct{ from, to *T }
 
-// shortList is m as a list when it is short enough that scanning it beats
-// hashing (a group's pads: one per rank); nil otherwise.
-func shortList[T any](m map[*T]*T) []pair[T] {
-	const short = 16
-	if len(m) > short {
-		return nil
-	}
-	l := make([]pair[T], 0, len(m))
-	for x, y := range m {
-		l = append(l, pair[T]{x, y}) // order does not matter: each from once
-	}
-	return l
-}
-
 func (f *fold) peer(r int) int {
 	if r < 0 {
 		return r
@@ -383,7 +369,7 @@ func (w *World) Fold(rank, proto int) bool {
 		// Twice as long: a builder allocates buffers between calls.
 		w.foldTo = make([]int32, 2*len(w.bufs))
 	}
-	m := matcher{bufs: w.bufs, to: w.foldTo, pads: map[*SignalPad]*SignalPad{}, fifos: map[*Fifo]*Fifo{}, peers: map[int]int{}}
+	m := matcher{bufs: w.bufs, to: w.foldTo, seen: w.foldSeen[:0]}
 	ok := m.programs(p, q)
 	var ranges []idRange
 	if ok {
@@ -392,15 +378,19 @@ func (w *World) Fold(rank, proto int) bool {
 	for _, x := range m.seen {
 		w.foldTo[x] = 0
 	}
+	w.foldSeen = m.seen
 	if !ok {
 		return false
 	}
-	f := &fold{proto: proto, bufs: &w.bufs, pads: m.pads, fifos: m.fifos, peers: m.peers, keys: m.keys,
-		padList: shortList(m.pads), fifoList: shortList(m.fifos)}
-	if len(m.peers) <= 16 {
-		for x, y := range m.peers {
-			f.peerList = append(f.peerList, [2]int{x, y}) // each x once: order does not matter
-		}
+	f := &fold{proto: proto, bufs: &w.bufs, pads: m.pads.m, fifos: m.fifos.m, peers: m.peers.m, keys: m.keys}
+	for _, x := range m.pads.list {
+		f.padList = append(f.padList, pair[SignalPad]{x.x, x.y})
+	}
+	for _, x := range m.fifos.list {
+		f.fifoList = append(f.fifoList, pair[Fifo]{x.x, x.y})
+	}
+	for _, x := range m.peers.list {
+		f.peerList = append(f.peerList, [2]int{x.x, x.y})
 	}
 	f.ranges = ranges
 	f.rebind = f.rebinding()
@@ -413,15 +403,53 @@ func (w *World) Fold(rank, proto int) bool {
 type matcher struct {
 	bufs  []*Buffer // the world's, by id
 	to    []int32   // per proto buffer id: 1 + its image's id (0: none yet)
-	seen  []int32   // the proto buffer ids given an image, in order
-	pads  map[*SignalPad]*SignalPad
-	fifos map[*Fifo]*Fifo
-	peers map[int]int
+	seen  []int32   // the proto buffer ids given an image
+	pads  renaming[*SignalPad]
+	fifos renaming[*Fifo]
+	peers renaming[int]
 	keys  map[string]string // and back: one-to-one
 	back  map[string]string
 	a, b  Instr // micro-ops generated, and their sources' storage
 	aSrcs []Src
 	bSrcs []Src
+}
+
+// renaming is a map the matcher builds: a list while it is short (a
+// group's pads and peers: one per rank), which a lookup scans faster than
+// it hashes, and a map beyond.
+type renaming[K comparable] struct {
+	list []renamed[K] // each x once
+	m    map[K]K      // when list would be longer than shortRenaming
+}
+
+type renamed[K comparable] struct{ x, y K }
+
+const shortRenaming = 16
+
+// same records x → y in r, and reports whether r had no other image for x.
+func (r *renaming[K]) same(x, y K) bool {
+	if r.m != nil {
+		return same(r.m, x, y)
+	}
+	for _, p := range r.list {
+		if p.x == x {
+			return p.y == y
+		}
+	}
+	if len(r.list) < shortRenaming {
+		if r.list == nil {
+			r.list = make([]renamed[K], 0, shortRenaming/2)
+		}
+		r.list = append(r.list, renamed[K]{x, y})
+		return true
+	}
+	r.m = make(map[K]K, 2*shortRenaming)
+	for _, p := range r.list {
+		r.m[p.x] = p.y
+	}
+	r.list = nil
+	r.m[x] = y
+	return true
 }
 
 // same records x → y in m, and reports whether m had no other image for x.
@@ -455,14 +483,14 @@ func (m *matcher) pad(x, y *SignalPad) bool {
 	if x == nil || y == nil {
 		return x == y
 	}
-	return same(m.pads, x, y)
+	return m.pads.same(x, y)
 }
 
 func (m *matcher) fifo(x, y *Fifo) bool {
 	if x == nil || y == nil {
 		return x == y
 	}
-	return same(m.fifos, x, y)
+	return m.fifos.same(x, y)
 }
 
 // key records the renaming of a rank-local key (an order key, an
@@ -483,7 +511,7 @@ func (m *matcher) peer(x, y int) bool {
 	if x < 0 || y < 0 {
 		return x == y
 	}
-	return same(m.peers, x, y)
+	return m.peers.same(x, y)
 }
 
 func (m *matcher) programs(p, q *Program) bool {
@@ -563,22 +591,17 @@ func (m *matcher) instrs(a, b *Instr) bool {
 }
 
 // ranges compresses the buffer renaming into runs of proto ids with one id
-// delta each.
+// delta each (sorting seen).
 func (m *matcher) ranges() []idRange {
-	type pair struct{ x, y int32 }
-	ps := make([]pair, 0, len(m.seen))
-	for _, x := range m.seen {
-		ps = append(ps, pair{x, m.to[x] - 1})
-	}
-	slices.SortFunc(ps, func(a, b pair) int { return int(a.x - b.x) })
+	slices.Sort(m.seen)
 	var out []idRange
-	for _, p := range ps {
-		d := p.y - p.x
+	for _, x := range m.seen {
+		d := m.to[x] - 1 - x
 		if n := len(out); n > 0 && out[n-1].delta == d {
-			out[n-1].hi = p.x + 1
+			out[n-1].hi = x + 1
 			continue
 		}
-		out = append(out, idRange{lo: p.x, hi: p.x + 1, delta: d})
+		out = append(out, idRange{lo: x, hi: x + 1, delta: d})
 	}
 	return out
 }

@@ -93,6 +93,7 @@ type World struct {
 	keepHistory bool
 	noFold      bool    // NoFold: Fold keeps every rank's program (fold.go)
 	foldTo      []int32 // Fold's renaming of buffers by id, zero between calls
+	foldSeen    []int32 // the ids Fold set in foldTo (storage between calls)
 	hist        History
 	lz          lazyTasks // graph mode: tasks made when they become ready (retire.go)
 	noFilter    bool      // tests: every lane counts as shared
@@ -266,10 +267,15 @@ func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
 	if len(w.bufMem) == 0 {
 		w.bufMem = w.mem.bufs.get(256) // a DP=512 world allocates half a million
 	}
-	b := &w.bufMem[0]
+	b := &w.bufMem[0] // zero
 	w.bufMem = w.bufMem[1:]
-	*b = Buffer{Name: name, Rank: rank, Bytes: bytes, id: int32(len(w.bufs))}
+	b.Name, b.Rank, b.Bytes, b.id = name, rank, bytes, int32(len(w.bufs))
 	b.Vals = w.chunkMem(chunks) // shadows come at Run (allocShadows)
+	if len(w.bufs) == cap(w.bufs) {
+		// Doubling: append grows a long slice by a quarter, copying
+		// millions of pointers ten times over for a large world.
+		w.bufs = slices.Grow(w.bufs, max(len(w.bufs), 256))
+	}
 	w.bufs = append(w.bufs, b)
 	return b
 }
