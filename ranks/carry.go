@@ -1,6 +1,10 @@
 package ranks
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/collsim/collsim/mutant"
+)
 
 // Which clock entries a lane carries.
 //
@@ -126,28 +130,70 @@ func (b *bufLanes) of(buf *Buffer) []int32 {
 // (OpFlagPut) and the lanes that wait on flags in it (OpFlagWait). A
 // generated kernel that is not [Enumerable] does not say which micro-ops
 // it has: it counts as both for every buffer it names.
+//
+// A folded rank's kernel is its proto's renamed: the proto's flag
+// accesses are listed once and renamed (as walkLocations does).
 func flagLanes(progs []*Program, laneBase []int32) (puts, waits bufLanes) {
 	var scratch Instr
-	eachLaunch(progs, laneBase, func(_ int, k *KernelSpec, lane int32) {
-		if k.listed(&scratch, func(in *Instr) {
-			switch {
-			case in.Dst == nil:
-			case in.Op == OpFlagPut:
-				puts.add(in.Dst, lane)
-			case in.Op == OpFlagWait:
-				waits.add(in.Dst, lane)
-			}
-		}) {
-			return
+	var protos protoLocs
+	for r, p := range progs {
+		if p == nil {
+			continue
 		}
-		for _, b := range k.Gen.Refs().Buffers {
-			if b != nil {
-				puts.add(b, lane)
-				waits.add(b, lane)
+		fold := p.fold
+		if mutant.On(mutant.FoldPassesSeeProto) {
+			fold = nil
+		}
+		for i := range p.Ops {
+			op := &p.Ops[i]
+			if op.Kind != Launch || op.Kernel == nil {
+				continue
+			}
+			lane := laneBase[r] + int32(op.Stream)
+			add := func(l loc) {
+				b := l.b
+				if fold != nil {
+					b = fold.buf(b)
+				}
+				if l.kind == locFlagPut {
+					puts.add(b, lane)
+				} else {
+					waits.add(b, lane)
+				}
+			}
+			if fold == nil {
+				flagLocations(op.Kernel, &scratch, add)
+				continue
+			}
+			for _, l := range protos.of(op.Kernel, &scratch, flagLocations) {
+				add(l)
 			}
 		}
-	})
+	}
 	return puts, waits
+}
+
+// flagLocations calls f for the buffers kernel k stores flags into
+// (locFlagPut) and polls (locFlagWait). A generated kernel that is not
+// [Enumerable] counts as both for every buffer it names.
+func flagLocations(k *KernelSpec, scratch *Instr, f func(loc)) {
+	if k.listed(scratch, func(in *Instr) {
+		switch {
+		case in.Dst == nil:
+		case in.Op == OpFlagPut:
+			f(loc{kind: locFlagPut, b: in.Dst})
+		case in.Op == OpFlagWait:
+			f(loc{kind: locFlagWait, b: in.Dst})
+		}
+	}) {
+		return
+	}
+	for _, b := range k.Gen.Refs().Buffers {
+		if b != nil {
+			f(loc{kind: locFlagPut, b: b})
+			f(loc{kind: locFlagWait, b: b})
+		}
+	}
 }
 
 // laneGraph is the static lane graph: out[x] are the lanes that can

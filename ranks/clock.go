@@ -3,6 +3,8 @@ package ranks
 import (
 	"slices"
 	"sort"
+
+	"github.com/collsim/collsim/mutant"
 )
 
 // VC is a sparse vector clock over lanes (one lane per rank and stream): the
@@ -298,88 +300,194 @@ type fifoSide struct {
 	send bool
 }
 
-// eachLaunch calls f for every kernel launch in progs, in program order
-// (deterministic), with the launching rank and the lane it runs on (its
-// stream, numbered from laneBase[rank]).
-func eachLaunch(progs []*Program, laneBase []int32, f func(rank int, k *KernelSpec, lane int32)) {
-	for r, p := range progs {
-		if p == nil {
-			continue
-		}
-		var v opView // f does not keep the kernel
-		for i, op := range p.Ops {
-			if op.Kind != Launch || op.Kernel == nil {
-				continue
-			}
-			f(r, v.kernel(p, i), laneBase[r]+int32(op.Stream))
-		}
-	}
-}
-
 // walkLocations calls f(k, lane) for every location a kernel launched on
 // lane touches: k is a buffer's storage (Buffer.storage), a pad's put or
 // wait side (padSide), or a FIFO's send or receive side (fifoSide). Runs of
 // one location within a kernel are reported once; the order is the
 // programs' (deterministic).
+//
+// A folded rank's kernels are the proto's renamed (fold.go): the proto
+// kernel's locations are listed once (protoLocs) and renamed for each
+// folded launch, instead of renaming every micro-op of every one. A
+// location then comes once per kernel rather than once per run; both
+// passes only collect which lanes touch which location.
 func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)) {
 	var scratch Instr // the generated micro-ops, one at a time
-	eachLaunch(progs, laneBase, func(r int, kern *KernelSpec, lane int32) {
-		var last any // consecutive instructions mostly touch one buffer
-		visit := func(b *Buffer) {
-			if b == nil {
+	var protos protoLocs
+	for r, p := range progs {
+		if p == nil {
+			continue
+		}
+		fold := p.fold
+		if mutant.On(mutant.FoldPassesSeeProto) {
+			fold = nil
+		}
+		for i := range p.Ops {
+			op := &p.Ops[i]
+			if op.Kind != Launch || op.Kernel == nil {
+				continue
+			}
+			lane := laneBase[r] + int32(op.Stream)
+			if fold == nil {
+				kernelLocations(op.Kernel, &scratch, func(l loc) {
+					if k := l.at(nil, r); k != nil {
+						f(k, lane)
+					}
+				})
+				continue
+			}
+			for _, l := range protos.of(op.Kernel, &scratch, kernelLocations) {
+				if k := l.at(fold, r); k != nil {
+					f(k, lane)
+				}
+			}
+		}
+	}
+}
+
+// kernelLocations calls f for the locations kernel k touches (see
+// walkLocations). Runs of one location are reported once.
+func kernelLocations(k *KernelSpec, scratch *Instr, f func(l loc)) {
+	var last loc // consecutive instructions mostly touch one buffer
+	emit := func(l loc) {
+		if l != last {
+			f(l)
+			last = l
+		}
+	}
+	visit := func(b *Buffer) {
+		if b != nil {
+			emit(loc{kind: locBuf, b: b})
+		}
+	}
+	// Signal-pad slots and FIFOs are checked too (exec.go, checkSlot):
+	// puts into a pad against puts, waits against waits, sends into a
+	// FIFO against sends, receives against receives. Each side is a
+	// location of its own.
+	if k.listed(scratch, func(in *Instr) {
+		for _, s := range in.Srcs {
+			visit(s.Buf)
+		}
+		visit(in.Dst)
+		switch in.Op {
+		case OpPut:
+			emit(loc{kind: locPut, p: in.Pad})
+		case OpWait:
+			emit(loc{kind: locWait, p: in.Pad})
+		case OpSend:
+			emit(loc{kind: locSend, q: in.Fifo})
+		case OpRecv:
+			emit(loc{kind: locRecv, q: in.Fifo})
+		case OpRecvSend:
+			emit(loc{kind: locRecv, q: in.Fifo})
+			emit(loc{kind: locSend, q: in.Fwd})
+		}
+	}) {
+		return
+	}
+	refs := k.Gen.Refs()
+	for _, b := range refs.Buffers {
+		visit(b)
+	}
+	for _, p := range refs.Pads { // which side is not said: both
+		emit(loc{kind: locPut, p: p})
+		emit(loc{kind: locWait, p: p})
+	}
+	for _, q := range refs.Fifos { // each side the rank is the end of
+		emit(loc{kind: locSendEnd, q: q})
+		emit(loc{kind: locRecvEnd, q: q})
+	}
+}
+
+// loc is a location as a kernel names it: a buffer, a pad's put or wait
+// side, a FIFO's send or receive side, or a FIFO's side whose end the
+// launching rank is (a generator that lists only its references).
+type loc struct {
+	kind locKind
+	b    *Buffer
+	p    *SignalPad
+	q    *Fifo
+}
+
+type locKind uint8
+
+const (
+	locBuf locKind = iota + 1
+	locPut
+	locWait
+	locSend
+	locRecv
+	locSendEnd
+	locRecvEnd
+	locFlagPut  // flagLanes: a buffer stored into by a flag put
+	locFlagWait // flagLanes: a buffer a flag wait polls
+)
+
+// at returns l's key for walkLocations, as rank r (whose renaming is f,
+// nil for none) names it; nil when r is not the end a locSendEnd or
+// locRecvEnd asks for.
+func (l loc) at(f *fold, r int) any {
+	b, p, q := l.b, l.p, l.q
+	if f != nil {
+		b, p, q = f.buf(b), f.pad(p), f.fifo(q)
+	}
+	switch l.kind {
+	case locBuf:
+		return b.storage()
+	case locPut, locWait:
+		return p.side(l.kind == locPut)
+	case locSend, locRecv:
+		return q.side(l.kind == locSend)
+	case locSendEnd:
+		if q.Src == r {
+			return q.side(true)
+		}
+	case locRecvEnd:
+		if q.Dst == r {
+			return q.side(false)
+		}
+	}
+	return nil
+}
+
+// protoLocs lists, once per proto kernel, the distinct locations it
+// touches, in first-touch order.
+type protoLocs struct {
+	lists map[*KernelSpec][]loc
+	seen  map[loc]bool // scratch: a long list's members
+}
+
+func (c *protoLocs) of(k *KernelSpec, scratch *Instr, list func(*KernelSpec, *Instr, func(loc))) []loc {
+	if l, ok := c.lists[k]; ok {
+		return l
+	}
+	if c.lists == nil {
+		c.lists, c.seen = map[*KernelSpec][]loc{}, map[loc]bool{}
+	}
+	const short = 32 // scanning a short list beats hashing
+	var l []loc
+	clear(c.seen)
+	list(k, scratch, func(x loc) {
+		switch {
+		case len(l) < short:
+			if slices.Contains(l, x) {
 				return
 			}
-			if k := b.storage(); k != last {
-				f(k, lane)
-				last = k
+		case len(l) == short:
+			for _, y := range l {
+				c.seen[y] = true
 			}
-		}
-		// Signal-pad slots and FIFOs are checked too (exec.go,
-		// checkSlot): puts into a pad against puts, waits against
-		// waits, sends into a FIFO against sends, receives against
-		// receives. Each side is a location of its own.
-		side := func(k any) {
-			if k != last {
-				f(k, lane)
-				last = k
+			fallthrough
+		default:
+			if c.seen[x] {
+				return
 			}
+			c.seen[x] = true
 		}
-		if kern.listed(&scratch, func(in *Instr) {
-			for _, s := range in.Srcs {
-				visit(s.Buf)
-			}
-			visit(in.Dst)
-			switch in.Op {
-			case OpPut, OpWait:
-				side(in.Pad.side(in.Op == OpPut))
-			case OpSend:
-				side(in.Fifo.side(true))
-			case OpRecv:
-				side(in.Fifo.side(false))
-			case OpRecvSend:
-				side(in.Fifo.side(false))
-				side(in.Fwd.side(true))
-			}
-		}) {
-			return
-		}
-		refs := kern.Gen.Refs()
-		for _, b := range refs.Buffers {
-			visit(b)
-		}
-		for _, p := range refs.Pads { // which side is not said: both
-			side(p.side(true))
-			side(p.side(false))
-		}
-		for _, q := range refs.Fifos {
-			if q.Src == r {
-				side(q.side(true))
-			}
-			if q.Dst == r {
-				side(q.side(false))
-			}
-		}
+		l = append(l, x)
 	})
+	c.lists[k] = l
+	return l
 }
 
 // snapshot returns an immutable copy of lane's clock to hand to others (a
