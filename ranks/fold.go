@@ -383,14 +383,17 @@ func (w *World) Fold(rank, proto int) bool {
 		return false
 	}
 	f := &fold{proto: proto, bufs: &w.bufs, pads: m.pads.m, fifos: m.fifos.m, peers: m.peers.m, keys: m.keys}
-	for _, x := range m.pads.list {
-		f.padList = append(f.padList, pair[SignalPad]{x.x, x.y})
+	f.padList = make([]pair[SignalPad], len(m.pads.list))
+	for i, x := range m.pads.list {
+		f.padList[i] = pair[SignalPad]{x.x, x.y}
 	}
-	for _, x := range m.fifos.list {
-		f.fifoList = append(f.fifoList, pair[Fifo]{x.x, x.y})
+	f.fifoList = make([]pair[Fifo], len(m.fifos.list))
+	for i, x := range m.fifos.list {
+		f.fifoList[i] = pair[Fifo]{x.x, x.y}
 	}
-	for _, x := range m.peers.list {
-		f.peerList = append(f.peerList, [2]int{x.x, x.y})
+	f.peerList = make([][2]int, len(m.peers.list))
+	for i, x := range m.peers.list {
+		f.peerList[i] = [2]int{x.x, x.y}
 	}
 	f.ranges = ranges
 	f.rebind = f.rebinding()
