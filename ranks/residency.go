@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/collsim/collsim/sim"
@@ -78,8 +79,21 @@ func (w *World) demand(k *KernelSpec) (sms int, hold bool) {
 	return 1, false
 }
 
-// initResidency makes the pools of the programs: called by Run.
+// initResidency makes the pools of the programs: called by Run. A
+// template's copy takes the template's, made once: only the pools change
+// in a run, and they start as copies.
 func (w *World) initResidency() {
+	if t := w.tmpl; t != nil && t.res != nil {
+		rs := *t.res
+		rs.pools = slices.Clone(t.res.pools)
+		w.res = &rs
+		return
+	}
+	w.res = residencyOf(w)
+}
+
+// residencyOf returns the pools of w's programs, none in use.
+func residencyOf(w *World) *residency {
 	rs := &residency{sm: make([]int32, w.N), excl: map[exclKey]int32{}}
 	mult := 1
 	if w.cfg.Mode == Graph {
@@ -87,6 +101,9 @@ func (w *World) initResidency() {
 	}
 	rs.opEx = make([][]int32, w.N)
 	for r, p := range w.progs {
+		if p == nil {
+			p = &Program{} // as Run makes it: no ops
+		}
 		rs.opEx[r] = make([]int32, len(p.Ops))
 		rs.sm[r] = -1
 		if w.cfg.SMs > 0 {
@@ -123,7 +140,7 @@ func (w *World) initResidency() {
 		rs.pools[i].free = rs.pools[i].cap
 		rs.anyContended = rs.anyContended || rs.pools[i].contended
 	}
-	w.res = rs
+	return rs
 }
 
 // exclKey names one rank's Exclusive pool for one key (a struct, not a

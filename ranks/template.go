@@ -45,6 +45,7 @@ type Template struct {
 	carry         *carry               // carryLanes (sparse clocks), read-only
 	opKernel      [][]int32            // per rank and op: index into kernels, or -1
 	plan          *plan                // lowered once for every copy (nil: each lowers, and reports the error)
+	res           *residency           // the programs' pools before any run (initResidency copies them)
 	nVals, nSlots int
 	arenas        arenas // released copies' memory, for the next copies (arena.go)
 }
@@ -185,6 +186,7 @@ func NewTemplate(w *World) (*Template, error) {
 	if t.plan != nil { // decided once here: copies run concurrently and share the plan
 		t.plan.coarse, t.plan.coarseSet = coarseStatic(w.progs, base, t.shared), true
 	}
+	t.res = residencyOf(w) // copies get its pools fresh, and share the rest
 	return t, nil
 }
 
