@@ -40,6 +40,13 @@ func TestTemplateRunEqualsFreshRun(t *testing.T) {
 		cfg, err := tp8.VariantConfig(vv, []string{"strategy=nccl", "tp=4"})
 		require.NoError(t, err)
 		targets = append(targets, target{tp8, cfg})
+		// Data-parallel replicas fold onto the first (ranks.World.Fold):
+		// a copy runs the template's proto kernels over its own memory.
+		for _, sets := range [][]string{{"dp=3", "tp=4"}, {"dp=2", "tp=4", "strategy=nccl"}} {
+			cfg, err := tp8.VariantConfig(vv, sets)
+			require.NoError(t, err)
+			targets = append(targets, target{tp8, cfg})
+		}
 	}
 	refs := map[int]*check.Reference{}
 	rapid.Check(t, func(t *rapid.T) {
@@ -132,6 +139,8 @@ func TestPropRecycledRunEqualsFreshRun(t *testing.T) {
 	add("aux-stream-lifetime", "buggy")
 	add("nccl-order-mismatch", "swapped")
 	add("symm-two-streams-one-group", "buggy")
+	add("tp8-shared-expert", "buggy", "dp=3", "tp=4")                  // folded replicas
+	add("tp8-shared-expert", "fixed", "dp=2", "tp=4", "strategy=nccl") // folded, with FIFOs
 	type seen struct {
 		hash, verdict string
 		findings      []ranks.Finding

@@ -181,8 +181,9 @@ func (r Refs) rebound(m Rebinding) Refs {
 	return out
 }
 
-// Rebind renames after folding. (A template refuses a folded world, so a
-// copy never asks; this keeps the generator whole.)
+// Rebind renames after folding. (A template's copy runs a folded rank's
+// proto kernels as they are, NewTemplate, so a copy never asks; this keeps
+// the generator whole.)
 func (g *foldGen) Rebind(m Rebinding) InstrGen { return &reboundGen{g: g, m: m} }
 
 // reboundGen is a generator whose micro-ops are g's, rebound by m.

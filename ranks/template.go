@@ -61,13 +61,6 @@ func NewTemplate(w *World) (*Template, error) {
 	if w.ran {
 		return nil, fmt.Errorf("%w: it has already run", ErrNotTemplate)
 	}
-	for _, p := range w.progs {
-		if p != nil && p.fold != nil {
-			// Its folded ranks' kernels name the proto's memory through a
-			// renaming by pointer, which a copy's memory does not share.
-			return nil, fmt.Errorf("%w: it has folded ranks", ErrNotTemplate)
-		}
-	}
 	t := &Template{w: w, bufSym: make([]int32, len(w.bufs))}
 	padIx := map[*SignalPad]int32{}
 	pad := func(p *SignalPad) int32 {
@@ -122,6 +115,34 @@ func NewTemplate(w *World) (*Template, error) {
 	t.opKernel = make([][]int32, len(w.progs))
 	for r, p := range w.progs {
 		if p == nil {
+			continue
+		}
+		if f := p.fold; f != nil {
+			// A folded rank runs its proto's kernels, the template's, in
+			// every copy: the fold renames them to the template's memory
+			// and the copy resolves that to its own, as for a stored
+			// micro-op (World.bufOf, padOf, fifoOf). Its pads and FIFOs
+			// must have ids for that.
+			for _, op := range p.Ops {
+				k := op.Kernel
+				if k == nil {
+					continue
+				}
+				for _, in := range k.Instrs {
+					pad(f.pad(in.Pad))
+					fifo(f.fifo(in.Fifo))
+					fifo(f.fifo(in.Fwd))
+				}
+				if k.Gen != nil {
+					refs := k.Gen.Refs()
+					for _, q := range refs.Fifos {
+						fifo(f.fifo(q))
+					}
+					for _, x := range refs.Pads {
+						pad(f.pad(x))
+					}
+				}
+			}
 			continue
 		}
 		ks := make([]int32, len(p.Ops))
@@ -289,6 +310,10 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	}
 	for r, p := range w.progs {
 		if p == nil {
+			continue
+		}
+		if p.fold != nil { // the template's own, read-only (see NewTemplate)
+			nw.progs[r] = &Program{Streams: p.Streams, Events: p.Events, Ops: p.Ops, fold: p.fold}
 			continue
 		}
 		np := &Program{Streams: p.Streams, Events: p.Events, Ops: nw.mem.ops.get(len(p.Ops))}
