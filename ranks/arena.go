@@ -69,27 +69,29 @@ func (s *slabs[T]) recycle() {
 // file): one field per kind of slab a world carves (world.go, value.go,
 // clock.go, exec.go, template.go).
 type arena struct {
-	tasks    slabs[task]
-	taskPtrs slabs[*task]
-	provs    slabs[Prov]
-	clocks   slabs[VC]
-	words    slabs[uint32]
-	epochs   slabs[epoch]
-	i32      slabs[int32]
-	shadows  slabs[shadow]
-	vals     slabs[Value]
-	bufs     slabs[Buffer]
-	races    slabs[raceKey]
-	dedupes  slabs[raceDedupeKey]
-	slots    slabs[sigSlot]
-	kernels  slabs[KernelSpec]
-	ops      slabs[HostOp]
+	tasks     slabs[task]
+	taskPtrs  slabs[*task]
+	provs     slabs[Prov]
+	provLists slabs[ProvRef]
+	clocks    slabs[VC]
+	words     slabs[uint32]
+	epochs    slabs[epoch]
+	i32       slabs[int32]
+	shadows   slabs[shadow]
+	vals      slabs[Value]
+	bufs      slabs[Buffer]
+	races     slabs[raceKey]
+	dedupes   slabs[raceDedupeKey]
+	slots     slabs[sigSlot]
+	kernels   slabs[KernelSpec]
+	ops       slabs[HostOp]
 }
 
 func (a *arena) recycle() {
 	a.tasks.recycle()
 	a.taskPtrs.recycle()
 	a.provs.recycle()
+	a.provLists.recycle()
 	a.clocks.recycle()
 	a.words.recycle()
 	a.epochs.recycle()

@@ -580,20 +580,46 @@ func (w *World) coarseFixFlows() {
 }
 
 // ringSums returns the ring's complete segments: chunk c of segment s is
-// ins[s][c] + ins[s+1][c] + … + ins[s−1][c] (positions mod n), summed in
-// that order as the reduce-scatter's messages sum it, so each sum has the
-// fine run's provenance. Ranks are taken in order, each adding its input
-// to the segments whose chain it continues: first positions s…n−1 of
-// every segment s, then the wrapped part 0…s−1, so every pass reads one
-// input and the sums front to back.
+// ins[s][c] + ins[s+1][c] + … + ins[s−1][c] (positions mod n), the sum the
+// reduce-scatter's messages make, with the same provenance terms (a sum
+// is the same whatever its order, and provenance is its terms: Prov).
+// Ranks are taken in order, each adding its whole input, so every pass
+// reads one input and the sums front to back.
 func (w *World) ringSums(ins [][]Value, seg []int) []Value {
 	n := len(ins)
-	sums := make([]Value, seg[n])
-	for r := range n {
-		w.addInto(sums[:seg[r+1]], ins[r][:seg[r+1]]) // segments s <= r: their chain from s reaches r
+	C := seg[n]
+	sums := make([]Value, C)
+	if C == 0 {
+		return sums
 	}
-	for r := range n - 1 {
-		w.addInto(sums[seg[r+1]:], ins[r][seg[r+1]:seg[n]]) // segments s > r: the chain wraps to r
+	// Chunk c's sum is one list node of the n inputs' provenance (a 0
+	// where an input has none), written rank by rank like the values: a
+	// quarter of the bytes of the n−1 sum nodes a chain would make.
+	ops := w.mem.provLists.getUnzeroed(C * n)
+	li := int64(len(w.provTab.lists))
+	w.provTab.lists = append(w.provTab.lists, provList{ops: ops, stride: C})
+	last := make([]ProvRef, C) // the one operand with provenance, or 0
+	cnt := make([]int32, C)    // operands with provenance
+	for r, row := range ins {
+		row = row[:C]
+		for c := range sums {
+			x := row[c]
+			sums[c].N = addMod(sums[c].N, x.N)
+			ops[r*C+c] = x.P
+			if x.P != 0 {
+				last[c] = x.P
+				cnt[c]++
+			}
+		}
+	}
+	for c := range sums {
+		switch cnt[c] {
+		case 0:
+		case 1:
+			sums[c].P = last[c] // as a chain's sums with no provenance pass it on
+		default:
+			sums[c].P = w.newProv(Prov{b: ProvRef(n), x: li<<32 | int64(c)})
+		}
 	}
 	return sums
 }
@@ -613,33 +639,6 @@ func (w *World) ringSumsNaive(ins [][]Value, seg []int) []Value {
 		}
 	}
 	return sums
-}
-
-// addInto sets acc[i] to add(acc[i], xs[i]) for every i, with the
-// provenance nodes written into a run of the table rather than made one
-// call each.
-func (w *World) addInto(acc, xs []Value) {
-	xs = xs[:len(acc)]
-	provs, next := w.provs, w.provNext
-	k := 0 // nodes written into provs
-	for i := range acc {
-		a, x := acc[i], xs[i]
-		v := Value{N: addMod(a.N, x.N), P: a.P | x.P} // one of them when the other is 0
-		if a.P != 0 && x.P != 0 {
-			if k == len(provs) {
-				w.provs, w.provNext = provs[k:], next
-				v.P = w.newProv(Prov{a: a.P, b: x.P})
-				provs, next, k = w.provs, w.provNext, 0
-			} else {
-				provs[k] = Prov{a: a.P, b: x.P}
-				v.P = next
-				next++
-				k++
-			}
-		}
-		acc[i] = v
-	}
-	w.provs, w.provNext = provs[k:], next
 }
 
 // coarseStore writes vals into b's first chunks as t, as the fine run's

@@ -231,6 +231,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	// The template's provenance nodes (its initial values') are shared,
 	// read-only: the copy's own nodes go in chunks of its own after them.
 	nw.provTab.chunks = w.provTab.chunks[:len(w.provTab.chunks):len(w.provTab.chunks)]
+	nw.provTab.lists = w.provTab.lists[:len(w.provTab.lists):len(w.provTab.lists)]
 	nw.Srcs.bufs, nw.Srcs.provs = &nw.bufs, &nw.provTab
 
 	// Memory: buffers, then what they point to.

@@ -55,10 +55,14 @@ type Value struct {
 type ProvRef uint32
 
 // Prov is an immutable provenance node: a source (a leaf: no operands, x is
-// its SourceID), a sum of two nodes (a and b), or a scaled node (a alone,
-// x is the factor). A leaf's coefficient is always 1 (sources enter scaled
-// through a scale node). Building one is O(1) (values are summed on every
-// hop of a ring); [Sources.Terms] flattens it for reports.
+// its SourceID), a sum of two nodes (a and b), a scaled node (a alone, x is
+// the factor), or a sum of a list of nodes (a is 0, b the list's length, x
+// where it is in the table's lists: provTable.list; a 0 in it is no term).
+// A leaf's coefficient is always 1 (sources enter scaled through a scale
+// node). Building one is O(1) (values are summed on every hop of a ring);
+// [Sources.Terms] flattens it for reports, so only the sum a node stands
+// for counts, never its shape: a coarse ring's n-rank sum is one list
+// node, where the fine run's hops make a chain of n−1 sums.
 //
 // 16 bytes and no pointers: a ring makes one per hop, so its size is a
 // run's memory.
@@ -77,6 +81,22 @@ const provShift = 12
 // initial values' provenance, never written again) and appends its own.
 type provTable struct {
 	chunks [][]Prov
+	lists  []provList // list nodes' operands, one per coarse call
+}
+
+// provList holds list nodes' operands: node k's are ops[k], ops[k+stride],
+// … (a coarse call writes them rank by rank, each rank's run contiguous).
+type provList struct {
+	ops    []ProvRef
+	stride int
+}
+
+// list calls f with list node p's operands.
+func (t *provTable) list(p *Prov, f func(ProvRef)) {
+	l := &t.lists[p.x>>32]
+	for i, o := 0, int(uint32(p.x)); i < int(p.b); i, o = i+1, o+l.stride {
+		f(l.ops[o])
+	}
 }
 
 func (t *provTable) node(r ProvRef) *Prov {
@@ -121,10 +141,15 @@ func (s *Sources) Terms(v Value) []Term {
 	if v.P == 0 {
 		return nil
 	}
-	t := s.provs
-	if out, ok := t.fastTerms(v.P); ok {
+	if out, ok := s.provs.fastTerms(v.P); ok {
 		return out
 	}
+	return s.provs.memoTerms(v.P)
+}
+
+// memoTerms is Terms by a memoised walk: for a DAG too large to walk once
+// per use of each node.
+func (t *provTable) memoTerms(root ProvRef) []Term {
 	memo := map[ProvRef]map[SourceID]int64{}
 	var walk func(r ProvRef) map[SourceID]int64
 	walk = func(r ProvRef) map[SourceID]int64 {
@@ -133,6 +158,14 @@ func (s *Sources) Terms(v Value) []Term {
 		}
 		m := map[SourceID]int64{}
 		switch p := t.node(r); {
+		case p.a == 0 && p.b != 0:
+			t.list(p, func(x ProvRef) {
+				if x != 0 {
+					for k, c := range walk(x) {
+						m[k] += c
+					}
+				}
+			})
 		case p.a == 0:
 			m[SourceID(p.x)]++
 		case p.b != 0:
@@ -150,7 +183,7 @@ func (s *Sources) Terms(v Value) []Term {
 		memo[r] = m
 		return m
 	}
-	m := walk(v.P)
+	m := walk(root)
 	out := make([]Term, 0, len(m))
 	for k, c := range m {
 		if c != 0 {
@@ -179,6 +212,12 @@ func (t *provTable) fastTerms(root ProvRef) ([]Term, bool) {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		switch p := t.node(f.r); {
+		case p.a == 0 && p.b != 0:
+			t.list(p, func(x ProvRef) {
+				if x != 0 {
+					stack = append(stack, frame{x, f.k})
+				}
+			})
 		case p.a == 0:
 			src := SourceID(p.x)
 			i := sort.Search(len(out), func(i int) bool { return out[i].Src >= src })
