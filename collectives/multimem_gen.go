@@ -27,7 +27,10 @@ type multimemGen struct {
 	// the ld_reduce micro-op handed out (its sources change by block)
 	red     ranks.Instr
 	redSrcs []ranks.Src
-	refs    []*ranks.Buffer // what Refs lists (nil: made on each call)
+	// the multimem.st micro-op handed out, and its one source
+	st    ranks.Instr
+	stSrc [1]ranks.Src
+	refs  []*ranks.Buffer // what Refs lists (nil: made on each call)
 }
 
 // multimemGen is multimemAllReduce's kernel, generated: in g when it is
@@ -109,12 +112,12 @@ func (g *multimemGen) At(pc int, in *ranks.Instr) *ranks.Instr {
 			return &g.red
 		}
 		p := (g.i + pc - 1) % g.n
-		*in = ranks.Instr{Op: ranks.OpCompute, Phase: "multimem.st", Dst: g.bufs[p], DstLo: blo, N: bm,
-			Srcs: append(in.Srcs[:0], ranks.Src{Buf: g.regs, Lo: blo, Coef: 1})}
+		g.stSrc[0] = ranks.Src{Buf: g.regs, Lo: blo, Coef: 1}
+		g.st = ranks.Instr{Op: ranks.OpCompute, Phase: "multimem.st", Dst: g.bufs[p], DstLo: blo, N: bm, Srcs: g.stSrc[:]}
 		if pc == g.n {
-			in.Dur = g.d
+			g.st.Dur = g.d
 		}
-		return in
+		return &g.st
 	}
 	return g.barrier(pc, "barrier-exit", in)
 }
@@ -173,6 +176,6 @@ func (g *multimemGen) RebindInto(m ranks.Rebinding, old ranks.InstrGen) ranks.In
 		c.pads[p] = m.Pad(q)
 	}
 	clear(srcs)
-	c.red, c.redSrcs = ranks.Instr{}, srcs
+	c.red, c.redSrcs, c.st = ranks.Instr{}, srcs, ranks.Instr{}
 	return c
 }

@@ -271,8 +271,8 @@ type foldedOp struct {
 // CoarseRing then: a folded rank's collectives run micro-op by micro-op).
 func (fo *foldedOp) set(op *HostOp, f *fold) *HostOp {
 	k := op.Kernel
-	srcs := fo.g.srcs
-	*fo = foldedOp{op: *op, k: *k}
+	srcs, pg := fo.g.srcs, fo.pg // storage for the next uses (taskOpIn)
+	*fo = foldedOp{op: *op, k: *k, pg: pg}
 	fo.op.Kernel, fo.op.fo = &fo.k, fo
 	if k.OrderKey != "" {
 		fo.k.OrderKey = f.keys[k.OrderKey]
