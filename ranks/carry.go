@@ -1,10 +1,6 @@
 package ranks
 
-import (
-	"slices"
-
-	"github.com/collsim/collsim/mutant"
-)
+import "slices"
 
 // Which clock entries a lane carries.
 //
@@ -134,42 +130,17 @@ func (b *bufLanes) of(buf *Buffer) []int32 {
 // A folded rank's kernel is its proto's renamed: the proto's flag
 // accesses are listed once and renamed (as walkLocations does).
 func flagLanes(progs []*Program, laneBase []int32) (puts, waits bufLanes) {
-	var scratch Instr
-	var protos protoLocs
-	for r, p := range progs {
-		if p == nil {
-			continue
+	eachLocation(progs, laneBase, flagLocations, func(_ int, fold *fold, lane int32, l loc) {
+		b := l.b
+		if fold != nil {
+			b = fold.buf(b)
 		}
-		fold := p.fold
-		if mutant.On(mutant.FoldPassesSeeProto) {
-			fold = nil
+		if l.kind == locFlagPut {
+			puts.add(b, lane)
+		} else {
+			waits.add(b, lane)
 		}
-		for i := range p.Ops {
-			op := &p.Ops[i]
-			if op.Kind != Launch || op.Kernel == nil {
-				continue
-			}
-			lane := laneBase[r] + int32(op.Stream)
-			add := func(l loc) {
-				b := l.b
-				if fold != nil {
-					b = fold.buf(b)
-				}
-				if l.kind == locFlagPut {
-					puts.add(b, lane)
-				} else {
-					waits.add(b, lane)
-				}
-			}
-			if fold == nil {
-				flagLocations(op.Kernel, &scratch, add)
-				continue
-			}
-			for _, l := range protos.of(op.Kernel, &scratch, flagLocations) {
-				add(l)
-			}
-		}
-	}
+	})
 	return puts, waits
 }
 

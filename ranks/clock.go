@@ -312,6 +312,19 @@ type fifoSide struct {
 // location then comes once per kernel rather than once per run; both
 // passes only collect which lanes touch which location.
 func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)) {
+	eachLocation(progs, laneBase, kernelLocations, func(r int, fold *fold, lane int32, l loc) {
+		if k := l.at(fold, r); k != nil {
+			f(k, lane)
+		}
+	})
+}
+
+// eachLocation calls f for every location list reports for every kernel
+// launch in progs, in program order, with the launching rank, its fold
+// (nil for a rank that runs its own program) and the lane. A folded
+// rank's come from its proto kernel's list, made once (protoLocs), for f
+// to rename; another rank's come as list reports them.
+func eachLocation(progs []*Program, laneBase []int32, list func(*KernelSpec, *Instr, func(loc)), f func(r int, fold *fold, lane int32, l loc)) {
 	var scratch Instr // the generated micro-ops, one at a time
 	var protos protoLocs
 	for r, p := range progs {
@@ -329,17 +342,11 @@ func walkLocations(progs []*Program, laneBase []int32, f func(k any, lane int32)
 			}
 			lane := laneBase[r] + int32(op.Stream)
 			if fold == nil {
-				kernelLocations(op.Kernel, &scratch, func(l loc) {
-					if k := l.at(nil, r); k != nil {
-						f(k, lane)
-					}
-				})
+				list(op.Kernel, &scratch, func(l loc) { f(r, nil, lane, l) })
 				continue
 			}
-			for _, l := range protos.of(op.Kernel, &scratch, kernelLocations) {
-				if k := l.at(fold, r); k != nil {
-					f(k, lane)
-				}
+			for _, l := range protos.of(op.Kernel, &scratch, list) {
+				f(r, fold, lane, l)
 			}
 		}
 	}
