@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
 	"github.com/collsim/collsim/ranks"
@@ -13,13 +14,15 @@ import (
 // genFlags generates a two-rank program whose kernels speak the device
 // flag protocol (ranks/flags.go) over the symmetric mem chunks: flag
 // stores into the peer's chunk, relaxed resets of the own, spinning waits
-// on the own, and plain copies between them, on two streams.
+// on the own (against a constant, or against a chunk of the own output),
+// plain copies between them, and sends whose receives land in a polled
+// chunk, on two streams.
 func genFlags(t *rapid.T) richProgram {
 	var p richProgram
 	p.SMs = rapid.IntRange(0, 2).Draw(t, "sms")
 	instr := rapid.Custom(func(t *rapid.T) tinyInstr {
 		return tinyInstr{
-			Op:      rapid.SampledFrom([]string{"copy", "fput", "fput", "fwait", "fwait", "freset"}).Draw(t, "op"),
+			Op:      rapid.SampledFrom([]string{"copy", "fput", "fput", "fwait", "fwait", "freset", "fwaitv", "frecv", "send"}).Draw(t, "op"),
 			DstRank: rapid.IntRange(0, 1).Draw(t, "dstRank"), DstOut: rapid.Bool().Draw(t, "dstOut"),
 			DstChunk: rapid.IntRange(0, 1).Draw(t, "dstChunk"),
 			SrcRank:  rapid.IntRange(0, 1).Draw(t, "srcRank"), SrcChunk: rapid.IntRange(0, 1).Draw(t, "srcChunk"),
@@ -73,4 +76,40 @@ func TestDPORFlagsMatchNaive(t *testing.T) {
 		checked.Add(1)
 	})
 	t.Logf("checked %d generated flag programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)
+}
+
+// TestDPORLostWakeupsMatchNaive: two programs in which a flag wait first
+// finds its condition false and a later write that is no flag put makes
+// it hold — an NCCL receive into the polled chunk, and a kernel's store
+// into the tensor the wait compares against (the example). No
+// interleaving hangs: the naive enumeration checks every hang it meets
+// is real (treeChooser.lostWakeup), and DPOR reaches its outcomes.
+func TestDPORLostWakeupsMatchNaive(t *testing.T) {
+	launch := func(stream int, ins ...tinyInstr) richOp {
+		return richOp{Kind: ranks.Launch, Stream: stream, Kernel: richKernel{Instrs: ins}}
+	}
+	type tc struct {
+		name string
+		p    richProgram
+	}
+	var cases []tc
+	var recv richProgram
+	recv.Ops[0] = []richOp{launch(0, tinyInstr{Op: "send"})}
+	recv.Ops[1] = []richOp{launch(1, tinyInstr{Op: "freset", DstChunk: 1}, tinyInstr{Op: "frecv", DstChunk: 1}), launch(0, tinyInstr{Op: "fwait", DstChunk: 1})}
+	cases = append(cases, tc{"receive into the polled chunk", recv})
+	var against richProgram
+	against.Ops[0] = []richOp{{Kind: ranks.Record, Stream: 0, Event: 0}}
+	against.Ops[1] = []richOp{launch(1, tinyInstr{Op: "copy", DstOut: true, SrcRank: 1}), launch(0, tinyInstr{Op: "fwaitv"})}
+	cases = append(cases, tc{"kernel store into the against tensor", against})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := &Target{Scenario: c.p.scenario(), Variant: "flags"}
+			want, runs, ok := naiveOutcomes(tg, 10000)
+			require.True(t, ok)
+			require.NotContains(t, verdicts(want), ranks.KindHang)
+			got, sum := dporEveryOutcome(tg, runs)
+			require.True(t, *sum.Complete)
+			require.Equal(t, keys(want), keys(got))
+		})
+	}
 }

@@ -68,6 +68,10 @@ func (ti tinyInstr) lower(r int, sym *ranks.Symmetric, out *ranks.Buffer, fifos 
 		return ranks.Instr{Op: ranks.OpFlagPut, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Fresh: true, Peer: r}
 	case "fwait": // spin until the own mem chunk DstChunk is Slot+1 or more
 		return ranks.Instr{Op: ranks.OpFlagWait, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Cmp: ranks.FlagGe, Slot: ti.Slot + 1, Peer: -1}
+	case "fwaitv": // spin until the own mem chunk DstChunk is at most the own out chunk SrcChunk (an against: value in memory)
+		return ranks.Instr{Op: ranks.OpFlagWait, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Cmp: ranks.FlagLe, Srcs: []ranks.Src{{Buf: out, Lo: ti.SrcChunk}}, Peer: -1}
+	case "frecv": // a receive into the own mem chunk DstChunk: an NCCL receive into a polled tensor
+		return ranks.Instr{Op: ranks.OpRecv, Dur: 100, Fifo: fifos[1-r], N: 1, Dst: sym.Bufs[r], DstLo: ti.DstChunk, Peer: 1 - r}
 	case "recvsend": // NCCL's fused ring step: it can spin on either FIFO
 		return ranks.Instr{Op: ranks.OpRecvSend, Dur: 100, Fifo: fifos[1-r], Fwd: fifos[r], N: 1,
 			Dst: out, DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: out, Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r}
@@ -147,9 +151,27 @@ func genTiny(t *rapid.T) tinyProgram {
 type treeChooser struct {
 	path   []int
 	widths []int
+	w      *ranks.World
 }
 
 func (c *treeChooser) Choose(sim.Decision, int) int { return 0 }
+
+// Attach keeps the world, so that a run that hung can be checked.
+func (c *treeChooser) Attach(w *ranks.World) { c.w = w }
+
+// lostWakeup returns, after a run that hung, a task the world left
+// spinning although its step would now proceed (a flag wait whose
+// condition holds, a put whose slot is clear): the naive check that a
+// hang is real, that no write which could still wake a waiter was lost
+// (DESIGN.md, Wakeups). It returns -1 when there is none.
+func (c *treeChooser) lostWakeup() int32 {
+	for _, a := range c.w.Blocked() {
+		if !c.w.WouldBlock(a) {
+			return a
+		}
+	}
+	return -1
+}
 func (c *treeChooser) ChooseItem(items []sim.Item) int {
 	i := len(c.widths)
 	c.widths = append(c.widths, len(items))
@@ -176,6 +198,14 @@ func naiveOutcomes(t *Target, limit int) (map[outcomeKey]bool, int, bool) {
 			panic(err)
 		}
 		seen[outcomeKey{s.OutHash, s.Verdict}] = true
+		for _, f := range s.Findings {
+			if f.Kind == ranks.KindHang {
+				if a := c.lostWakeup(); a >= 0 {
+					panic(fmt.Sprintf("run %d hung with actor %d spinning on a condition that holds (a lost wakeup): %s", runs, a, f.Message))
+				}
+				break
+			}
+		}
 		// Odometer: next path in depth-first order.
 		full := make([]int, len(c.widths))
 		copy(full, path)

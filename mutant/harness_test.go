@@ -32,6 +32,7 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.ReplayInputsFixed:       {"ranks": {"TestEveryReplayOnItsOwnInputs"}},
 	mutant.ReplaysNotChecked:       {"check": {"TestEveryReplayChecked"}},
 	mutant.FlagAcquireAnyValue:     {"ranks": {"TestFlagWaitOnOverwrittenPutAcquiresNothing"}},
+	mutant.WakeOnFlagStoresOnly:    {"ranks": {"TestEveryWriteWakesFlagWaits"}},
 	mutant.RegistrationIgnored:     {"scenarios": {"TestFlagProtocols", "TestFlagRegistrationAtReplay"}},
 	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine", "TestPropCoarseListEqualsFine"}},
 	mutant.CoarseEarlyFinisher:     {"collectives": {"TestCoarseListKinds", "TestPropCoarseListEqualsFine"}},

@@ -71,6 +71,11 @@ const (
 	// FlagAcquireAnyValue: a flag wait acquires the release of the last put
 	// into each chunk whatever value it saw (not only that put's value).
 	FlagAcquireAnyValue Name = "flag-acquire-any-value"
+	// WakeOnFlagStoresOnly: a flag wait is woken only by flag stores into
+	// its flag's buffer: not by a kernel's or a receive's plain store, a
+	// host re-fill, or a change of the value it compares against
+	// (ranks/flags.go flagWoke).
+	WakeOnFlagStoresOnly Name = "wake-on-flag-stores-only"
 	// RegistrationIgnored: a peer's copy of an allocation with
 	// registration: op is reachable without a register op.
 	RegistrationIgnored Name = "registration-ignored"
@@ -90,5 +95,5 @@ var All = []Name{
 	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
 	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared, GuardOrdersCopies,
 	FlagAcquireAnyValue, RegistrationIgnored, CoarseEarlyFinisher,
-	FoldPassesSeeProto, FoldTasksRunProto,
+	FoldPassesSeeProto, FoldTasksRunProto, WakeOnFlagStoresOnly,
 }

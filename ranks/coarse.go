@@ -1261,6 +1261,9 @@ func (w *World) coarseWrite(t *task, b *Buffer, c int, v Value) {
 	}
 	b.lastW[c] = 1 + t.id
 	b.Vals[c] = v
+	if b.polled {
+		w.storeWakes(b)
+	}
 }
 
 // coarseUnparkList resumes list call g, some rank of which never started

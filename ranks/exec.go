@@ -65,9 +65,6 @@ func (w *World) exec(t *task, in *Instr) bool {
 			}
 			w.write(t, in.Dst, in.DstLo+i, v)
 		}
-		if w.flags != nil {
-			w.flagWoke(w.bufOf(in.Dst)) // a plain store into a polled buffer
-		}
 	case OpPut:
 		pad := w.padOf(in.Pad)
 		s := &pad.Slots[in.Slot]
@@ -312,10 +309,13 @@ func scaleN(n uint64, c int64) uint64 {
 	return mulMod(n, cm)
 }
 
-// blockOn parks t on a waiter list while micro-op in cannot proceed; the
-// reason is formatted only if a hang report needs it.
+// blockOn parks t on a waiter list while micro-op in cannot proceed (ws
+// nil: the caller listed it); the reason is formatted only if a hang
+// report needs it.
 func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
-	*ws = w.appendI32(*ws, t.id)
+	if ws != nil {
+		*ws = w.appendI32(*ws, t.id)
+	}
 	t.blockIn, t.blockGen = in, false
 	if t.gen != nil {
 		t.blockIn, t.blockGen = nil, true // generated: made again when needed
@@ -325,6 +325,18 @@ func (w *World) blockOn(t *task, ws *[]int32, in *Instr, peer int) {
 	if peer >= 0 {
 		t.blockWho = append(t.blockWho, blockRef{rank: peer})
 	}
+}
+
+// addWaiter puts task id on a waiter list once. A flag wait is on two
+// lists (its flag's buffer and the one it compares against); woken by one,
+// it stays on the other and may block again before that one wakes.
+func (w *World) addWaiter(ws *[]int32, id int32) {
+	for _, x := range *ws {
+		if x == id {
+			return
+		}
+	}
+	*ws = w.appendI32(*ws, id)
 }
 
 // blockReason describes what t is blocked on.
@@ -430,6 +442,9 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 		b.lastW[c] = 1 + t.id
 		b.Vals[c] = v
 		w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+		if b.polled {
+			w.storeWakes(b)
+		}
 		if b.Block != nil && b.Block.ov != nil {
 			w.writeAliases(t, b, c, v)
 		}
@@ -438,8 +453,20 @@ func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	w.checkWrite(t, b, c)
 	b.Vals[c] = v
 	w.eng.Mix2(uint64(b.id)<<20|uint64(c)|1<<63, v.N)
+	if b.polled {
+		w.storeWakes(b)
+	}
 	if b.Block != nil && b.Block.ov != nil {
 		w.writeAliases(t, b, c, v)
+	}
+}
+
+// storeWakes wakes the flag waits polling b after a plain store into it,
+// whatever made the store: a kernel, a collective's receive, a host
+// re-fill (flags.go, flagWoke).
+func (w *World) storeWakes(b *Buffer) {
+	if !mutant.On(mutant.WakeOnFlagStoresOnly) {
+		w.flagWoke(b)
 	}
 }
 
@@ -486,6 +513,9 @@ func (w *World) writeAliases(t *task, b *Buffer, c int, v Value) {
 		}
 		o.Vals[r.chunk] = v
 		w.eng.Mix2(uint64(o.id)<<20|uint64(r.chunk)|1<<63, v.N)
+		if o.polled {
+			w.storeWakes(o)
+		}
 	}
 }
 

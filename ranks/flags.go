@@ -201,16 +201,26 @@ func (w *World) execFlagWait(t *task, in *Instr) bool {
 	fs := w.flagsState()
 	b := w.bufOf(in.Dst)
 	if !w.flagHolds(in) {
-		ws := fs.waiters[b.id]
-		if ws == nil {
-			ws = new([]int32)
-			fs.waiters[b.id] = ws
+		w.addWaiter(fs.watch(b), t.id)
+		w.blockOn(t, nil, in, -1)
+		if len(in.Srcs) > 0 {
+			// the value compared with is device memory too: a write to it
+			// (a kernel advancing a colour counter) re-evaluates the wait
+			if a := w.bufOf(in.Srcs[0].Buf); a != b && !mutant.On(mutant.WakeOnFlagStoresOnly) {
+				w.addWaiter(fs.watch(a), t.id)
+			}
 		}
-		w.blockOn(t, ws, in, -1)
 		return false
 	}
 	if len(in.Srcs) > 0 {
 		w.read(t, in.Srcs[0].Buf, in.Srcs[0].Lo) // the value compared with: a plain load
+		// woken through one of its two lists, it may still be on the other
+		if ws := fs.waiters[b.id]; ws != nil {
+			dropWaiter(ws, t.id)
+		}
+		if ws := fs.waiters[w.bufOf(in.Srcs[0].Buf).id]; ws != nil {
+			dropWaiter(ws, t.id)
+		}
 	}
 	for i := 0; i < in.N; i++ {
 		c := in.DstLo + i
@@ -232,7 +242,34 @@ func (w *World) execFlagWait(t *task, in *Instr) bool {
 	return true
 }
 
-// flagWoke wakes the waits spinning on b (a store changed it).
+// watch returns the list of waits spinning on b and marks b polled, so
+// that every write to it, whatever makes it, wakes them (World.write).
+func (fs *flagState) watch(b *Buffer) *[]int32 {
+	b.polled = true
+	ws := fs.waiters[b.id]
+	if ws == nil {
+		ws = new([]int32)
+		fs.waiters[b.id] = ws
+	}
+	return ws
+}
+
+// dropWaiter takes task id off a waiter list.
+func dropWaiter(ws *[]int32, id int32) {
+	for i, x := range *ws {
+		if x == id {
+			*ws = append((*ws)[:i], (*ws)[i+1:]...)
+			return
+		}
+	}
+}
+
+// flagWoke wakes the waits spinning on b: a write changed it. Every store
+// into a polled buffer calls it — a flag put or reset, a kernel, a
+// collective's receive, a host re-fill, a write through memory that
+// overlaps it — so a wait is re-evaluated after every change of a value it
+// compares, and a run hangs on it only when no write can still come
+// (DESIGN.md, Wakeups).
 func (w *World) flagWoke(b *Buffer) {
 	if w.flags == nil {
 		return

@@ -220,3 +220,89 @@ func TestWrittenTensorIsNoReplayInputInACopy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(8), cp.Buffers()[0].Vals[0].N, "a template's copy counts the same")
 }
+
+// TestEveryWriteWakesFlagWaits: a flag wait is re-evaluated after every
+// write to a location it compares, whatever makes the write — a flag put,
+// a kernel's plain store, an NCCL receive into the polled tensor, or a
+// write to the tensor it compares against (DESIGN.md, Wakeups). In each
+// case the wait first finds its condition false (the writer is late) and
+// must hold once the write lands; a model that wakes it only on flag puts
+// reports a hang while the condition holds. The first case is the issue's
+// one-rank example: put fl=1 on main, increment col on main, an aux wait
+// fl against col.
+func TestEveryWriteWakesFlagWaits(t *testing.T) {
+	type rig struct {
+		w       *ranks.World
+		fl, col *ranks.Buffer
+		one     *ranks.Buffer
+		one0    *ranks.Buffer // rank 0's
+		fifo    *ranks.Fifo
+		out     *ranks.Buffer
+		r0, r1  []ranks.HostOp
+	}
+	late := ranks.Instr{Op: ranks.OpDelay, Dur: 20000} // the writer comes after the first check
+	cases := []struct {
+		name  string
+		build func(r *rig)
+	}{
+		{"against tensor advanced by a kernel (the issue's example)", func(r *rig) {
+			r.r1 = []ranks.HostOp{
+				{Kind: ranks.Launch, Stream: 0, Kernel: &ranks.KernelSpec{Name: "p", Instrs: []ranks.Instr{{Op: ranks.OpFlagPut, Dur: 100, Dst: r.fl, N: 1, Slot: 1, Peer: -1}}}},
+				{Kind: ranks.Launch, Stream: 0, Kernel: &ranks.KernelSpec{Name: "col.increment", Instrs: []ranks.Instr{late,
+					{Op: ranks.OpCompute, Dur: 100, Dst: r.col, N: 1, Srcs: []ranks.Src{{Buf: r.col, Coef: 1}, {Buf: r.one, Coef: 1}}, Fresh: true}}}},
+				{Kind: ranks.Launch, Stream: 1, Kernel: &ranks.KernelSpec{Name: "w", Spins: true, Blocks: 1, Instrs: []ranks.Instr{
+					{Op: ranks.OpFlagWait, Dur: 100, Dst: r.fl, N: 1, Cmp: ranks.FlagEq, Srcs: []ranks.Src{{Buf: r.col}}, Peer: -1},
+					{Op: ranks.OpCompute, Dur: 100, Dst: r.out, N: 1, Srcs: []ranks.Src{{Buf: r.one, Coef: 1}}, Fresh: true}}}},
+			}
+		}},
+		{"flag written by a kernel's plain store", func(r *rig) {
+			r.r1 = []ranks.HostOp{
+				{Kind: ranks.Launch, Stream: 0, Kernel: &ranks.KernelSpec{Name: "store", Instrs: []ranks.Instr{late,
+					{Op: ranks.OpCompute, Dur: 100, Dst: r.fl, N: 1, Srcs: []ranks.Src{{Buf: r.one, Coef: 1}}, Fresh: true}}}},
+				{Kind: ranks.Launch, Stream: 1, Kernel: &ranks.KernelSpec{Name: "w", Spins: true, Blocks: 1, Instrs: []ranks.Instr{
+					{Op: ranks.OpFlagWait, Dur: 100, Dst: r.fl, N: 1, Cmp: ranks.FlagEq, Slot: 1, Peer: -1},
+					{Op: ranks.OpCompute, Dur: 100, Dst: r.out, N: 1, Srcs: []ranks.Src{{Buf: r.one, Coef: 1}}, Fresh: true}}}},
+			}
+		}},
+		{"flag written by an NCCL receive", func(r *rig) {
+			r.r0 = []ranks.HostOp{{Kind: ranks.Launch, Stream: 0, Kernel: &ranks.KernelSpec{Name: "send", Instrs: []ranks.Instr{late,
+				{Op: ranks.OpSend, Dur: 100, Fifo: r.fifo, N: 1, Srcs: []ranks.Src{{Buf: r.one0, Coef: 1}}, Peer: 1}}}}}
+			r.r1 = []ranks.HostOp{
+				{Kind: ranks.Launch, Stream: 0, Kernel: &ranks.KernelSpec{Name: "recv", Instrs: []ranks.Instr{
+					{Op: ranks.OpRecv, Dur: 100, Fifo: r.fifo, N: 1, Dst: r.fl, Peer: 0}}}},
+				{Kind: ranks.Launch, Stream: 1, Kernel: &ranks.KernelSpec{Name: "w", Spins: true, Blocks: 1, Instrs: []ranks.Instr{
+					{Op: ranks.OpFlagWait, Dur: 100, Dst: r.fl, N: 1, Cmp: ranks.FlagEq, Slot: 1, Peer: -1},
+					{Op: ranks.OpCompute, Dur: 100, Dst: r.out, N: 1, Srcs: []ranks.Src{{Buf: r.one, Coef: 1}}, Fresh: true}}}},
+			}
+		}},
+		{"against tensor written by an NCCL receive", func(r *rig) {
+			r.r0 = []ranks.HostOp{{Kind: ranks.Launch, Stream: 0, Kernel: &ranks.KernelSpec{Name: "send", Instrs: []ranks.Instr{late,
+				{Op: ranks.OpSend, Dur: 100, Fifo: r.fifo, N: 1, Srcs: []ranks.Src{{Buf: r.one0, Coef: 1}}, Peer: 1}}}}}
+			r.r1 = []ranks.HostOp{
+				{Kind: ranks.Launch, Stream: 0, Kernel: &ranks.KernelSpec{Name: "p", Instrs: []ranks.Instr{{Op: ranks.OpFlagPut, Dur: 100, Dst: r.fl, N: 1, Slot: 1, Peer: -1}}}},
+				{Kind: ranks.Launch, Stream: 0, Kernel: &ranks.KernelSpec{Name: "recv", Instrs: []ranks.Instr{
+					{Op: ranks.OpRecv, Dur: 100, Fifo: r.fifo, N: 1, Dst: r.col, Peer: 0}}}},
+				{Kind: ranks.Launch, Stream: 1, Kernel: &ranks.KernelSpec{Name: "w", Spins: true, Blocks: 1, Instrs: []ranks.Instr{
+					{Op: ranks.OpFlagWait, Dur: 100, Dst: r.fl, N: 1, Cmp: ranks.FlagEq, Srcs: []ranks.Src{{Buf: r.col}}, Peer: -1},
+					{Op: ranks.OpCompute, Dur: 100, Dst: r.out, N: 1, Srcs: []ranks.Src{{Buf: r.one, Coef: 1}}, Fresh: true}}}},
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := ranks.NewWorld(2, ranks.Config{LaunchCost: 1000}, sim.NewEngine(sim.Timed, nil))
+			r := &rig{w: w, fl: w.Alloc(1, "fl", 64, 1), col: w.Alloc(1, "col", 64, 1), one: w.Alloc(1, "one", 64, 1),
+				out: w.Alloc(1, "out", 64, 1), fifo: w.NewFifo("0→1", 0, 1, 1)}
+			r.one0 = w.Alloc(0, "one", 64, 1)
+			w.Init(r.one, func(int) uint64 { return 1 })
+			w.Init(r.one0, func(int) uint64 { return 1 })
+			c.build(r)
+			w.SetProgram(0, &ranks.Program{Streams: []string{"main"}, Ops: r.r0})
+			w.SetProgram(1, &ranks.Program{Streams: []string{"main", "aux"}, Ops: r.r1})
+			res, err := w.Run()
+			require.NoError(t, err)
+			require.False(t, res.Hung, "the write that makes the wait hold must wake it: %v", res.Findings)
+			require.Equal(t, uint64(1), r.out.Vals[0].N, "the wait held and the kernel after it ran")
+		})
+	}
+}

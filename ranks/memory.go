@@ -39,6 +39,7 @@ type Buffer struct {
 	private bool // one lane at most touches its storage: no race checks (sharedLanes)
 	Output  bool // compared against the reference
 	inited  bool // set by World.Init: a candidate per-replay input (replays.go)
+	polled  bool // a flag wait has watched it: every write wakes its waiters (flags.go)
 	// lastW[c] is 1 + the task that last wrote chunk c of a private buffer
 	// that is not an allocator block's (its shadows stay untouched: four
 	// bytes a chunk keep consecutive chunks on one cache line).
