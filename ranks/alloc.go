@@ -1,39 +1,13 @@
 package ranks
 
 import (
-	"errors"
 	"fmt"
-)
 
-// The CUDA caching allocator as PyTorch has it: c10/cuda/CUDACachingAllocator.cpp
-// (pytorch/pytorch, read at commit 001074d2). Every constant and rule below
-// names the function it follows.
-const (
-	// AllocRound is kMinBlockSize: every request is rounded up to a
-	// multiple of 512 bytes (round_size).
-	AllocRound int64 = 512
-	// AllocSmallSize is kSmallSize: requests up to 1 MiB are served from
-	// the small pool, larger ones from the large pool (get_pool); a block
-	// never moves between pools.
-	AllocSmallSize int64 = 1 << 20
-	// AllocSmallSegment is kSmallBuffer: the small pool's segments are
-	// 2 MiB (get_allocation_size).
-	AllocSmallSegment int64 = 2 << 20
-	// AllocLargeSegment is kLargeBuffer: a large request under
-	// kMinLargeAlloc (10 MiB) takes a 20 MiB segment.
-	AllocLargeSegment int64 = 20 << 20
-	// AllocMinLarge is kMinLargeAlloc: from 10 MiB a segment is the request
-	// rounded up to kRoundLarge (2 MiB).
-	AllocMinLarge   int64 = 10 << 20
-	allocRoundLarge int64 = 2 << 20
-	// allocBase is where the model's first segment starts: addresses are
-	// synthetic (cudaMalloc's are the driver's), segments follow each other
-	// 2 MiB-aligned in the order they are made.
-	allocBase int64 = 0x7f00_0000_0000
+	"github.com/collsim/collsim/ranks/cachealloc"
 )
 
 // ErrAlloc wraps every allocator misuse (double free, unknown tensor).
-var ErrAlloc = errors.New("allocator")
+var ErrAlloc = cachealloc.ErrAlloc
 
 // KindCaptureError is a program whose CUDA graph capture the driver
 // invalidates (cudaErrorStreamCaptureInvalidated): a cudaMalloc or cudaFree
@@ -42,115 +16,31 @@ var ErrAlloc = errors.New("allocator")
 // made, so nothing runs.
 const KindCaptureError = "capture-error"
 
-// Segment is one cudaMalloc the allocator made: it is carved into blocks.
-type Segment struct {
-	ID     int
-	Base   int64
-	Size   int64
-	Stream string // blocks of a segment belong to the stream that made it
-	Small  bool   // small pool (2 MiB segments) or large pool
-	// Pool is 0 for the allocator's own pools, k for the private pool of
-	// the k-th graph capture (allocations during capture come from it and
-	// stay with the graph).
-	Pool     int
-	Released bool // returned to the driver (empty_cache, or freed without caching)
+// Segment is one cudaMalloc the allocator made (package cachealloc).
+type Segment = cachealloc.Segment
 
-	head *span // first block by address
-	// tensors that lived in this segment, in allocation order (for
-	// address-range overlaps)
-	tensors []*Buffer
-}
-
-// span is one block of a segment: a range that is free or handed out.
-// Blocks of a segment are linked by address; a free block merges with a
-// free neighbour (free_block, try_merge_blocks).
-type span struct {
-	seg        *Segment
-	ptr, size  int64
-	allocated  bool
-	prev, next *span
-	// uses: streams record_stream'ed on the tensor; pending: freed with
-	// uses outstanding, waiting for their events (insert_events) — not
-	// free for reuse, and not merged with its neighbours.
-	uses    []string
-	pending bool
-	owner   *Buffer
-}
-
-func (s *span) free() bool { return !s.allocated && !s.pending }
-
-// Block is where a tensor of the caching allocator lives: its address,
-// rounded size, segment and the stream whose pool it came from. It is
-// fixed when the tensor is allocated.
+// Block is where a tensor of the caching allocator lives: the allocator's
+// block (its address, rounded size, segment and pool), and the chunks of
+// other tensors whose memory overlaps the tensor's.
 type Block struct {
-	ID     int
-	Rank   int
-	Stream string // the stream whose pool the block came from
-	Ptr    int64
-	Bytes  int64 // the block's size: the request rounded, or the whole free block it took
-	Seg    *Segment
-	// Tensors lists, in order, the earlier tensors whose memory this one
-	// overlaps, then this tensor (a write through one is seen by the
-	// others' readers: a use after free).
-	Tensors []string
+	*cachealloc.Block
 
-	sp *span
+	buf *Buffer
 	// ov[c] lists the chunks of other tensors whose memory overlaps the
 	// tensor's chunk c: a write through either is a write to both (exec.go
 	// writeAliases). nil when it overlaps nothing.
 	ov [][]aliasRef
 }
 
-// Allocator is one rank's CUDA caching allocator, run in host issue order
-// (the allocator is a host-side structure: its decisions are a function of
-// the order of malloc, free and record_stream calls, never of device time).
-//
-// What it models: sizes rounded to 512 B; a small (≤ 1 MiB) and a large
-// pool, with 2 MiB, 20 MiB or rounded segments (get_allocation_size);
-// best fit by (stream, size, address) among the free blocks of the
-// request's pool (BlockComparatorSize, get_free_block): a block is only
-// reused by its own stream; a found block is split when the rest is worth
-// keeping (should_split: ≥ 512 B in the small pool, > 1 MiB in the large);
-// a freed block merges with its free neighbours (free_block). A tensor
-// freed while other streams may still read it is reused at once unless
-// record_stream marked those streams; then the free waits for their events.
-// Reuse is by address: a later tensor whose byte range overlaps a freed
-// one's shares its memory, chunk by overlapping chunk, so the race detector
-// and the values see a use after free wherever the ranges meet, also when
-// a request twice the size lands at the freed address.
-//
-// Deferred frees: PyTorch records an event on each used stream and returns
-// the block when a later malloc finds those events complete
-// (process_events). The host runs ahead of the device here, so the model
-// answers "not complete" until the host synchronizes ([Allocator.Synchronize]);
-// that is the safe direction (the H200 run of validation/lifetime.py saw
-// the block come back within the same eager step when the device had
-// caught up; see docs/fidelity.md).
-//
-// Graph capture ([Allocator.BeginCapture]): allocations come from a
-// private pool of the capture, whose blocks are freed and reused within the
-// capture as usual and never handed to allocations outside it; frees with
-// record_stream uses are deferred until after the capture
-// (needs_events_deferred_until_no_capture). Without caching, a malloc
-// during capture is a cudaMalloc, which invalidates the capture: the
-// allocator records a capture-error finding ([Allocator.Findings]).
+// Allocator is one rank's CUDA caching allocator ([cachealloc.Allocator])
+// in a world: every block it hands out is a tensor of the world, whose
+// chunks alias those of the earlier tensors its memory overlaps.
 type Allocator struct {
-	w       *World
-	rank    int
-	caching bool
-	segs    []*Segment
-	blocks  []*Block
-	owner   map[*Buffer]*Block
-	next    int64 // base of the next segment
-	capture int   // current private pool (0: not capturing)
-	pools   int   // private pools made
-	// graphRNG: the generator's graph seed and offset tensors exist
-	graphRNG bool
-	// deferred: blocks freed during a capture with record_stream uses
-	deferred []*span
-	// Log records every decision, in order ("malloc L0.rt_out (64 KiB) on
-	// main: 0x7f0000010000, reuses freed memory of L0.x_norm").
-	Log []string
+	*cachealloc.Allocator
+	w      *World
+	rank   int
+	blocks []*Block // by cachealloc.Block.ID
+	owner  map[*Buffer]*Block
 	// Findings are the capture errors the allocation pattern causes.
 	Findings []Finding
 }
@@ -159,73 +49,12 @@ type Allocator struct {
 // gets fresh memory and a free releases it (cudaFree synchronizes the
 // device), as PYTORCH_NO_CUDA_MEMORY_CACHING=1 does.
 func (w *World) NewAllocator(rank int, caching bool) *Allocator {
-	return &Allocator{w: w, rank: rank, caching: caching, owner: map[*Buffer]*Block{}, next: allocBase}
+	return &Allocator{Allocator: cachealloc.New(rank, caching), w: w, rank: rank, owner: map[*Buffer]*Block{}}
 }
 
-// RoundSize is the block size a request of n bytes is served with
-// (round_size).
-func RoundSize(n int64) int64 {
-	if n < AllocRound {
-		return AllocRound
-	}
-	return (n + AllocRound - 1) / AllocRound * AllocRound
-}
-
-// SegmentSize is the size of the segment a request of (rounded) size n
-// makes when no free block fits (get_allocation_size).
-func SegmentSize(n int64) int64 {
-	switch {
-	case n <= AllocSmallSize:
-		return AllocSmallSegment
-	case n < AllocMinLarge:
-		return AllocLargeSegment
-	}
-	return (n + allocRoundLarge - 1) / allocRoundLarge * allocRoundLarge
-}
-
-// shouldSplit reports whether a free block of size have, found for a
-// request of size n, is split (should_split).
-func shouldSplit(small bool, have, n int64) bool {
-	rest := have - n
-	if small {
-		return rest >= AllocRound
-	}
-	return rest > AllocSmallSize
-}
-
-// bestFit is get_free_block: the smallest free block of the pool with at
-// least size bytes, of the same stream, lowest address first.
-func (a *Allocator) bestFit(stream string, small bool, pool int, size int64) *span {
-	var best *span
-	for _, sg := range a.segs {
-		if sg.Released || sg.Stream != stream || sg.Small != small || sg.Pool != pool {
-			continue
-		}
-		for s := sg.head; s != nil; s = s.next {
-			if !s.free() || s.size < size {
-				continue
-			}
-			if best == nil || s.size < best.size || s.size == best.size && s.ptr < best.ptr {
-				best = s
-			}
-		}
-	}
-	return best
-}
-
-// newSegment is alloc_block: a cudaMalloc of size bytes for stream's pool.
-func (a *Allocator) newSegment(stream string, small bool, size int64) *span {
-	sg := &Segment{ID: len(a.segs), Base: a.next, Size: size, Stream: stream, Small: small, Pool: a.capture}
-	a.next += (size + allocRoundLarge - 1) / allocRoundLarge * allocRoundLarge
-	sg.head = &span{seg: sg, ptr: sg.Base, size: size}
-	a.segs = append(a.segs, sg)
-	return sg.head
-}
-
-// Malloc allocates a tensor of bytes and chunks on stream: the best-fitting
-// free block of stream's pool, split if worth it, or a new segment. The
-// tensor's chunks alias those of every earlier tensor whose byte range
-// overlaps theirs.
+// Malloc allocates a tensor of bytes and chunks on stream
+// ([cachealloc.Allocator.Malloc]). The tensor's chunks alias those of
+// every earlier tensor whose byte range overlaps theirs.
 func (a *Allocator) Malloc(name, stream string, bytes int64, chunks int) (*Buffer, error) {
 	if bytes <= 0 || chunks <= 0 {
 		return nil, fmt.Errorf("%w: malloc %q: size %d bytes, %d chunks: want both positive", ErrAlloc, name, bytes, chunks)
@@ -233,88 +62,50 @@ func (a *Allocator) Malloc(name, stream string, bytes int64, chunks int) (*Buffe
 	if chunks > maxChunks {
 		return nil, fmt.Errorf("%w: malloc %q: %d chunks; at most %d", ErrAlloc, name, chunks, maxChunks)
 	}
-	size := RoundSize(bytes)
-	small := size <= AllocSmallSize
-	var sp *span
-	how := "new segment"
-	if a.caching {
-		sp = a.bestFit(stream, small, a.capture, size)
-		if sp != nil {
-			how = "reuses a free block"
-		}
+	cb, err := a.Allocator.Malloc(name, stream, bytes)
+	if err != nil {
+		return nil, err
 	}
-	if sp == nil {
-		seg := SegmentSize(size)
-		if !a.caching {
-			seg = size // cudaMalloc of the request itself
-			if a.capture > 0 {
-				a.Findings = append(a.Findings, Finding{
-					Kind:     KindCaptureError,
-					Ranks:    []int{a.rank},
-					Ops:      []string{name},
-					Streams:  []string{stream},
-					Resource: fmt.Sprintf("rank %d tensor %q", a.rank, name),
-					Message: fmt.Sprintf("rank %d: allocating %s (%s) during graph capture calls cudaMalloc without the caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1): the capture is invalidated (cudaErrorStreamCaptureInvalidated) and no graph is made",
-						a.rank, name, fmtBytes(bytes)),
-				})
-			}
-		}
-		sp = a.newSegment(stream, small, seg)
+	if cb.CaptureMalloc {
+		a.Findings = append(a.Findings, Finding{
+			Kind:     KindCaptureError,
+			Ranks:    []int{a.rank},
+			Ops:      []string{name},
+			Streams:  []string{stream},
+			Resource: fmt.Sprintf("rank %d tensor %q", a.rank, name),
+			Message: fmt.Sprintf("rank %d: allocating %s (%s) during graph capture calls cudaMalloc without the caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1): the capture is invalidated (cudaErrorStreamCaptureInvalidated) and no graph is made",
+				a.rank, name, cachealloc.FormatBytes(bytes)),
+		})
 	}
-	if a.caching && shouldSplit(small, sp.size, size) {
-		rest := &span{seg: sp.seg, ptr: sp.ptr + size, size: sp.size - size, prev: sp, next: sp.next}
-		if sp.next != nil {
-			sp.next.prev = rest
-		}
-		sp.next, sp.size = rest, size
-	}
-	sp.allocated, sp.uses = true, nil
-	buf := a.w.Alloc(a.rank, name, bytes, chunks)
-	blk := &Block{ID: len(a.blocks), Rank: a.rank, Stream: stream, Ptr: sp.ptr, Bytes: sp.size, Seg: sp.seg, sp: sp}
-	sp.owner = buf
+	return a.adopt(cb, chunks), nil
+}
+
+// adopt makes the tensor of cb and links its chunks with the overlapping
+// chunks of every earlier tensor cb overlaps, both ways.
+func (a *Allocator) adopt(cb *cachealloc.Block, chunks int) *Buffer {
+	buf := a.w.Alloc(a.rank, cb.Name, cb.Requested, chunks)
+	blk := &Block{Block: cb, buf: buf}
 	buf.Block = blk
 	a.blocks = append(a.blocks, blk)
 	a.owner[buf] = blk
-	over := a.alias(buf, sp.seg)
-	for _, o := range over {
-		blk.Tensors = append(blk.Tensors, o.Name)
-	}
-	blk.Tensors = append(blk.Tensors, name)
-	msg := fmt.Sprintf("malloc %s (%s) on %s: %#x in segment #%d (%s), %s", name, fmtBytes(bytes), stream, sp.ptr, sp.seg.ID, fmtBytes(sp.seg.Size), how)
-	if len(over) > 0 {
-		msg += fmt.Sprintf("; overlaps freed %s", names(over))
-	}
-	a.Log = append(a.Log, msg)
-	return buf, nil
-}
-
-// alias links b's chunks with the overlapping chunks of every earlier
-// tensor of seg, both ways, and returns those tensors. A tensor's chunk c
-// covers bytes [c·n/C, (c+1)·n/C) of its n requested bytes.
-func (a *Allocator) alias(b *Buffer, seg *Segment) []*Buffer {
-	var over []*Buffer
-	lo, hi := b.Block.Ptr, b.Block.Ptr+b.Bytes
-	for _, o := range seg.tensors {
-		olo, ohi := o.Block.Ptr, o.Block.Ptr+o.Bytes
-		if olo >= hi || lo >= ohi {
-			continue
-		}
-		over = append(over, o)
-		for c := range b.Vals {
-			clo, chi := chunkRange(b, c)
+	for _, ob := range cb.Over {
+		o := a.blocks[ob.ID].buf
+		for c := range buf.Vals {
+			clo, chi := chunkRange(buf, c)
 			for d := range o.Vals {
 				dlo, dhi := chunkRange(o, d)
 				if dlo < chi && clo < dhi {
-					b.addAlias(c, o.id, d)
-					o.addAlias(d, b.id, c)
+					buf.addAlias(c, o.id, d)
+					o.addAlias(d, buf.id, c)
 				}
 			}
 		}
 	}
-	seg.tensors = append(seg.tensors, b)
-	return over
+	return buf
 }
 
+// chunkRange is chunk c's bytes: [c·n/C, (c+1)·n/C) of the tensor's n
+// requested bytes, from its block's address.
 func chunkRange(b *Buffer, c int) (int64, int64) {
 	n, k := b.Bytes, int64(len(b.Vals))
 	return b.Block.Ptr + int64(c)*n/k, b.Block.Ptr + int64(c+1)*n/k
@@ -335,10 +126,7 @@ func (a *Allocator) RecordStream(b *Buffer, stream string) error {
 	if !ok {
 		return fmt.Errorf("%w: record_stream on %q, which is not a live tensor of rank %d", ErrAlloc, b.Name, a.rank)
 	}
-	if stream != blk.Stream {
-		blk.sp.uses = append(blk.sp.uses, stream)
-	}
-	return nil
+	return a.Allocator.RecordStream(blk.Block, stream)
 }
 
 // Free releases b (the last Python reference dropped). Without
@@ -350,157 +138,19 @@ func (a *Allocator) Free(b *Buffer) error {
 		return fmt.Errorf("%w: free of %q, which is not a live tensor of rank %d", ErrAlloc, b.Name, a.rank)
 	}
 	delete(a.owner, b)
-	sp := blk.sp
-	sp.allocated, sp.owner = false, nil
-	switch {
-	case !a.caching:
-		// cudaFree: the memory goes back to the driver (and cudaFree
-		// synchronizes the device, so whatever reuses it is ordered).
-		sp.seg.Released = true
-		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x released to the driver (no caching)", b.Name, sp.ptr))
-	case len(sp.uses) > 0:
-		sp.pending = true
-		if a.capture > 0 {
-			a.deferred = append(a.deferred, sp)
-		}
-		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x deferred until its uses on %v complete (record_stream)", b.Name, sp.ptr, sp.uses))
-	default:
-		a.release(sp)
-		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x back in stream %s's pool", b.Name, blk.Ptr, blk.Stream))
-	}
-	return nil
+	return a.Allocator.Free(blk.Block)
 }
 
-// release makes sp free and merges it with free neighbours (free_block).
-func (a *Allocator) release(sp *span) {
-	sp.pending, sp.uses = false, nil
-	if p := sp.prev; p != nil && p.free() {
-		p.size += sp.size
-		p.next = sp.next
-		if sp.next != nil {
-			sp.next.prev = p
-		}
-		sp = p
-	}
-	if n := sp.next; n != nil && n.free() {
-		sp.size += n.size
-		sp.next = n.next
-		if n.next != nil {
-			n.next.prev = sp
-		}
-	}
-}
-
-// Synchronize is a device synchronize seen by the allocator: every
-// deferred free completes (its recorded uses are done) and the block
-// returns to its stream's pool. Frees deferred by a capture in progress
-// stay deferred.
-func (a *Allocator) Synchronize() {
-	if !a.caching {
-		return
-	}
-	for _, sg := range a.segs {
-		for s := sg.head; s != nil; {
-			next := s.next
-			if s.pending && !a.deferredInCapture(s) {
-				a.release(s)
-			}
-			s = next
-		}
-	}
-}
-
-func (a *Allocator) deferredInCapture(s *span) bool {
-	if a.capture == 0 {
-		return false
-	}
-	for _, d := range a.deferred {
-		if d == s {
-			return true
-		}
-	}
-	return false
-}
-
-// EmptyCache is torch.cuda.empty_cache(): after a synchronize, every
-// segment of the allocator's own pools that is entirely free goes back to
-// the driver (release_cached_blocks). Segments of graphs' private pools
-// stay with their graphs.
-func (a *Allocator) EmptyCache() {
-	a.Synchronize()
-	for _, sg := range a.segs {
-		if !sg.Released && sg.Pool == 0 && sg.head.free() && sg.head.next == nil {
-			sg.Released = true
-			a.Log = append(a.Log, fmt.Sprintf("empty_cache: segment #%d (%s at %#x) released", sg.ID, fmtBytes(sg.Size), sg.Base))
-		}
-	}
-}
-
-// BeginCaptureOn is torch.cuda.CUDAGraph.capture_begin on stream: the
-// first graph of a process registers with the CUDA generator, which then
-// allocates its seed and offset tensors (one int64 each) in the default
-// pool on the current stream (CUDAGeneratorState::register_graph,
-// aten/src/ATen/cuda/CUDAGeneratorImpl.cpp); then [Allocator.BeginCapture].
+// BeginCaptureOn is torch.cuda.CUDAGraph.capture_begin on stream
+// ([cachealloc.Allocator.BeginCaptureOn]): the CUDA generator's seed and
+// offset tensors of the first capture are tensors of the world too.
 func (a *Allocator) BeginCaptureOn(stream string) error {
-	if !a.graphRNG {
-		a.graphRNG = true
-		for _, n := range []string{"graph_rng_seed", "graph_rng_offset"} {
-			if _, err := a.Malloc(n, stream, 8, 1); err != nil {
-				return err
-			}
-		}
+	made, err := a.Allocator.BeginCaptureOn(stream)
+	for _, cb := range made {
+		a.adopt(cb, 1)
 	}
-	a.BeginCapture()
-	return nil
-}
-
-// BeginCapture starts a CUDA graph capture: until [Allocator.EndCapture],
-// every allocation comes from the capture's private pool. (It allocates
-// nothing itself; see [Allocator.BeginCaptureOn].)
-func (a *Allocator) BeginCapture() {
-	a.pools++
-	a.capture = a.pools
-}
-
-// EndCapture ends the capture. The private pool stays with the graph;
-// frees it deferred for record_stream now wait for a synchronize.
-func (a *Allocator) EndCapture() {
-	a.capture = 0
-	a.deferred = nil
+	return err
 }
 
 // Blocks returns the allocator's blocks in allocation order.
 func (a *Allocator) Blocks() []*Block { return append([]*Block(nil), a.blocks...) }
-
-// Segments returns the allocator's segments in the order they were made.
-func (a *Allocator) Segments() []*Segment { return append([]*Segment(nil), a.segs...) }
-
-// describe names the block for reports.
-func (b *Block) describe() string {
-	s := fmt.Sprintf("caching-allocator block %#x+%s of segment #%d, stream %s's pool", b.Ptr, fmtBytes(b.Bytes), b.Seg.ID, b.Stream)
-	if len(b.Tensors) > 1 {
-		s += fmt.Sprintf(", memory that %v held in turn", b.Tensors)
-	}
-	return s
-}
-
-func names(bs []*Buffer) string {
-	s := ""
-	for i, b := range bs {
-		if i > 0 {
-			s += ", "
-		}
-		s += b.Name
-	}
-	return s
-}
-
-func fmtBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/ranks/cachealloc"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -86,11 +87,11 @@ func TestAllocatorBestFitSplitMerge(t *testing.T) {
 	// Large pool: a 3 MiB request takes a 20 MiB segment and splits it (the
 	// rest is over 1 MiB); a 19.5 MiB request does not split off 512 KiB.
 	l1, _ := a.Malloc("l1", "main", 3<<20, 1)
-	require.Equal(t, ranks.AllocLargeSegment, l1.Block.Seg.Size)
+	require.Equal(t, cachealloc.AllocLargeSegment, l1.Block.Seg.Size)
 	require.Equal(t, int64(3<<20), l1.Block.Bytes)
 	require.NoError(t, a.Free(l1))
 	l2, _ := a.Malloc("l2", "main", 39<<19, 1)
-	require.Equal(t, ranks.AllocLargeSegment, l2.Block.Bytes, "rest of 512 KiB is not split off a large block")
+	require.Equal(t, cachealloc.AllocLargeSegment, l2.Block.Bytes, "rest of 512 KiB is not split off a large block")
 	// 12 MiB: its own segment, rounded to 2 MiB.
 	l3, _ := a.Malloc("l3", "main", 11<<20+1, 1)
 	require.Equal(t, int64(12<<20), l3.Block.Seg.Size)

@@ -80,7 +80,7 @@ func (b *Buffer) Describe() string {
 		return fmt.Sprintf("rank %d's copy of symmetric buffer %q", b.Rank, b.Name)
 	}
 	if b.Block != nil {
-		return fmt.Sprintf("rank %d tensor %q (%s)", b.Rank, b.Name, b.Block.describe())
+		return fmt.Sprintf("rank %d tensor %q (%s)", b.Rank, b.Name, b.Block.Describe())
 	}
 	return fmt.Sprintf("rank %d tensor %q", b.Rank, b.Name)
 }

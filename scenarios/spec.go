@@ -204,7 +204,7 @@ const (
 	OpBroadcast     OpKind = "broadcast"
 	OpSend          OpKind = "send"
 	OpRecv          OpKind = "recv"
-	// Memory lifetime through the rank's caching allocator (ranks/alloc.go),
+	// Memory lifetime through the rank's caching allocator (ranks/cachealloc/alloc.go),
 	// decided in host issue order: alloc takes a tensor's storage from the
 	// pool of its stream, free drops the last reference, record_stream
 	// marks a use by another stream.

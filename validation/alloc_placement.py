@@ -1,8 +1,8 @@
 """The caching allocator's placement: run recorded sequences of
 malloc/free/record_stream (and capture) requests through real PyTorch and
 print where every block landed, as (segment ordinal, offset in segment,
-segment size). The Go allocator (ranks/alloc.go) is tested against this
-output: ranks/testdata/alloc_h200.json.
+segment size). The Go allocator (ranks/cachealloc/alloc.go) is tested against this
+output: ranks/cachealloc/testdata/alloc_h200.json.
 
 Sequence ops (the same JSON the Go test reads):
   {"op":"malloc","id":k,"bytes":n,"stream":"main"|"aux"}

@@ -1,7 +1,7 @@
 """Why aux-stream-lifetime corrupts where it does: for several token counts,
 (1) the caching allocator's own trace of one eager step and of the graph
 capture (torch.cuda.memory._record_memory_history: every alloc and free with
-address, size and stream), the ground truth for ranks/alloc.go's placement;
+address, size and stream), the ground truth for ranks/cachealloc/alloc.go's placement;
 (2) a device timeline of one step: a timing event after every op on its
 stream, in eager-queued mode (the whole step queued behind a device sleep, so
 both streams start together as in a graph replay) and, where PyTorch allows

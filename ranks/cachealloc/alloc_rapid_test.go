@@ -1,4 +1,4 @@
-package ranks_test
+package cachealloc_test
 
 import (
 	"fmt"
@@ -7,8 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/sim"
+	"github.com/collsim/collsim/ranks/cachealloc"
 )
 
 // refAlloc is a small reference implementation of the same policy, written
@@ -47,8 +46,8 @@ const page = 512
 func newRef(caching bool) *refAlloc { return &refAlloc{caching: caching, next: 0x7f00_0000_0000} }
 
 func (r *refAlloc) malloc(id int, stream string, bytes int64) (seg int, off, size int64) {
-	n := ranks.RoundSize(bytes)
-	small := n <= ranks.AllocSmallSize
+	n := cachealloc.RoundSize(bytes)
+	small := n <= cachealloc.AllocSmallSize
 	bestSeg, bestStart, bestLen := -1, 0, 0
 	if r.caching {
 		for si, s := range r.segs {
@@ -73,7 +72,7 @@ func (r *refAlloc) malloc(id int, stream string, bytes int64) (seg int, off, siz
 		}
 	}
 	if bestSeg < 0 {
-		sz := ranks.SegmentSize(n)
+		sz := cachealloc.SegmentSize(n)
 		if !r.caching {
 			sz = n
 		}
@@ -83,7 +82,7 @@ func (r *refAlloc) malloc(id int, stream string, bytes int64) (seg int, off, siz
 	}
 	take := bestLen
 	rest := int64(bestLen)*page - n
-	if r.caching && (small && rest >= 512 || !small && rest > ranks.AllocSmallSize) {
+	if r.caching && (small && rest >= 512 || !small && rest > cachealloc.AllocSmallSize) {
 		take = int(n / page)
 	}
 	s := r.segs[bestSeg]
@@ -168,14 +167,13 @@ func (r *refAlloc) overlaps() []string {
 func TestAllocatorMatchesReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		caching := rapid.Float64().Draw(t, "p") < 0.85
-		w := ranks.NewWorld(1, ranks.Config{}, sim.NewEngine(sim.Timed, nil))
-		a := w.NewAllocator(0, caching)
+		a := cachealloc.New(0, caching)
 		ref := newRef(caching)
 		streams := []string{"main", "aux"}
 		sizes := []int64{1, 100, 512, 4096, 4097, 64 << 10, 1 << 20, 1<<20 + 1, 3 << 20, 9 << 20, 11 << 20}
 		type live struct {
 			id     int
-			b      *ranks.Buffer
+			b      *cachealloc.Block
 			stream string
 			uses   []string
 		}
@@ -191,17 +189,16 @@ func TestAllocatorMatchesReference(t *testing.T) {
 					size += int64(rapid.IntRange(0, 3000).Draw(t, "extra"))
 				}
 				id++
-				b, err := a.Malloc(fmt.Sprint("t", id), s, size, rapid.IntRange(1, 3).Draw(t, "chunks"))
+				blk, err := a.Malloc(fmt.Sprint("t", id), s, size)
 				require.NoError(t, err)
 				seg, off, bsize := ref.malloc(id, s, size)
-				blk := b.Block
 				require.Equal(t, []int64{int64(seg), off, bsize}, []int64{int64(blk.Seg.ID), blk.Ptr - blk.Seg.Base, blk.Bytes}, "malloc t%d (%d B on %s): %v", id, size, s, a.Log)
 				require.Equal(t, ref.overlaps(), blk.Tensors)
 				for _, l := range lives {
-					o := l.b.Block
+					o := l.b
 					require.False(t, o.Seg == blk.Seg && o.Ptr < blk.Ptr+blk.Bytes && blk.Ptr < o.Ptr+o.Bytes, "live t%d and t%d overlap", l.id, id)
 				}
-				lives = append(lives, live{id: id, b: b, stream: s})
+				lives = append(lives, live{id: id, b: blk, stream: s})
 			case op <= 7:
 				i := rapid.IntRange(0, len(lives)-1).Draw(t, "which")
 				l := lives[i]
@@ -215,7 +212,7 @@ func TestAllocatorMatchesReference(t *testing.T) {
 				}
 				require.NoError(t, a.Free(l.b))
 				ref.free(l.id, l.uses)
-				require.ErrorIs(t, a.Free(l.b), ranks.ErrAlloc, "double free")
+				require.ErrorIs(t, a.Free(l.b), cachealloc.ErrAlloc, "double free")
 				lives = append(lives[:i], lives[i+1:]...)
 			case op == 8:
 				if rapid.Bool().Draw(t, "empty") {

@@ -1,4 +1,4 @@
-package ranks_test
+package cachealloc_test
 
 import (
 	"encoding/json"
@@ -9,8 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/sim"
+	"github.com/collsim/collsim/ranks/cachealloc"
 )
 
 // allocTrace is validation/alloc_placement.py's output for one sequence:
@@ -72,23 +71,21 @@ func TestAllocatorMatchesPyTorch(t *testing.T) {
 // replayAlloc runs seq's requests through the model and says where each
 // malloc landed, in the trace's words.
 func replayAlloc(t *testing.T, seq allocTrace) []string {
-	w := ranks.NewWorld(1, ranks.Config{}, sim.NewEngine(sim.Timed, nil))
-	a := w.NewAllocator(0, true)
-	live := map[int]*ranks.Buffer{}
+	a := cachealloc.New(0, true)
+	live := map[int]*cachealloc.Block{}
 	var out []string
 	last, lastFreed := 0, false // HoldsLast: the held tensor, and whether its free is waiting
 	for _, op := range seq.Ops {
 		switch op.Op {
 		case "malloc":
-			b, err := a.Malloc(fmt.Sprint("t", op.ID), op.Stream, op.Bytes, 1)
+			blk, err := a.Malloc(fmt.Sprint("t", op.ID), op.Stream, op.Bytes)
 			require.NoError(t, err)
 			if lastFreed {
 				require.NoError(t, a.Free(live[last]))
 				delete(live, last)
 			}
 			last, lastFreed = op.ID, false
-			live[op.ID] = b
-			blk := b.Block
+			live[op.ID] = blk
 			out = append(out, fmt.Sprintf("#%d seg %d +%d of %d private=%v", op.ID, blk.Seg.ID, blk.Ptr-blk.Seg.Base, blk.Seg.Size, blk.Seg.Pool > 0))
 		case "free":
 			if seq.HoldsLast && op.ID == last {
@@ -104,7 +101,8 @@ func replayAlloc(t *testing.T, seq allocTrace) []string {
 		case "empty_cache":
 			a.EmptyCache()
 		case "capture_begin":
-			require.NoError(t, a.BeginCaptureOn("main")) // alloc_placement.py captures on main
+			_, err := a.BeginCaptureOn("main")
+			require.NoError(t, err) // alloc_placement.py captures on main
 		case "capture_end":
 			a.EndCapture()
 		case "sleep":
