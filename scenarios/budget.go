@@ -255,7 +255,7 @@ func (s *Scenario) CheckBudget(cfg Config) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: %w: %s would need %s; lower %s", ErrBadKnob, ErrBudget, cfg.budgetSummary(), what, s.knobToLower(cfg))
+	return fmt.Errorf("%w: %w: %s would need %s; lower %s", ErrBadKnob, ErrBudget, budgetSummary(cfg), what, s.knobToLower(cfg))
 }
 
 // knobToLower names the knob most responsible for the estimate: the one
@@ -288,7 +288,7 @@ func (s *Scenario) knobToLower(cfg Config) string {
 }
 
 // budgetSummary lists the knobs the estimate depends on.
-func (c Config) budgetSummary() string {
+func budgetSummary(c Config) string {
 	parts := []string{fmt.Sprintf("tp=%d", c.TP)}
 	if c.DP > 1 {
 		parts = append(parts, fmt.Sprintf("dp=%d", c.DP))

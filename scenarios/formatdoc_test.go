@@ -29,7 +29,7 @@ func docKnobRows() map[string]string {
 // accepted values equal to the parser's: every value an enumerated knob
 // accepts (strategies, hardware, …) is named, in backquotes, on the row of
 // the table that documents it, and the rows for strategy and hardware
-// exist. A value added to a knob table (config.go, family.go, …) without
+// exist. A value added to a knob table (package knobs: config.go, family.go, …) without
 // its line in the doc fails here.
 func TestFormatDocListsEveryValue(t *testing.T) {
 	data, err := os.ReadFile("../docs/scenario-format.md")

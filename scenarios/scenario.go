@@ -5,10 +5,8 @@ import (
 	"sort"
 
 	"github.com/collsim/collsim/check"
-	"github.com/collsim/collsim/collectives"
-	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios/forms"
 	"github.com/collsim/collsim/sim"
-	"github.com/collsim/collsim/streamsched"
 )
 
 // Variant is one configuration of a scenario with the verdict its mechanics
@@ -103,111 +101,5 @@ func (s *Scenario) Variant(name string) (Variant, bool) {
 	return Variant{}, false
 }
 
-// placeGraph places g on streams as cfg says and picks how it runs: graph
-// or eager mode, stream helpers on (decode) or off (prefill's piecewise
-// path). The reference places every op on one stream, eager. BuildMoE,
-// and scenario files with an op graph share it.
-func placeGraph(cfg Config, opt BuildOptions, g *streamsched.Graph) (*streamsched.Schedule, ranks.Mode, bool, error) {
-	place, err := cfg.placement()
-	if err != nil {
-		return nil, 0, false, err
-	}
-	mode := ranks.Graph
-	if cfg.Mode == "eager" {
-		mode = ranks.Eager
-	}
-	multi := cfg.Phase != "prefill"
-	if opt.Reference {
-		place, mode, multi = streamsched.Single, ranks.Eager, false
-	}
-	sched, err := streamsched.Place(g, place)
-	return sched, mode, multi, err
-}
-
-// BuildMoE builds a TP MoE scenario world from cfg: the op graph, the
-// placement, communicators and lowering. It is the builder of
-// tp8-shared-expert and of any scenario made of MoE layers.
-func BuildMoE(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
-	reference := opt.Reference
-	hw, err := cfg.Profile()
-	if err != nil {
-		return nil, err
-	}
-	strat, err := cfg.strategy()
-	if err != nil {
-		return nil, err
-	}
-	opts := streamsched.MoEOptions{
-		Tokens: cfg.Tokens, Hidden: cfg.Hidden,
-		SharedInter: cfg.Hidden, ExpertInter: cfg.Hidden / 4, Experts: 128, TopK: 8,
-		TP: int64(cfg.TP), Shared: streamsched.SharedKind(cfg.Shared), RoutedFirst: cfg.Order == "routed-first",
-		Comm: "tp",
-	}
-	g := streamsched.BuildMoE(cfg.Layers, opts)
-	sched, mode, multi, err := placeGraph(cfg, opt, g)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.World() > 4096 {
-		return nil, fmt.Errorf("%w: tp·dp = %d ranks; at most 4096", ErrBadKnob, cfg.World())
-	}
-	w := ranks.NewWorld(cfg.World(), worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: cfg.Replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
-	w.SetIndependentReplays(true) // each replay a step on inputs of its own, checked on its own (ranks/replays.go)
-	if opt.NoFold {
-		w.NoFold()
-	}
-	ws := collectives.SharedWorkspace
-	if cfg.Workspace == "per-call" {
-		ws = collectives.PerCallWorkspace
-	}
-	// One TP communicator per data-parallel replica: ranks [d·tp, (d+1)·tp).
-	tpComms := make([]*collectives.Comm, max(cfg.DP, 1))
-	for d := range tpComms {
-		group := make([]int, cfg.TP)
-		for i := range group {
-			group[i] = d*cfg.TP + i
-		}
-		name := "tp"
-		if len(tpComms) > 1 {
-			name = fmt.Sprintf("tp%d", d)
-		}
-		tpComms[d] = collectives.NewComm(w, name, group, ws, hw, cfg.Chunks)
-		tpComms[d].StreamGuard = cfg.SymmGuard == "on"
-	}
-	commFor := func(name string, rank int) (*collectives.Comm, bool) {
-		if name != "tp" {
-			return nil, false
-		}
-		return tpComms[rank/cfg.TP], true
-	}
-	tp := cfg.TP
-	lo, err := streamsched.Lower(w, g, sched, nil, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks, CommFor: commFor,
-		// Data-parallel replicas hold the same weights (a rank's shard is
-		// its place in its TP group) and run the same program on inputs of
-		// their own: every replica runs the first one's, folded.
-		Weight:   func(op string, rank int) int64 { return streamsched.DefaultWeight(op, rank%tp) },
-		FoldOnto: func(rank int) int { return rank % tp }})
-	if err != nil {
-		return nil, err
-	}
-	b := &Built{World: w}
-	b.Compare = make([][]*ranks.Buffer, 0, cfg.World())
-	for r := range cfg.World() {
-		cmp := make([]*ranks.Buffer, 0, len(g.Ops))
-		for _, op := range g.Ops {
-			cmp = append(cmp, lo.Tensors.Of(r, op.Output))
-		}
-		b.Compare = append(b.Compare, cmp)
-	}
-	for _, op := range g.Ops {
-		if s, ok := lo.Strategies[op.Name]; ok && op.Layer == 0 {
-			b.Notes = append(b.Notes, fmt.Sprintf("%s → %s", op.Name, s))
-		}
-	}
-	for _, l := range sched.Layers {
-		if !l.Matched && l.Reason != "" && !reference {
-			b.Notes = append(b.Notes, "transform skipped "+l.MoE+": "+l.Reason)
-		}
-	}
-	return b, nil
-}
+// BuildMoE builds a TP MoE scenario world from cfg ([forms.BuildMoE]).
+var BuildMoE = forms.BuildMoE

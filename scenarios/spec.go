@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/collsim/collsim/scenarios/knobs"
 )
 
 // Spec is a scenario as a user writes it in a YAML file (the format is
@@ -324,7 +326,7 @@ type Cond struct {
 // holds reports whether every condition of op holds under cfg.
 func (op *OpSpec) holds(cfg Config) bool {
 	for _, c := range op.When {
-		if knobGet(&cfg, c.Key) != c.Value {
+		if knobs.Get(&cfg, c.Key) != c.Value {
 			return false
 		}
 	}
@@ -473,7 +475,7 @@ const (
 	MaxKernelBlocks = 1 << 16
 	MaxVariants     = 64
 	MaxTensorBytes  = 1 << 40
-	MaxNameLen      = 128
+	MaxNameLen      = knobs.MaxNameLen
 	MaxDepth        = 32 // YAML nesting
 	// MaxTasks bounds the work of one run: ops issued over all ranks and
 	// graph replays.

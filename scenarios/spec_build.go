@@ -9,19 +9,22 @@ import (
 
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios/forms"
+	"github.com/collsim/collsim/scenarios/knobs"
 	"github.com/collsim/collsim/sim"
 	"github.com/collsim/collsim/streamsched"
 )
 
 // Scenario returns the runnable scenario of a validated spec. Its Build
-// follows the spec's form: a Go graph form (forms.go), the user op graph, or the
+// follows the spec's form: a Go graph form (package forms), the user op graph, or the
 // per-rank programs.
 func (s *Spec) Scenario() *Scenario {
 	sc := &Scenario{Name: s.Name, Description: s.Description, Base: s.Base, Variants: append([]Variant(nil), s.Variants...), Compare: append([]Comparison(nil), s.Compare...), Spec: s,
 		GraphMatchesEager: slices.Contains(s.References, "eager")}
 	switch {
 	case s.Graph != nil && s.Graph.Builder != "":
-		sc.Build = graphForms[s.Graph.Builder].build
+		f, _ := forms.Lookup(s.Graph.Builder)
+		sc.Build = f.Build
 	case s.Graph != nil:
 		sc.Build = s.buildGraph
 	default:
@@ -45,7 +48,7 @@ func (s *Spec) world(cfg Config, opt BuildOptions, eng *sim.Engine, mode ranks.M
 	if s.graphProgram() {
 		replays = 1 // the program's replay ops are its replays
 	}
-	w := ranks.NewWorld(cfg.TP, worldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
+	w := ranks.NewWorld(cfg.TP, knobs.WorldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
 	// Each replay a step on inputs of its own, checked on its own
 	// (ranks/replays.go), unless the file says its steps carry state
 	// (spec_host.go).
@@ -101,7 +104,7 @@ func (s *Spec) tensor(name string) *TensorSpec {
 // buildGraph builds the user op graph like BuildMoE builds its own: place it
 // with the placement knob, lower it through the stream helpers.
 func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
-	strat, err := cfg.strategy()
+	strat, err := cfg.ParsedStrategy()
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +123,7 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 		g.Tensors = append(g.Tensors, streamsched.Tensor{Name: t.Name, Bytes: t.Bytes, Input: !produced[t.Name], Output: t.Output})
 		flagged = flagged || t.Output
 	}
-	sched, mode, multi, err := placeGraph(cfg, opt, g)
+	sched, mode, multi, err := forms.PlaceGraph(cfg, opt, g)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +205,7 @@ func WholeWeight(kernel string, n int) int64 {
 // buildPrograms builds the explicit per-rank programs. The reference puts
 // every op of a rank on its first stream, eager.
 func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
-	if _, err := cfg.strategy(); err != nil {
+	if _, err := cfg.ParsedStrategy(); err != nil {
 		return nil, err
 	}
 	s, err := s.sized(cfg)

@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios/knobs"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -347,7 +348,7 @@ func nameValue(env exprEnv, name string) (int64, error) {
 		}
 		return n, nil
 	}
-	txt := knobGet(env.cfg, name)
+	txt := knobs.Get(env.cfg, name)
 	if sz, ok := dtypeBytes[txt]; ok {
 		return sz, nil
 	}
@@ -377,7 +378,7 @@ func (d *decoder) exprAt(n ast.Node, txt, what string) *Expr {
 		return nil
 	}
 	for _, name := range e.names() {
-		if !knobKnown(name) && d.param0(name) == nil {
+		if !knobs.Known(name) && d.param0(name) == nil {
 			d.add(at, "%s: %q names %q, which is neither a knob nor a param of this file", what, txt, name)
 			return nil
 		}
@@ -408,7 +409,7 @@ func (d *decoder) timeOrExpr(n ast.Node, what string) (int64, *Expr) {
 	if s, isStr := v.(*ast.StringNode); isStr {
 		// An expression has an operator or a call, or is one knob's name;
 		// anything else is read as a time with a unit.
-		if _, err := parseDuration(s.Value); err != nil && (strings.ContainsAny(s.Value, "+-*/(") || knobKnown(s.Value) || d.param0(s.Value) != nil) {
+		if _, err := parseDuration(s.Value); err != nil && (strings.ContainsAny(s.Value, "+-*/(") || knobs.Known(s.Value) || d.param0(s.Value) != nil) {
 			return 0, d.exprAt(v, s.Value, what)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/collsim/collsim/scenarios/knobs"
 )
 
 // Which knobs a file's form reads. A knob a form does not read would change
@@ -85,9 +87,9 @@ func (s *Spec) usedKnobs() map[string]bool {
 // knobDefault is knob key's value when a file leaves it out.
 func knobDefault(key string) string {
 	c := DefaultConfig()
-	for _, k := range knobs {
-		if k.key == key {
-			return k.get(&c)
+	for _, k := range knobs.All() {
+		if k.Key() == key {
+			return k.Get(&c)
 		}
 	}
 	return ""
@@ -135,7 +137,7 @@ func (s *Spec) validateKnobs(e *errs) {
 	for _, p := range s.allPrograms() {
 		for _, op := range p.flat() {
 			for _, c := range op.When {
-				if knobGet(&s.Base, c.Key) == "" {
+				if knobs.Get(&s.Base, c.Key) == "" {
 					e.add(op.pos.at("when"), "%s %q: when %s: the knob has no default value, so the base configuration would decide nothing; set it under knobs:", op.Kind, op.Name, c.Key)
 				}
 			}
@@ -173,24 +175,12 @@ func (s *Spec) validateKnobs(e *errs) {
 
 // knobValue is the base value of knob key.
 func (s *Spec) knobValue(key string) string {
-	for _, k := range knobs {
-		if k.key == key {
-			return k.get(&s.Base)
+	for _, k := range knobs.All() {
+		if k.Key() == key {
+			return k.Get(&s.Base)
 		}
 	}
 	return ""
-}
-
-// knobGet is knob key's value in c: a knob's, or a file-declared one's
-// ("" for neither).
-func knobGet(c *Config, key string) string {
-	for _, k := range knobs {
-		if k.key == key {
-			return k.get(c)
-		}
-	}
-	v, _ := c.Param(key)
-	return v
 }
 
 // CheckSets reports the first of sets (KEY=VALUE, as given to --set) that

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/collsim/collsim/scenarios/knobs"
 )
 
 // File-declared knobs. A scenario file may declare knobs of its own:
@@ -28,32 +30,6 @@ type ParamSpec struct {
 
 // MaxParams bounds a file's params.
 const MaxParams = 32
-
-// Param returns the value of file-declared knob name, and whether c has it.
-func (c *Config) Param(name string) (string, bool) {
-	for _, kv := range strings.Split(c.Params, ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// setParam sets file-declared knob name, which c has, to value. Whether the
-// file allows value is checked when the scenario is validated or built.
-func (c *Config) setParam(name, value string) error {
-	if err := checkName(value); err != nil {
-		return fmt.Errorf("%w: %s=%q: %v", ErrBadKnob, name, value, err)
-	}
-	parts := strings.Split(c.Params, ",")
-	for i, kv := range parts {
-		if k, _, _ := strings.Cut(kv, "="); k == name {
-			parts[i] = name + "=" + value
-		}
-	}
-	c.Params = strings.Join(parts, ",")
-	return nil
-}
 
 // param returns the declaration of name, or nil.
 func (s *Spec) param(name string) *ParamSpec {
@@ -83,7 +59,7 @@ func (d *decoder) param(o *obj) ParamSpec {
 	o.record(p.pos)
 	o.require("name", "values", "default")
 	p.Name = o.name("name")
-	if p.Name != "" && knobKnown(p.Name) || slices.Contains([]string{"hardware", "ranks"}, p.Name) {
+	if p.Name != "" && knobs.Known(p.Name) || slices.Contains([]string{"hardware", "ranks"}, p.Name) {
 		d.add(o.pos("name"), "param %q is a knob already; give it another name (or set the knob under knobs:)", p.Name)
 		p.Name = ""
 	}

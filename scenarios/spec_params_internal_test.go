@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/collsim/collsim/scenarios/knobs"
 )
 
 // TestParamsRoundTrip: setting a declared param changes its value and no
@@ -33,8 +35,8 @@ func TestParamsRoundTrip(t *testing.T) {
 				if got, ok := c.Param(p.Name); !ok || got != want[p.Name] {
 					t.Fatalf("param %s = %q, %v; want %q", p.Name, got, ok, want[p.Name])
 				}
-				if got := knobGet(&c, p.Name); got != want[p.Name] {
-					t.Fatalf("knobGet(%s) = %q; want %q", p.Name, got, want[p.Name])
+				if got := knobs.Get(&c, p.Name); got != want[p.Name] {
+					t.Fatalf("knobs.Get(%s) = %q; want %q", p.Name, got, want[p.Name])
 				}
 			}
 		}

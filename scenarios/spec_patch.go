@@ -36,17 +36,6 @@ type PatchSpec struct {
 	pos   posMap
 }
 
-func init() {
-	knobs = append(knobs, knob{"patch", "the variant whose patch (added, removed, moved ops) the programs take (scenario files only)",
-		func(c *Config, v string) error {
-			if err := checkName(v); err != nil {
-				return fmt.Errorf("%w: patch=%q: want a variant name: %v", ErrBadKnob, v, err)
-			}
-			c.Patch = v
-			return nil
-		}, func(c *Config) string { return c.Patch }})
-}
-
 // opRef is what a patch calls op: its id, or its name.
 func opRef(op *OpSpec) string {
 	if op.ID != "" {

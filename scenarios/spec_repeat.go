@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/collsim/collsim/scenarios/knobs"
 )
 
 // Repeated ops. A program's ops may hold a block
@@ -39,7 +41,7 @@ func (r *RepeatSpec) count(cfg Config) int {
 	if r.CountKnob == "" {
 		return r.Count
 	}
-	n, err := strconv.Atoi(knobGet(&cfg, r.CountKnob))
+	n, err := strconv.Atoi(knobs.Get(&cfg, r.CountKnob))
 	if err != nil || n < 0 {
 		return 0
 	}
@@ -111,7 +113,7 @@ func (d *decoder) repeat(o *obj, op *OpSpec) {
 		if txt, ok := d.scalarText(v, "repeat count"); ok {
 			if _, err := strconv.Atoi(txt); err == nil {
 				r.Count = int(ro.int("count", 0, MaxRepeat))
-			} else if knobKnown(txt) || d.param0(txt) != nil {
+			} else if knobs.Known(txt) || d.param0(txt) != nil {
 				r.CountKnob = txt
 			} else {
 				d.add(posOf(v), "repeat count: %q; expected an integer in [0, %d] or a knob with an integer value (layers, …)", txt, MaxRepeat)
@@ -141,16 +143,6 @@ func (d *decoder) repeat(o *obj, op *OpSpec) {
 func hasKey(m *ast.MappingNode, key string) bool {
 	for _, kv := range m.Values {
 		if kv.Key != nil && kv.Key.GetToken() != nil && kv.Key.GetToken().Value == key {
-			return true
-		}
-	}
-	return false
-}
-
-// knobKnown reports whether key is a knob.
-func knobKnown(key string) bool {
-	for _, k := range knobs {
-		if k.key == key {
 			return true
 		}
 	}

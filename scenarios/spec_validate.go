@@ -8,6 +8,8 @@ import (
 
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios/forms"
+	"github.com/collsim/collsim/scenarios/knobs"
 )
 
 // Validate checks everything that ties the parts of a spec together before
@@ -320,8 +322,8 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 		replays = max(cfg.Replays, 1)
 	}
 	if s.Graph != nil && s.Graph.Builder != "" {
-		if f, ok := graphForms[s.Graph.Builder]; ok {
-			if tasks := f.tasks(cfg, replays); tasks > MaxTasks {
+		if f, ok := forms.Lookup(s.Graph.Builder); ok {
+			if tasks := f.Tasks(cfg, replays); tasks > MaxTasks {
 				report(s.pos.at("graph"), fmt.Sprintf("about %d ops to run (ranks × layers × ops per layer × replays); at most %d", tasks, MaxTasks))
 			}
 		}
@@ -371,8 +373,8 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	for pi, p := range progs {
 		for _, op := range p.Ops {
 			if r := op.Repeat; r != nil && r.CountKnob != "" {
-				if _, err := strconv.Atoi(knobGet(&cfg, r.CountKnob)); err != nil {
-					report(op.pos.at("repeat"), fmt.Sprintf("repeat count: knob %s is %q, not an integer", r.CountKnob, knobGet(&cfg, r.CountKnob)))
+				if _, err := strconv.Atoi(knobs.Get(&cfg, r.CountKnob)); err != nil {
+					report(op.pos.at("repeat"), fmt.Sprintf("repeat count: knob %s is %q, not an integer", r.CountKnob, knobs.Get(&cfg, r.CountKnob)))
 				}
 			}
 		}

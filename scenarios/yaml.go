@@ -11,6 +11,9 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/collsim/collsim/scenarios/forms"
+	"github.com/collsim/collsim/scenarios/knobs"
 )
 
 // ParseSpec reads a scenario file: YAML syntax, then structure — known keys
@@ -288,23 +291,11 @@ func (d *decoder) name(n ast.Node, what string) string {
 	if !ok {
 		return ""
 	}
-	if err := checkName(s); err != nil {
+	if err := knobs.CheckName(s); err != nil {
 		d.add(posOf(n), "%s: %v", what, err)
 		return ""
 	}
 	return s
-}
-
-func checkName(s string) error {
-	switch {
-	case s == "":
-		return errors.New("expected a non-empty name")
-	case len(s) > MaxNameLen:
-		return fmt.Errorf("name is %d characters; at most %d", len(s), MaxNameLen)
-	case strings.ContainsAny(s, " \t\r\n=|,"):
-		return fmt.Errorf("name %q: expected no spaces and none of = | ,", s)
-	}
-	return nil
 }
 
 func (o *obj) name(key string) string {
@@ -601,7 +592,7 @@ func (d *decoder) spec(n ast.Node) *Spec {
 		d.add(s.pos.at("chunks"), "chunks: at most %d", MaxChunks)
 	}
 	if v := o.get("knobs"); v != nil {
-		ko := d.mapping(v, "knobs", knobKeys()...)
+		ko := d.mapping(v, "knobs", knobs.Keys()...)
 		for _, k := range ko.order {
 			if top, ok := topKeyOf(k); ok {
 				d.add(ko.kpos[k], "knob %q has its own top-level key: write `%s:` instead", k, top)
@@ -717,14 +708,6 @@ func topKeyOf(knob string) (string, bool) {
 	return "", false
 }
 
-func knobKeys() []string {
-	out := make([]string, len(knobs))
-	for i, k := range knobs {
-		out[i] = k.key
-	}
-	return out
-}
-
 // knobMsg strips the "bad knob: " prefix of a knob error.
 func knobMsg(err error) string {
 	return strings.TrimPrefix(err.Error(), ErrBadKnob.Error()+": ")
@@ -783,12 +766,12 @@ func (d *decoder) graph(n ast.Node) *GraphSpec {
 	o := d.mapping(n, "graph", "builder", "ops")
 	o.record(g.pos)
 	if o.has("builder") == o.has("ops") {
-		d.add(o.at, "graph: expected exactly one of builder (%s) or ops", graphFormNames())
+		d.add(o.at, "graph: expected exactly one of builder (%s) or ops", forms.NameList())
 	}
 	if v := o.get("builder"); v != nil {
 		g.Builder = o.str("builder")
-		if _, ok := graphForms[g.Builder]; !ok {
-			d.add(posOf(v), "graph builder: %q; expected one of %s", g.Builder, graphFormNames())
+		if _, ok := forms.Lookup(g.Builder); !ok {
+			d.add(posOf(v), "graph builder: %q; expected one of %s", g.Builder, forms.NameList())
 		}
 	}
 	if v := o.get("ops"); v != nil {
@@ -1049,7 +1032,7 @@ func article(word string) string {
 // when reads an op's conditions: a mapping of knob keys to values, each a
 // value the knob accepts.
 func (d *decoder) when(n ast.Node) []Cond {
-	keys := knobKeys()
+	keys := knobs.Keys()
 	for _, p := range d.params {
 		keys = append(keys, p.Name)
 	}
@@ -1119,7 +1102,7 @@ func (d *decoder) variant(n ast.Node) (Variant, posMap, []PatchSpec) {
 		}
 	}
 	if x := o.get("set"); x != nil {
-		allowed := append(knobKeys(), "hardware", "ranks")
+		allowed := append(knobs.Keys(), "hardware", "ranks")
 		for _, p := range d.params {
 			allowed = append(allowed, p.Name)
 		}

@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/collsim/collsim/scenarios/forms"
+	"github.com/collsim/collsim/scenarios/knobs"
 )
 
 // ErrNotExpressible is returned by [ExportYAML] for a scenario built by Go
@@ -33,7 +36,7 @@ func SpecOf(sc *Scenario) (*Spec, error) {
 		s.Compare = append([]Comparison(nil), sc.Compare...)
 		return &s, nil
 	}
-	if sc.Build != nil && reflect.ValueOf(sc.Build).Pointer() == reflect.ValueOf(BuildMoE).Pointer() {
+	if sc.Build != nil && reflect.ValueOf(sc.Build).Pointer() == reflect.ValueOf(forms.BuildMoE).Pointer() {
 		return &Spec{Name: sc.Name, Description: sc.Description, Base: sc.Base, Graph: &GraphSpec{Builder: "moe"},
 			Variants: append([]Variant(nil), sc.Variants...), Compare: append([]Comparison(nil), sc.Compare...)}, nil
 	}
@@ -61,17 +64,17 @@ func MarshalSpec(s *Spec) []byte {
 	p(0, "chunks: %d", c.Chunks)
 	p(0, "knobs:")
 	used := s.usedKnobs()
-	for _, k := range knobs {
-		if _, top := topKeyOf(k.key); top || !used[k.key] {
+	for _, k := range knobs.All() {
+		if _, top := topKeyOf(k.Key()); top || !used[k.Key()] {
 			continue
 		}
-		val := k.get(&c)
-		if probe := c; k.set(&probe, val) != nil {
+		val := k.Get(&c)
+		if probe := c; k.Set(&probe, val) != nil {
 			// The zero value of a knob that only some scenarios use
 			// ("" or 0): unset, and not a value a file may spell.
 			continue
 		}
-		p(1, "%s: %s", k.key, knobVal(val))
+		p(1, "%s: %s", k.Key(), knobVal(val))
 	}
 	marshalRefs(p, s) // spec_refs.go
 	if len(s.Params) > 0 {

@@ -1,4 +1,4 @@
-package scenarios
+package knobs
 
 import (
 	"fmt"
@@ -8,24 +8,24 @@ import (
 	"github.com/collsim/collsim/ranks"
 )
 
-// worldConfig completes a world's config with what the hardware profile
+// WorldConfig completes a world's config with what the hardware profile
 // measured: host issue costs for the mode (ranks.Profile.IssueCosts: an
 // eager PyTorch op, a matmul, an event record or wait, a graph replay) and
 // the jitter tables the jitter knob picks.
-func worldConfig(cfg Config, hw ranks.Profile, c ranks.Config) ranks.Config {
+func WorldConfig(cfg Config, hw ranks.Profile, c ranks.Config) ranks.Config {
 	c = hw.IssueCosts(c)
-	c.Jitter, c.HostJitter = jitterTables(cfg.Jitter)
+	c.Jitter, c.HostJitter = JitterTables(cfg.Jitter)
 	c.Share, c.GraphGap = hw.Share(), hw.GraphGap
 	c.FineSteps = cfg.FineSteps
 	return c
 }
 
-// jitterTables returns the device and host jitter tables for the jitter
+// JitterTables returns the device and host jitter tables for the jitter
 // knob's value (validated by jitterKnob): the H200's measured spread for
 // "measured" and for no value (the default: exploration's noise is the
 // hardware's), widened F times for "measured:F", and nil for "wide" (the
 // world's ×0.25 to ×5, on purpose).
-func jitterTables(v string) (dev, host []int64) {
+func JitterTables(v string) (dev, host []int64) {
 	if v == "wide" {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package knobs
 
 // The symm-guard knob: PyTorch's GroupStreamGuard on every communicator of
 // a file or of the MoE builder (collectives.Comm.StreamGuard).

@@ -1,4 +1,4 @@
-package scenarios
+package knobs
 
 // BugKnobs are the mechanism switches of the bug-class built-ins
 // (aux-stream-lifetime, shared-expert-times-w, graph-double-shared-expert,

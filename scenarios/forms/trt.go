@@ -1,11 +1,13 @@
-package scenarios
+package forms
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios/knobs"
 	"github.com/collsim/collsim/sim"
 	"github.com/collsim/collsim/streamsched"
 )
@@ -23,7 +25,7 @@ import (
 const myelinMinOps = 40
 
 // engineOptions maps the engines knob to the builder and partitioner.
-func engineOptions(cfg Config) (streamsched.EngineOptions, error) {
+func engineOptions(cfg knobs.Config) (streamsched.EngineOptions, error) {
 	o := streamsched.EngineOptions{MyelinMinOps: myelinMinOps}
 	switch cfg.Engines {
 	case "fused", "per-layer", "standalone":
@@ -36,7 +38,7 @@ func engineOptions(cfg Config) (streamsched.EngineOptions, error) {
 	case "ideal":
 		o.MyelinComm, o.PromoteAll = true, true
 	default:
-		return o, fmt.Errorf("%w: engines=%q: this scenario does not support it", ErrBadKnob, cfg.Engines)
+		return o, fmt.Errorf("%w: engines=%q: this scenario does not support it", knobs.ErrBadKnob, cfg.Engines)
 	}
 	return o, nil
 }
@@ -150,7 +152,7 @@ func (gc *groupComms) comm(name string, rank int) (*collectives.Comm, error) {
 	return nil, fmt.Errorf("no communicator %q holds rank %d", name, rank)
 }
 
-func buildEngines(cfg Config, opt BuildOptions, eng *sim.Engine, g *streamsched.Graph, groups map[string][][]int) (*Built, error) {
+func buildEngines(cfg knobs.Config, opt check.BuildOptions, eng *sim.Engine, g *streamsched.Graph, groups map[string][][]int) (*check.Built, error) {
 	hw, err := cfg.Profile()
 	if err != nil {
 		return nil, err
@@ -176,10 +178,10 @@ func buildEngines(cfg Config, opt BuildOptions, eng *sim.Engine, g *streamsched.
 		launch = hw.Launch
 	}
 	wc := ranks.Config{Mode: ranks.Eager, LaunchCost: launch, EventCost: hw.EventOp, Timeline: opt.Timeline, SMs: hw.SMs, FineSteps: cfg.FineSteps}
-	wc.Jitter, wc.HostJitter = jitterTables(cfg.Jitter) // its host costs are engine calls, not eager ops
+	wc.Jitter, wc.HostJitter = knobs.JitterTables(cfg.Jitter) // its host costs are engine calls, not eager ops
 	w := ranks.NewWorld(cfg.TP, wc, eng)
 	gc := &groupComms{w: w, hw: hw, chunks: cfg.Chunks, groups: groups, made: map[string]*collectives.Comm{}}
-	b := &Built{World: w}
+	b := &check.Built{World: w}
 	if part != nil && len(part.BuildErrors) > 0 {
 		// The engine never builds: nothing runs.
 		b.Findings = append(b.Findings, part.BuildErrors...)
@@ -235,12 +237,12 @@ func buildEngines(cfg Config, opt BuildOptions, eng *sim.Engine, g *streamsched.
 	return b, nil
 }
 
-func buildDiT(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
+func buildDiT(cfg knobs.Config, opt check.BuildOptions, eng *sim.Engine) (*check.Built, error) {
 	if cfg.TP != 4 {
-		return nil, fmt.Errorf("%w: tp=%d: trt-fused-collective runs SP=2 × TP=2 on 4 ranks", ErrBadKnob, cfg.TP)
+		return nil, fmt.Errorf("%w: tp=%d: trt-fused-collective runs SP=2 × TP=2 on 4 ranks", knobs.ErrBadKnob, cfg.TP)
 	}
 	if cfg.Chunks%2 != 0 {
-		return nil, fmt.Errorf("%w: chunks=%d: all_to_all over SP=2 needs an even chunk count", ErrBadKnob, cfg.Chunks)
+		return nil, fmt.Errorf("%w: chunks=%d: all_to_all over SP=2 needs an even chunk count", knobs.ErrBadKnob, cfg.Chunks)
 	}
 	g := ditGraph(cfg.Layers, cfg.Tokens, cfg.Hidden, 2, 2, cfg.Engines == "standalone")
 	// TP groups {0,1}, {2,3}; SP groups {0,2}, {1,3}.
@@ -248,7 +250,7 @@ func buildDiT(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	return buildEngines(cfg, opt, eng, g, groups)
 }
 
-func buildMoEEP(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
+func buildMoEEP(cfg knobs.Config, opt check.BuildOptions, eng *sim.Engine) (*check.Built, error) {
 	if err := needTP(cfg, 2); err != nil {
 		return nil, err
 	}
@@ -264,17 +266,17 @@ func allRanks(n int) []int {
 	return g
 }
 
-func concreteStrategy(cfg Config, hw ranks.Profile, n int, bytes int64) (collectives.Strategy, error) {
-	s, err := cfg.strategy()
+func concreteStrategy(cfg knobs.Config, hw ranks.Profile, n int, bytes int64) (collectives.Strategy, error) {
+	s, err := cfg.ParsedStrategy()
 	if err != nil {
 		return "", err
 	}
 	return collectives.Resolve(s, hw.Arch, n, bytes), nil
 }
 
-func needTP(cfg Config, lo int) error {
+func needTP(cfg knobs.Config, lo int) error {
 	if cfg.TP < lo {
-		return fmt.Errorf("%w: tp=%d: this scenario needs at least %d ranks", ErrBadKnob, cfg.TP, lo)
+		return fmt.Errorf("%w: tp=%d: this scenario needs at least %d ranks", knobs.ErrBadKnob, cfg.TP, lo)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package scenarios
+package knobs
 
 import (
 	"testing"
@@ -31,7 +31,7 @@ func TestJitterKnobAndIssueCosts(t *testing.T) {
 		}
 		require.NoError(t, err)
 		hw, _ := ranks.ProfileFor("h200")
-		wc := worldConfig(c, hw, ranks.Config{Mode: ranks.Eager})
+		wc := WorldConfig(c, hw, ranks.Config{Mode: ranks.Eager})
 		require.Equal(t, tt.dev, wc.Jitter, tt.v)
 		require.Equal(t, tt.host, wc.HostJitter, tt.v)
 		require.Equal(t, ranks.MeasuredHost.EagerOp, wc.LaunchCost)
@@ -40,7 +40,7 @@ func TestJitterKnobAndIssueCosts(t *testing.T) {
 	// A config that names no jitter explores with the hardware's measured
 	// noise; wide noise is asked for on purpose.
 	hw, _ := ranks.ProfileFor("h200")
-	wc := worldConfig(Config{}, hw, ranks.Config{Mode: ranks.Graph})
+	wc := WorldConfig(Config{}, hw, ranks.Config{Mode: ranks.Graph})
 	require.Equal(t, ranks.MeasuredJitter, wc.Jitter, "default jitter")
 	require.Equal(t, ranks.MeasuredHostJitter, wc.HostJitter, "default host jitter")
 	w := ranks.Widen([]int64{1000, 900, 1100}, 3)

@@ -1,4 +1,4 @@
-package scenarios
+package knobs
 
 import (
 	"errors"
@@ -42,11 +42,11 @@ type Config struct {
 	// SMs overrides the profile's SM count for residency (0: the profile's).
 	SMs int `json:"sms,omitempty"`
 	// Patch names the variant whose patch the programs of a scenario file
-	// take (spec_patch.go); empty: the file's own programs.
+	// take (the format's patches, scenarios/spec_patch.go); empty: the file's own programs.
 	Patch string `json:"patch,omitempty"`
 	// Params holds the knobs a scenario file declares itself (params:), as
 	// name=value pairs joined by commas in declaration order
-	// (spec_params.go).
+	// (scenarios/spec_params.go; [Config.Param]).
 	Params string `json:"params,omitempty"`
 	// Jitter is the duration noise exploration draws from (hostcost.go):
 	// "measured" (the default: the H200's measured spread of kernel
@@ -59,7 +59,7 @@ type Config struct {
 	// FineSteps builds every world with [ranks.Config.FineSteps]: every
 	// micro-op an event of its own, no coarse collective steps. It is not
 	// a knob (a scenario file cannot set it) but the command line's
-	// --fine-steps ([Scenario.WithFineSteps]): verdicts, findings, times
+	// --fine-steps (scenarios.Scenario.WithFineSteps): verdicts, findings, times
 	// and values are the same either way, the trace hash and step count
 	// differ where a call would have run coarse.
 	FineSteps bool `json:"fine_steps,omitempty"`
@@ -168,8 +168,8 @@ func (c *Config) ApplySets(sets []string) error {
 	return nil
 }
 
-// KnobHelp lists the knobs with their help text.
-func KnobHelp() string {
+// Help lists the knobs with their help text.
+func Help() string {
 	var b strings.Builder
 	for _, k := range knobs {
 		fmt.Fprintf(&b, "  %-10s %s\n", k.key, k.help)
@@ -188,7 +188,6 @@ func (c *Config) Summary() string {
 // World is the number of ranks: TP·DP.
 func (c *Config) World() int { return c.TP * max(c.DP, 1) }
 
-// Profile is the hardware profile for Arch.
 // Profile is the hardware profile of c.Arch, with c.SMs SMs when set.
 func (c *Config) Profile() (ranks.Profile, error) {
 	p, err := ranks.ProfileFor(c.Arch)
@@ -198,10 +197,12 @@ func (c *Config) Profile() (ranks.Profile, error) {
 	return p, err
 }
 
-func (c *Config) strategy() (collectives.Strategy, error) {
+// ParsedStrategy is c.Strategy as the collectives package's strategy.
+func (c *Config) ParsedStrategy() (collectives.Strategy, error) {
 	return collectives.ParseStrategy(c.Strategy)
 }
 
-func (c *Config) placement() (streamsched.Placement, error) {
+// ParsedPlacement is c.Placement as streamsched's placement transform.
+func (c *Config) ParsedPlacement() (streamsched.Placement, error) {
 	return streamsched.ParsePlacement(c.Placement)
 }
