@@ -57,6 +57,8 @@ type Spec struct {
 	// variant name (spec_patch.go).
 	patches [][]PatchSpec
 	patched map[string][]ProgramSpec
+	// weights is the kernels' default weight table (spec_weights.go).
+	weights *weightTable
 	// written lists the knobs the file itself sets at the top level or
 	// under knobs:, by knob key, in file order (see usedKnobs).
 	written []string
@@ -81,7 +83,7 @@ type GraphOpSpec struct {
 	Experts int64
 	Comm    string
 	// Weight is the integer weight of a linear op (gemm, moe) on every
-	// rank; 0 keeps streamsched.DefaultWeight (per op and rank).
+	// rank; 0 keeps the default weight (per op and rank, Spec.KernelWeight).
 	Weight int64
 	pos    posMap
 }
@@ -267,7 +269,7 @@ type OpSpec struct {
 	// linear layer); empty: a plain kernel's, or a GEMM's when its time
 	// calls gemm().
 	Launch string
-	Weight int64 // 0: a per-rank weight derived from the name
+	Weight int64 // 0: a per-rank default weight, distinct per kernel (spec_weights.go)
 	// Whole (weight: whole) is the kernel's whole weight on every rank: the
 	// sum over the world's ranks of the per-rank weights derived from its
 	// name, as a weight left replicated where its peers are sharded holds.

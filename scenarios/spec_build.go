@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 // follows the spec's form: a Go graph form (package forms), the user op graph, or the
 // per-rank programs.
 func (s *Spec) Scenario() *Scenario {
+	s.kernelWeights() // before any build: builds only read it
 	sc := &Scenario{Name: s.Name, Description: s.Description, Base: s.Base, Variants: append([]Variant(nil), s.Variants...), Compare: append([]Comparison(nil), s.Compare...), Spec: s,
 		GraphMatchesEager: slices.Contains(s.References, "eager")}
 	switch {
@@ -153,7 +153,7 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 		if w, ok := weights[op]; ok {
 			return w
 		}
-		return streamsched.DefaultWeight(op, rank)
+		return s.KernelWeight(op, rank)
 	}
 	lo, err := streamsched.Lower(w, g, sched, comms, streamsched.LowerConfig{HW: hw, MultiStream: multi, Strategy: strat, Chunks: cfg.Chunks, Init: initv, Weight: weight})
 	if err != nil {
@@ -180,26 +180,6 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 		}
 	}
 	return b, nil
-}
-
-// KernelWeight is the weight a program kernel applies to its first read on
-// rank when the file gives none: small, deterministic, different per rank, so
-// that data from the wrong rank shows in the values.
-func KernelWeight(kernel string, rank int) int64 {
-	h := fnv.New32a()
-	h.Write([]byte(kernel))
-	return 2 + int64((h.Sum32()+uint32(rank))%89)
-}
-
-// WholeWeight is the whole weight of kernel on a world of n ranks: the sum
-// of the per-rank weights [KernelWeight] gives its shards (a row-parallel
-// split), what a rank that holds it replicated multiplies by.
-func WholeWeight(kernel string, n int) int64 {
-	var w int64
-	for r := range n {
-		w += KernelWeight(kernel, r)
-	}
-	return w
 }
 
 // buildPrograms builds the explicit per-rank programs. The reference puts
@@ -490,11 +470,11 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				if i == 0 && !op.Sum {
 					switch {
 					case op.Whole:
-						coef = WholeWeight(op.Name, cfg.TP)
+						coef = s.WholeWeight(op.Name, cfg.TP)
 					case op.Weight != 0:
 						coef = op.Weight
 					default:
-						coef = KernelWeight(op.Name, r)
+						coef = s.KernelWeight(op.Name, r)
 					}
 					if op.Scale != "" {
 						// A host scalar is a launch argument: read now,

@@ -704,7 +704,7 @@ func (s *Spec) lowerRefKernel(cfg Config, hw ranks.Profile, op *OpSpec, r int, b
 	if len(srcs) > 0 {
 		c := op.Weight
 		if c == 0 {
-			c = KernelWeight(op.Name, r)
+			c = s.KernelWeight(op.Name, r)
 		}
 		srcs[0].Coef = c
 	}

@@ -41,7 +41,11 @@ func finalValue(t *testing.T, file string, sets []string, r int, name string, c 
 // TestHostValues: the values a step computes from host scalars, device
 // counters and per-replay inputs, in graph and eager mode (spec_host.go).
 func TestHostValues(t *testing.T) {
-	w := func(name string, r int) uint64 { return uint64(scenarios.KernelWeight(name, r)) }
+	data, err := os.ReadFile("testdata/ok/per-replay.yaml")
+	require.NoError(t, err)
+	spec, err := scenarios.LoadSpec("per-replay.yaml", data)
+	require.NoError(t, err)
+	w := func(name string, r int) uint64 { return uint64(spec.KernelWeight(name, r)) }
 	tests := []struct {
 		name   string
 		file   string
@@ -85,7 +89,7 @@ func TestPerReplayInputsEachReplay(t *testing.T) {
 	b.World.WatchReplays(b.Compare)
 	_, err = b.World.Run()
 	require.NoError(t, err)
-	w := uint64(scenarios.KernelWeight("embed", 0) + scenarios.KernelWeight("embed", 1))
+	w := uint64(sc.Spec.KernelWeight("embed", 0) + sc.Spec.KernelWeight("embed", 1))
 	for k, row := range [][]uint64{{5, 6}, {7, 8}} {
 		vals := b.World.ReplayValues(0, k)
 		require.Len(t, vals, 2)

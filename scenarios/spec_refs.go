@@ -49,7 +49,7 @@ type ModelSpec struct {
 // Weight·Σ Reads, a new value) or "add" (Writes = Σ Reads). A linear's
 // Weight 0 is the whole weight of a row-parallel split of it: the sum over
 // the world's ranks of the per-rank weight a program kernel of the same
-// name gets when the file gives it none ([KernelWeight]).
+// name gets when the file gives it none ([Spec.KernelWeight]).
 type ModelOpSpec struct {
 	Kind   string
 	Name   string
@@ -328,7 +328,7 @@ func (s *Spec) modelOf(m *ModelSpec, cfg Config) (*check.Model, error) {
 		}
 		w := op.Weight
 		if op.Kind == "linear" && w == 0 {
-			w = WholeWeight(op.Name, cfg.TP)
+			w = s.WholeWeight(op.Name, cfg.TP)
 		}
 		out.Ops = append(out.Ops, check.ModelOp{Name: op.Name, Kind: op.Kind, Inputs: slices.Clone(op.Reads), Output: op.Writes, Weight: w})
 		made[op.Writes] = true

@@ -56,7 +56,7 @@ func (s *Spec) Validate() error {
 		s.validateProgram(e, &s.Programs[i], tensors, comms)
 		s.validateGraphs(e, &s.Programs[i])
 	}
-	s.patched = nil
+	s.patched, s.weights = nil, nil
 	for i := range s.patches {
 		if len(s.patches[i]) > 0 && s.Graph != nil {
 			e.add(s.variantPos(i).at("set.patch"), "variant %q: a patch changes programs, and this file has a graph", s.Variants[i].Name)
@@ -70,6 +70,7 @@ func (s *Spec) Validate() error {
 			}
 		}
 	}
+	s.kernelWeights() // made once the patches are, before any build
 	baseMsgs := map[string]bool{}
 	s.validateConfig(s.Base, func(p Pos, msg string) {
 		baseMsgs[msg] = true
