@@ -33,6 +33,7 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.ReplaysNotChecked:       {"check": {"TestEveryReplayChecked"}},
 	mutant.FlagAcquireAnyValue:     {"ranks": {"TestFlagWaitOnOverwrittenPutAcquiresNothing"}},
 	mutant.WakeOnFlagStoresOnly:    {"ranks": {"TestEveryWriteWakesFlagWaits"}},
+	mutant.PadSignatureCheckOff:    {"scenarios": {"TestPadSignatureMismatch"}},
 	mutant.RegistrationIgnored:     {"scenarios": {"TestFlagProtocols", "TestFlagRegistrationAtReplay"}},
 	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine", "TestPropCoarseListEqualsFine"}},
 	mutant.CoarseEarlyFinisher:     {"collectives": {"TestCoarseListKinds", "TestPropCoarseListEqualsFine"}},

@@ -25,6 +25,10 @@ const (
 	// MismatchCheckOff: a wait or receive never compares its ghost data
 	// (collective instance and signature) with the producer's.
 	MismatchCheckOff Name = "mismatch-check-off"
+	// PadSignatureCheckOff: a signal-pad wait consumes a put of the same
+	// collective instance without comparing the calls' signatures (a
+	// one-shot call of 4096 B on one rank and 8192 B on another pass).
+	PadSignatureCheckOff Name = "pad-signature-check-off"
 	// PadNotShared: every all-reduce call gets its own signal pad, even
 	// when the workspace is shared (the pad is what the bug shares).
 	PadNotShared Name = "pad-not-shared"
@@ -95,5 +99,5 @@ var All = []Name{
 	ReplayDroppedFromSignal, RecvWithoutAcquire, BarrierNoExit,
 	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared, GuardOrdersCopies,
 	FlagAcquireAnyValue, RegistrationIgnored, CoarseEarlyFinisher,
-	FoldPassesSeeProto, FoldTasksRunProto, WakeOnFlagStoresOnly,
+	FoldPassesSeeProto, FoldTasksRunProto, WakeOnFlagStoresOnly, PadSignatureCheckOff,
 }

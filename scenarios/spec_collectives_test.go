@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -130,4 +131,46 @@ func TestSendRecvMismatch(t *testing.T) {
 	rep, err := check.RunVariant(sc, sc.Variants[0], check.Options{Extra: []string{"budget=0"}})
 	require.NoError(t, err)
 	require.Equal(t, ranks.KindMismatch, rep.Verdict, "%v", rep.Findings)
+}
+
+// TestPadSignatureMismatch: one symmetric-memory all-reduce called with
+// 4096 B on rank 0 and 8192 B on rank 1 is one collective instance (same
+// name, same sequence number), so the ghost instance check passes; only
+// the calls' signatures, carried with every signal-pad put, tell them
+// apart: each rank's wait consumes a put of a call of another size, a
+// mismatch naming the pad (ranks/exec.go, OpWait).
+func TestPadSignatureMismatch(t *testing.T) {
+	for _, st := range []string{"p2p-oneshot", "multimem"} {
+		t.Run(st, func(t *testing.T) {
+			src := strings.ReplaceAll(`name: oneshot-size-mismatch
+ranks: 2
+hardware: h100
+knobs: {budget: 0}
+tensors:
+  - {name: small, bytes: 4096, chunks: 2, init: [1, 2]}
+  - {name: big, bytes: 8192, chunks: 2, init: [3, 4]}
+  - {name: small_out, bytes: 4096, chunks: 2}
+  - {name: big_out, bytes: 8192, chunks: 2}
+communicators:
+  - {name: world, ranks: all}
+programs:
+  - ranks: 0
+    ops:
+      - {allreduce: ar, comm: world, in: small, out: small_out, strategy: STRAT}
+  - ranks: 1
+    ops:
+      - {allreduce: ar, comm: world, in: big, out: big_out, strategy: STRAT}
+variants:
+  - {name: base, expect: mismatch}
+`, "STRAT", st)
+			sc, err := scenarios.Load("sig.yaml", []byte(src))
+			require.NoError(t, err)
+			rep, err := check.RunVariant(sc, sc.Variants[0], check.Options{})
+			require.NoError(t, err)
+			require.Equal(t, ranks.KindMismatch, rep.Verdict, "%v", rep.Findings)
+			require.Contains(t, rep.Findings[0].Message, "(allreduce count=4096B)")
+			require.Contains(t, rep.Findings[0].Message, "(allreduce count=8192B)")
+			require.Contains(t, rep.Findings[0].Message, "through signal pad")
+		})
+	}
 }
