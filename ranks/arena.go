@@ -151,3 +151,23 @@ func (w *World) Release() {
 	}
 	w.mem = nil
 }
+
+// memSlabs is where a world's tasks, values, buffers, shadow readers and
+// provenance nodes are carved from, and the arena every slab comes from.
+type memSlabs struct {
+	// blocks that buffers and their chunks are carved from (Alloc)
+	valMem []Value
+	bufMem []Buffer
+	// where every slab comes from (arena.go); nil once released
+	mem  *arena
+	tmpl *Template // a template's copy: where Release returns mem
+
+	i32Slab   []int32     // see int32s
+	i32Free   [][][]int32 // freed lists by capacity (freeI32)
+	mores     [][]epoch   // readers of a chunk beyond shadow.r0 (exec.go), by shadow.more
+	epochSlab []epoch     // see epochs
+	taskSlab  []task      // where the next tasks are allocated (allocTask)
+	provs     []Prov      // where the next provenance nodes are allocated (value.go)
+	provNext  ProvRef     // the ref of provs[0]
+	provTab   provTable
+}

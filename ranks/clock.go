@@ -682,3 +682,27 @@ func (s *locSet) has(k any) bool {
 	_, ok := s.ix.lookup(k)
 	return ok
 }
+
+// hbClocks is the world's happens-before state: a vector clock per lane
+// (one lane per rank and stream), the snapshots handed out, which lanes
+// share memory, and the carry filter (carry.go).
+type hbClocks struct {
+	laneBase  []int32 // first lane of each rank
+	vc        []*VC   // per lane
+	snap      []*VC   // per lane: the last snapshot handed out (immutable)
+	dirty     []bool  // per lane: accessed or acquired since snap
+	shared    []bool  // per lane: shares memory with another lane (clock.go)
+	carry     *carry  // sparse clocks: which entries each lane keeps (carry.go)
+	carryBuf  []clockEntry
+	noCarry   bool          // FullClocks: every shared lane's entry travels everywhere
+	clockHist *clockHistory // tests: the run's clock history (clock.go)
+	// recycled snapshots by capacity class (snaprecycle.go)
+	snapFree   [snapClasses][]*VC
+	snapPoison bool // tests: a snapshot let go is never reused (checkHeld)
+	anyShared  bool // some lane is shared
+	sparse     bool // tests: sparse clocks even in a small world
+	noFilter   bool // tests: every lane counts as shared
+	// slabs that dense snapshots are carved from (clock.go)
+	clocks     []VC
+	clockWords []uint32
+}

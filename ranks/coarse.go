@@ -1303,3 +1303,16 @@ func (w *World) coarseJoin(ts []*task) {
 		w.acquireVC(t.lane, u)
 	}
 }
+
+// coarseState is the state of coarse collective steps.
+type coarseState struct {
+	coarseOp     [][]bool // per rank and op: the launch may run coarse (nil: none)
+	coarseGroups map[Instance]*coarseGroup
+	coarseOrder  []*coarseGroup // in creation order
+	coarseRan    int            // calls run coarse
+	resuming     bool           // coarse rings are being resumed micro-op by micro-op
+	dryAt        sim.Time       // then: when the fine run would have ended (coarse.go)
+	// per FIFO: when its last messages were received by calls run coarse
+	// as micro-op lists (coarse.go)
+	coarsePops map[*Fifo][]sim.Time
+}

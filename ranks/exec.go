@@ -917,3 +917,13 @@ func sortInts(a []int) {
 		}
 	}
 }
+
+// execScratch is the micro-op being executed and the scratch its steps use.
+type execScratch struct {
+	scratch   Instr // the generated micro-op being executed (World.instr)
+	probe     Instr // a generated micro-op WouldBlock looks at
+	stepInstr Instr // NextStep's generated micro-op
+	stepActs  []ActorID
+	ep        epoch // the executing micro-op's epoch, when epOK (World.epoch)
+	epOK      bool
+}

@@ -125,3 +125,24 @@ func (w *World) FormatMessages(fs []Finding) {
 		}
 	}
 }
+
+// findingState is what a run found so far: the findings under their caps,
+// the counts, the de-duplication sets and the messages still to format.
+type findingState struct {
+	findings []Finding
+	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
+	counts   map[string]int
+	dedupe   map[dedupeKey]bool
+	raceSeen keySet[raceKey]
+	// mismatches reported, by interned ids (exec.go)
+	mismatchSeen map[mismatchKey]bool
+	// recently looked-up keys, all in raceSeen (zero: empty; no real key is zero)
+	raceCache [64]raceKey
+	// races reported, by interned names (exec.go)
+	raceDedupe keySet[raceDedupeKey]
+	names      map[string]int32
+	bufName    []int32        // per buffer id: 1 + its name's id, 0: not yet
+	dropped    map[string]int // dropped finding index by kernel name
+	// deferMsgs: Run leaves race and mismatch messages to FormatMessages
+	deferMsgs bool
+}

@@ -609,3 +609,19 @@ func (m *matcher) ranges() []idRange {
 	}
 	return out
 }
+
+// speedState is the speed machinery's state: folded ranks, a template's
+// copies, and retirement of finished tasks (retire.go).
+type speedState struct {
+	// keepHistory: retire nothing (KeepHistory; retire.go)
+	keepHistory bool
+	noFold      bool      // NoFold: Fold keeps every rank's program (fold.go)
+	foldTo      []int32   // Fold's renaming of buffers by id, zero between calls
+	foldSeen    []int32   // the ids Fold set in foldTo (storage between calls)
+	lz          lazyTasks // graph mode: tasks made when they become ready (retire.go)
+	// a template's copy: its pads and FIFOs by id (the shared micro-ops
+	// name the template's; see bufOf, padOf, fifoOf)
+	tPads  []*SignalPad
+	tFifos []*Fifo
+	isCopy bool
+}

@@ -240,3 +240,13 @@ func (w *World) replayDone(t *task) {
 		}
 	}
 }
+
+// replayState is the per-replay inputs and replay snapshots.
+type replayState struct {
+	inputReplay  int             // 1 + SetInputReplay's replay; 0: the last
+	deriveInputs bool            // DeriveReplayInputs
+	explicitIn   []explicitInput // InitPerReplay's tensors (a template's copies share them)
+	rin          []replayInput   // the run's per-replay inputs
+	watch        [][]*Buffer     // per rank: the tensors copied at each replay's end
+	snaps        [][][]Value     // per rank and replay: their copies
+}

@@ -298,3 +298,12 @@ func (w *World) shareResched(runs []shareRun, now sim.Time) {
 		}
 	}
 }
+
+// gpuShares is the GPU resource model's state: SM residency and the
+// exclusive pools (residency.go), and the micro-ops sharing each GPU's
+// bandwidth and SMs.
+type gpuShares struct {
+	res   *residency // SM and Exclusive pools (residency.go)
+	gpus  []gpuShare // per rank: the micro-ops sharing its GPU (share.go)
+	timed bool       // the engine orders steps by time (share.go applies)
+}

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/sim"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
 )
 
 // shareGPU is a small GPU for the tests: 100 SMs, 1 GB/s per ns (1e12

@@ -218,15 +218,12 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	w := t.w
 	nw := &World{
 		cfg: w.cfg, eng: eng, N: w.N,
-		inputReplay: w.inputReplay, explicitIn: w.explicitIn, deriveInputs: w.deriveInputs,
-		progs:  make([]*Program, len(w.progs)),
-		plan:   t.plan,
-		counts: map[string]int{},
-		dedupe: map[dedupeKey]bool{},
-		shared: t.shared,
-		carry:  t.carry,
-		mem:    t.arenas.get(),
-		tmpl:   t,
+		progs:        make([]*Program, len(w.progs)),
+		plan:         t.plan,
+		replayState:  replayState{inputReplay: w.inputReplay, explicitIn: w.explicitIn, deriveInputs: w.deriveInputs},
+		findingState: findingState{counts: map[string]int{}, dedupe: map[dedupeKey]bool{}},
+		hbClocks:     hbClocks{shared: t.shared, carry: t.carry},
+		memSlabs:     memSlabs{mem: t.arenas.get(), tmpl: t},
 	}
 	// The template's provenance nodes (its initial values') are shared,
 	// read-only: the copy's own nodes go in chunks of its own after them.

@@ -68,3 +68,13 @@ func (w *World) notePhaseSlow(t *task, in *Instr, now sim.Time) {
 	}
 	t.phases = append(t.phases, Phase{Name: name, Start: now})
 }
+
+// runRecord is what a run did: its start and end, whether it ran, its
+// spans, the task history and the timeline hooks (flows.go).
+type runRecord struct {
+	start, end sim.Time
+	ran        bool
+	spans      []Span
+	tl         flowLog // timeline hooks (flows.go)
+	hist       History
+}

@@ -69,106 +69,22 @@ type World struct {
 	calls []string // interned collective instance names
 	plan  *plan    // lowered programs and interned calls (Run), shared by a template's copies
 
-	laneBase  []int32 // first lane of each rank
-	vc        []*VC   // per lane
-	snap      []*VC   // per lane: the last snapshot handed out (immutable)
-	dirty     []bool  // per lane: accessed or acquired since snap
-	shared    []bool  // per lane: shares memory with another lane (clock.go)
-	carry     *carry  // sparse clocks: which entries each lane keeps (carry.go)
-	carryBuf  []clockEntry
-	noCarry   bool          // FullClocks: every shared lane's entry travels everywhere
-	clockHist *clockHistory // tests: the run's clock history (clock.go)
-	// recycled snapshots by capacity class (snaprecycle.go)
-	snapFree   [snapClasses][]*VC
-	snapPoison bool  // tests: a snapshot let go is never reused (checkHeld)
-	anyShared  bool  // some lane is shared
-	scratch    Instr // the generated micro-op being executed (World.instr)
-	probe      Instr // a generated micro-op WouldBlock looks at
-	stepInstr  Instr // NextStep's generated micro-op
-	stepActs   []ActorID
-	ep         epoch // the executing micro-op's epoch, when epOK (World.epoch)
-	epOK       bool
-	nominal    bool // the chooser is sim.Nominal: no jitter
-	// keepHistory: retire nothing (KeepHistory; retire.go)
-	keepHistory bool
-	noFold      bool    // NoFold: Fold keeps every rank's program (fold.go)
-	foldTo      []int32 // Fold's renaming of buffers by id, zero between calls
-	foldSeen    []int32 // the ids Fold set in foldTo (storage between calls)
-	hist        History
-	lz          lazyTasks // graph mode: tasks made when they become ready (retire.go)
-	noFilter    bool      // tests: every lane counts as shared
-	// a template's copy: its pads and FIFOs by id (the shared micro-ops
-	// name the template's; see bufOf, padOf, fifoOf)
-	tPads  []*SignalPad
-	tFifos []*Fifo
-	isCopy bool
-	// deferMsgs: Run leaves race and mismatch messages to FormatMessages
-	deferMsgs bool
-	sparse    bool // tests: sparse clocks even in a small world
-	// slabs that dense snapshots are carved from (clock.go)
-	clocks     []VC
-	clockWords []uint32
-	// blocks that buffers and their chunks are carved from (Alloc)
-	valMem []Value
-	bufMem []Buffer
-	// where every slab comes from (arena.go); nil once released
-	mem  *arena
-	tmpl *Template // a template's copy: where Release returns mem
+	tasks   []*task
+	hosts   []host
+	nominal bool       // the chooser is sim.Nominal: no jitter
+	flags   *flagState // device-side flags (flags.go); nil until the first flag op
 
-	tasks     []*task
-	i32Slab   []int32     // see int32s
-	i32Free   [][][]int32 // freed lists by capacity (freeI32)
-	mores     [][]epoch   // readers of a chunk beyond shadow.r0 (exec.go), by shadow.more
-	epochSlab []epoch     // see epochs
-	taskSlab  []task      // where the next tasks are allocated (allocTask)
-	provs     []Prov      // where the next provenance nodes are allocated (value.go)
-	provNext  ProvRef     // the ref of provs[0]
-	provTab   provTable
-	hosts     []host
-
-	findings []Finding
-	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
-	counts   map[string]int
-	dedupe   map[dedupeKey]bool
-	raceSeen keySet[raceKey]
-	// mismatches reported, by interned ids (exec.go)
-	mismatchSeen map[mismatchKey]bool
-	// recently looked-up keys, all in raceSeen (zero: empty; no real key is zero)
-	raceCache [64]raceKey
-	// races reported, by interned names (exec.go)
-	raceDedupe keySet[raceDedupeKey]
-	names      map[string]int32
-	bufName    []int32 // per buffer id: 1 + its name's id, 0: not yet
-
-	start, end sim.Time
-	ran        bool
-	spans      []Span
-	tl         flowLog // timeline hooks (flows.go)
-
-	// per-replay inputs and replay snapshots (replays.go)
-	inputReplay  int             // 1 + SetInputReplay's replay; 0: the last
-	deriveInputs bool            // DeriveReplayInputs
-	explicitIn   []explicitInput // InitPerReplay's tensors (a template's copies share them)
-	rin          []replayInput   // the run's per-replay inputs
-	watch        [][]*Buffer     // per rank: the tensors copied at each replay's end
-	snaps        [][][]Value     // per rank and replay: their copies
-
-	res     *residency     // SM and Exclusive pools (residency.go)
-	flags   *flagState     // device-side flags (flags.go); nil until the first flag op
-	gpus    []gpuShare     // per rank: the micro-ops sharing its GPU (share.go)
-	timed   bool           // the engine orders steps by time (share.go applies)
-	dropped map[string]int // dropped finding index by kernel name
-
-	// coarse collective steps (coarse.go)
-	coarseOp     [][]bool // per rank and op: the launch may run coarse (nil: none)
-	coarseGroups map[Instance]*coarseGroup
-	coarseOrder  []*coarseGroup // in creation order
-	coarseRan    int            // calls run coarse
-	resuming     bool           // coarse rings are being resumed micro-op by micro-op
-	dryAt        sim.Time       // then: when the fine run would have ended (coarse.go)
-	// per FIFO: when its last messages were received by calls run coarse
-	// as micro-op lists (coarse.go)
-	coarsePops map[*Fifo][]sim.Time
+	// Each concern's state, in the concern's own type and file; the world
+	// composes them (their fields are the world's, by embedding).
+	hbClocks     // happens-before: lanes' vector clocks, carry filter, snapshots (clock.go)
+	execScratch  // the micro-op being executed (exec.go)
+	memSlabs     // where tasks, values, buffers and clocks are carved from (arena.go)
+	findingState // findings, their caps, de-duplication and messages (findmsg.go)
+	replayState  // per-replay inputs and replay snapshots (replays.go)
+	gpuShares    // SM residency, exclusive pools, bandwidth sharing (residency.go, share.go)
+	speedState   // folding, templates, retirement (fold.go, template.go, retire.go)
+	coarseState  // coarse collective steps (coarse.go)
+	runRecord    // what the run did: its span, history and timeline (timeline.go)
 }
 
 type taskState uint8
@@ -247,10 +163,9 @@ func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
 	}
 	w := &World{
 		cfg: cfg, eng: eng, N: n,
-		progs:  make([]*Program, n),
-		mem:    new(arena),
-		counts: map[string]int{},
-		dedupe: map[dedupeKey]bool{},
+		progs:        make([]*Program, n),
+		memSlabs:     memSlabs{mem: new(arena)},
+		findingState: findingState{counts: map[string]int{}, dedupe: map[dedupeKey]bool{}},
 	}
 	w.Srcs.bufs, w.Srcs.provs = &w.bufs, &w.provTab
 	return w
