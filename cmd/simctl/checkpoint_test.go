@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -36,19 +37,72 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childProc is a simctl child process; done is closed when it has exited,
+// and err is then what Wait returned.
+type childProc struct {
+	*exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// wait waits for the child to exit and returns Wait's error.
+func (c *childProc) wait() error { <-c.done; return c.err }
+
+// signal sends sig to the child; a child that has already exited is no
+// error (wait then says how it ended).
+func (c *childProc) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := c.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		require.NoError(t, err)
+	}
+}
+
 // child starts simctl args in a child process writing stdout to out.
-func child(t *testing.T, out string, args ...string) *exec.Cmd {
+func child(t *testing.T, out string, args ...string) *childProc {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	f, err := os.Create(out)
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	c := exec.Command(exe, "-test.run=^$")
+	c := &childProc{Cmd: exec.Command(exe, "-test.run=^$"), done: make(chan struct{})}
 	c.Env = append(os.Environ(), "SIMCTL_CHILD=1", "SIMCTL_ARGS="+strings.Join(args, "\n"))
 	c.Stdout = f
 	require.NoError(t, c.Start())
+	go func() { c.err = c.Cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-c.done:
+		default:
+			_ = c.Process.Kill()
+			<-c.done
+		}
+	})
 	return c
+}
+
+// waitForLines waits until the file at path holds at least n lines: the
+// child's own signal that it has got that far. It fails the test if the
+// child exits first. It polls the file (a child's checkpoint is written
+// by the child alone, and a file is all the two share), with no bound of
+// its own: go test's -timeout ends a child that never gets there.
+func waitForLines(t *testing.T, c *childProc, path string, n int) {
+	t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if data, _ := os.ReadFile(path); strings.Count(string(data), "\n") >= n {
+			return
+		}
+		select {
+		case <-c.done:
+			if data, _ := os.ReadFile(path); strings.Count(string(data), "\n") >= n {
+				return
+			}
+			require.FailNow(t, "the child exited before it got there", "%s holds fewer than %d lines; exit: %v", path, n, c.err)
+		case <-tick.C:
+		}
+	}
 }
 
 // TestCheckpointSurvivesSIGKILL: an exploration killed with SIGKILL at a
@@ -67,7 +121,7 @@ func TestCheckpointSurvivesSIGKILL(t *testing.T) {
 		"--budget", budget, "--format", "json", "--workers", "2"}
 	want := filepath.Join(dir, "want.json")
 	wantW := filepath.Join(dir, "want-w.json")
-	require.NoError(t, child(t, want, append(base, "--witness", wantW)...).Wait())
+	require.NoError(t, child(t, want, append(base, "--witness", wantW)...).wait())
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("kill points from seed %d", seed)
@@ -81,20 +135,16 @@ func TestCheckpointSurvivesSIGKILL(t *testing.T) {
 		// time, so a fast or a loaded machine kills mid-run alike.
 		n, _ := strconv.Atoi(budget)
 		killAt := 1 + rng.IntN(n/2)
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if data, _ := os.ReadFile(ck); strings.Count(string(data), "\n") > killAt {
-				break
-			}
-		}
-		require.NoError(t, c.Process.Signal(syscall.SIGKILL))
-		if err := c.Wait(); err != nil {
+		waitForLines(t, c, ck, killAt+1)
+		c.signal(t, syscall.SIGKILL)
+		if err := c.wait(); err != nil {
 			killed++
 		}
 		data, _ := os.ReadFile(ck)
 		t.Logf("trial %d: killed with %d lines checkpointed", trial, strings.Count(string(data), "\n"))
 		got := filepath.Join(dir, "got.json")
 		r := child(t, got, append(base, "--resume", ck, "--witness", w)...)
-		require.NoError(t, r.Wait(), "trial %d: resume", trial)
+		require.NoError(t, r.wait(), "trial %d: resume", trial)
 		requireSameFile(t, want, got)
 		requireSameFile(t, wantW, w)
 	}
@@ -121,10 +171,15 @@ func TestSIGINTPrintsPartial(t *testing.T) {
 	ck := filepath.Join(dir, "c.jsonl")
 	out := filepath.Join(dir, "partial.json")
 	base := []string{"explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--budget", "100000", "--format", "json"}
-	c := child(t, out, append(base, "--checkpoint", ck)...)
-	time.Sleep(700 * time.Millisecond)
-	require.NoError(t, c.Process.Signal(syscall.SIGINT))
-	err := c.Wait()
+	// The first schedule record in the checkpoint is the ready signal:
+	// explore installs its SIGINT handler (onSignals) before it runs any
+	// schedule, so a record there means the handler is in. A fixed sleep
+	// was not enough on a loaded machine: the signal came before the
+	// handler and killed the child.
+	c := child(t, out, append(base, "--checkpoint", ck, "--checkpoint-every", "1ms")...)
+	waitForLines(t, c, ck, 3) // the header and two schedules
+	c.signal(t, syscall.SIGINT)
+	err := c.wait()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, 1, ee.ExitCode())

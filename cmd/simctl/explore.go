@@ -172,6 +172,8 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	if err != nil {
 		return err
 	}
+	// The handler goes in before any schedule runs: TestSIGINTPrintsPartial
+	// takes a schedule record in the checkpoint as the sign that it is in.
 	stopped, release := onSignals()
 	defer release()
 	opt.Stop = stopped
