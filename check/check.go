@@ -315,6 +315,13 @@ type VariantReport struct {
 	// nominal untimed run); 0 unless WitnessStrategy is "pct".
 	PCTSteps  int    `json:"pct_steps,omitempty"`
 	TraceHash string `json:"trace_hash"`
+	// RootCause explains the first corrupted value of the judged schedule
+	// in the program's words (cause.go); nil without a corruption or when
+	// no read saw another op's bytes than in the reference.
+	RootCause *Cause `json:"root_cause,omitempty"`
+	// Groups are Findings by kind, op pair and resource, the root cause's
+	// first (group.go).
+	Groups []Group `json:"groups"`
 
 	// Program is the variant's program as it ran, for re-running a
 	// schedule of it (a report's timeline).
@@ -449,6 +456,13 @@ func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
 	}
 	rep.FindingsTruncated = rep.FindingsTotal > len(rep.Findings)
 	rep.Met = Meets(rep.Verdict, rep.Expect)
+	if rep.Counts[Corruption] > 0 {
+		mode, ch := rep.WitnessChooser()
+		if rep.RootCause, err = RootCause(p, mode, ch); err != nil {
+			return nil, err
+		}
+	}
+	rep.Groups = GroupFindings(rep.Findings, rep.RootCause)
 	return rep, nil
 }
 

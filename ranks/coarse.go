@@ -116,7 +116,7 @@ type coarseGroup struct {
 // and op; nil: none): the plan's static decision (coarseStatic), when the
 // schedule is one the coarse step reproduces.
 func (w *World) coarsePlan() [][]bool {
-	if w.cfg.FineSteps || !w.nominal || w.eng.Mode() != sim.Timed || w.noFilter {
+	if w.cfg.FineSteps || !w.nominal || w.eng.Mode() != sim.Timed || w.noFilter || w.rlog != nil {
 		return nil
 	}
 	if w.carry != nil && w.anyShared {

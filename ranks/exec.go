@@ -386,6 +386,9 @@ func (w *World) read(t *task, b *Buffer, c int) Value {
 	if !b.private {
 		w.checkRead(t, b, c)
 	}
+	if w.rlog != nil {
+		w.logRead(t, b, c)
+	}
 	v := b.Vals[c]
 	w.eng.Mix2(uint64(b.id)<<20|uint64(c), v.N)
 	return v
@@ -433,6 +436,9 @@ func (w *World) checkRead(t *task, b *Buffer, c int) {
 
 func (w *World) write(t *task, b *Buffer, c int, v Value) {
 	b = w.bufOf(b)
+	if w.rlog != nil {
+		w.logWrite(t, b, c, nil)
+	}
 	if b.private {
 		// Nothing to check; the writer is kept for LastWriter. (Its clock
 		// is never compared: only its own lane touches the chunk.)
@@ -503,6 +509,9 @@ func (w *World) checkWrite(t *task, b *Buffer, c int) {
 func (w *World) writeAliases(t *task, b *Buffer, c int, v Value) {
 	for _, r := range b.Block.ov[c] {
 		o := w.bufs[r.buf]
+		if w.rlog != nil {
+			w.logWrite(t, o, int(r.chunk), b)
+		}
 		if o.private {
 			if o.lastW == nil {
 				o.lastW = w.int32s(len(o.Vals))[:len(o.Vals)]

@@ -73,6 +73,7 @@ type World struct {
 	hosts   []host
 	nominal bool       // the chooser is sim.Nominal: no jitter
 	flags   *flagState // device-side flags (flags.go); nil until the first flag op
+	rlog    *readLog   // LogReads (readlog.go)
 
 	// Each concern's state, in the concern's own type and file; the world
 	// composes them (their fields are the world's, by embedding).

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -152,17 +154,94 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 			fmt.Fprintf(w, "; witness seed %d (%strace %s)", *v.WitnessSeed, strat, v.WitnessHash)
 		}
 		fmt.Fprintln(w)
-		// At most three findings of each kind; the JSON has them all.
-		shown := map[string]int{}
-		for _, f := range v.Findings {
-			shown[f.Kind]++
-			switch n := shown[f.Kind]; {
-			case n <= 3:
-				fmt.Fprintf(w, "   [%s] %s\n", f.Kind, quoteName(f.Message))
-			case n == 4:
-				fmt.Fprintf(w, "   [%s] … and %d more (%s)\n", f.Kind, v.Counts[f.Kind]-3, moreWhere(v, f.Kind))
-			}
+		writeGroups(w, v)
+	}
+}
+
+// maxGroupsShown is how many groups of findings of each kind a variant's
+// text shows.
+const maxGroupsShown = 3
+
+// writeGroups prints v's root cause, then one line per group of findings
+// (the root cause's first; at most maxGroupsShown of a kind), with how
+// many more are like it, and how many findings of each kind are not shown.
+func writeGroups(w io.Writer, v *check.VariantReport) {
+	if c := v.RootCause; c != nil {
+		sentence, _, _ := strings.Cut(c.Text, ". Missing: ")
+		fmt.Fprintf(w, "   cause: %s\n", quoteName(sentence))
+		fmt.Fprintf(w, "   missing: %s\n", quoteName(c.Edge))
+	}
+	legend := false
+	groups, findings := map[string]int{}, map[string]int{}
+	for _, g := range v.Groups {
+		if groups[g.Kind] == maxGroupsShown {
+			continue
 		}
+		groups[g.Kind]++
+		findings[g.Kind] += 1 + g.More
+		msg := shortProvenance(g.Message)
+		legend = legend || provTermRe.MatchString(msg)
+		more := ""
+		if g.More > 0 {
+			more = fmt.Sprintf(" (%d more like it)", g.More)
+		}
+		fmt.Fprintf(w, "   [%s] %s%s\n", g.Kind, quoteName(msg), more)
+	}
+	for _, k := range sortedKinds(v.Counts) {
+		if n := v.Counts[k] - findings[k]; n > 0 {
+			fmt.Fprintf(w, "   [%s] … and %d more (%s)\n", k, n, moreWhere(v, k))
+		}
+	}
+	if legend {
+		fmt.Fprintln(w, "   (r0:T[c] is chunk c of tensor T as rank 0 computed it; 7·r0:T[c] counts it 7 times)")
+	}
+}
+
+// sortedKinds is m's kinds, most severe first.
+func sortedKinds(m map[string]int) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if check.Worse(ks[i], ks[j]) != check.Worse(ks[j], ks[i]) {
+			return check.Worse(ks[i], ks[j])
+		}
+		return ks[i] < ks[j]
+	})
+	return ks
+}
+
+// provTermRe matches a provenance term ("r0:x[1]", "7·r2:y[0]").
+var provTermRe = regexp.MustCompile(`(\d+·)?r\d+:[^ \[\];]+\[\d+\]`)
+
+// maxProvTerms is how many terms of a value's provenance a text line
+// shows; the JSON has them all.
+const maxProvTerms = 3
+
+// shortProvenance cuts each provenance sum in msg ("= a + b + c + …") to
+// its first maxProvTerms terms and says how many there are.
+func shortProvenance(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, " = ")
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		b.WriteString(msg[:i+3])
+		msg = msg[i+3:]
+		end := len(msg)
+		if j := strings.IndexAny(msg, ";("); j >= 0 {
+			end = j
+		}
+		sum := strings.TrimRight(msg[:end], " ")
+		terms := strings.Split(sum, " + ")
+		if len(terms) > maxProvTerms+1 {
+			sum = strings.Join(terms[:maxProvTerms], " + ") + fmt.Sprintf(" + … (%d terms)", len(terms))
+		}
+		b.WriteString(sum)
+		msg = msg[len(strings.TrimRight(msg[:end], " ")):]
 	}
 }
 
