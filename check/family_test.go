@@ -41,7 +41,7 @@ func TestFamilyVerdicts(t *testing.T) {
 		{"aux-stream-lifetime", "buggy", []string{"caching=off"}, "ok", nil},
 		// PyTorch puts the twice-as-large rt_out over the freed x_norm too.
 		// At nominal eager timing it is a race, not corruption: an eager
-		// PyTorch op costs the host 7–16 µs (ranks/hw.go HostCosts), so
+		// PyTorch op costs the host 7–16 µs (ranks/gpu/hw.go HostCosts), so
 		// rt_scale is issued after aux's late read (the H200 ran it 200
 		// times clean); exploration finds the corrupting order.
 		{"aux-stream-lifetime", "buggy", []string{"routed_dtype=fp32"}, "race", []string{"race", "L1.x_norm", "L1.rt_scale"}},

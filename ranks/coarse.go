@@ -142,14 +142,14 @@ func (w *World) coarsePlan() [][]bool {
 				k := w.progs[r].Ops[i].Kernel
 				if k.Gen == nil {
 					for j := range k.Instrs {
-						if s.derive(k.Kind, k.Instrs[j].Dur) != (Load{}) {
+						if s.Derive(k.Kind, k.Instrs[j].Dur) != (Load{}) {
 							return nil
 						}
 					}
 					continue
 				}
 				rs := k.Gen.(CoarseRing).Ring()
-				if s.derive(k.Kind, rs.StartDur) != (Load{}) || s.derive(k.Kind, rs.StepDur) != (Load{}) {
+				if s.Derive(k.Kind, rs.StartDur) != (Load{}) || s.Derive(k.Kind, rs.StepDur) != (Load{}) {
 					return nil
 				}
 			}

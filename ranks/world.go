@@ -25,14 +25,14 @@ type Config struct {
 	SMs int
 	// GEMMLaunchCost, when set, is the host time to issue a GEMM kernel in
 	// eager mode (a PyTorch matmul costs the host about twice an
-	// elementwise op: ranks/hw.go HostCosts).
+	// elementwise op: ranks/gpu/hw.go HostCosts).
 	GEMMLaunchCost sim.Time
 	// WaitCost, when set, is the host time to issue an event wait (else
 	// EventCost).
 	WaitCost sim.Time
 	// Jitter and HostJitter, when set, are the duration multipliers (per
 	// mille, [0] = 1000, nominal) offered to the chooser for device
-	// durations and for host issue costs (ranks/hw.go MeasuredJitter); nil
+	// durations and for host issue costs (ranks/gpu/hw.go MeasuredJitter); nil
 	// offers the wide default table.
 	Jitter, HostJitter []int64
 	// FineSteps runs every micro-op as an event of its own: no collective

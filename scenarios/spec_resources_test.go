@@ -52,7 +52,7 @@ variants: [{name: v, expect: ok}]
 	full := step(file(", blocks: 100, spin: true", ""))
 	waves := step(file(", blocks: 100", ""))
 	room := step(file(", blocks: 100, spin: true", ", sms: 264"))
-	// 30 µs kernels issued an eager op apart (7 µs, ranks/hw.go HostCosts):
+	// 30 µs kernels issued an eager op apart (7 µs, ranks/gpu/hw.go HostCosts):
 	// overlapping, the step is well under the 60 µs of running them in turn.
 	require.Less(t, free, int64(60000), "unconstrained kernels overlap")
 	t.Logf("step times: free %d, fit %d, full %d, waves %d, room %d", free, fit, full, waves, room)

@@ -114,14 +114,14 @@ func TestTP8YAMLMatchesGo(t *testing.T) {
 	// trace hash function changed to a word-wise mix, and tp4-buggy's when
 	// the NCCL ring became NCCL's fused receive-reduce-send steps, and again
 	// when it lost its copy-in to read the input where it is; eager-buggy's
-	// when eager ops took their measured host issue costs, ranks/hw.go; the
+	// when eager ops took their measured host issue costs, ranks/gpu/hw.go; the
 	// graph variants' when each replay got inputs of its own, re-filled
 	// between replays: ranks/replays.go; the MULTIMEM variants' when a
 	// MULTIMEM all-reduce became TensorRT-LLM's three kernels,
 	// collectives/multimem.go; every variant's when concurrent kernels
 	// began to share their GPU, graph nodes to pay the measured gap, and
 	// the routed MoE became TensorRT-LLM's measured kernels: ranks/share.go,
-	// ranks/hw.go MeasuredMoEDecode).
+	// ranks/gpu/hw.go MeasuredMoEDecode).
 	want := map[string]string{
 		"buggy": "6413451704d17f35", "fixed": "7e87bde6f3d1143a", "fixed-overlap": "ef23d8fdd4d22c00",
 		"tp4-buggy": "7781ae65de533561", "prefill-buggy": "e9807e5d83b44b8c", "eager-buggy": "30833fa5d0d2d1ac",

@@ -286,7 +286,7 @@ func kernel(st *ranks.KernelStore, r int, op *Op, ts []*ranks.Buffer, places []i
 // moeKernel is the routed MoE at decode as TensorRT-LLM runs it, parts
 // (ranks.Profile.MoEDecode): the router's top-k, the expansion, two
 // grouped GEMMs over every active expert with the gated activation
-// between, and the finalize (ranks/hw.go MeasuredMoEDecode, measured on
+// between, and the finalize (ranks/gpu/hw.go MeasuredMoEDecode, measured on
 // the H200). The computation (reading the input and the logits, writing
 // the output) is the first micro-op, as for any kernel; the others carry
 // the remaining kernels' durations and loads, each waiting for SMs behind

@@ -4,7 +4,7 @@ iteration (ITERS iterations, weights rotated among copies so they are not
 served from L2), queued behind a device sleep so host issue costs stay out;
 also the mean of ITERS back-to-back launches between one event pair (that
 includes the gap between kernels). Three runs of everything give the
-run-to-run spread. Prints quantiles in ns (ranks/hw.go stores them)."""
+run-to-run spread. Prints quantiles in ns (ranks/gpu/hw.go stores them)."""
 import torch
 
 from common import emit, env_info, quantiles

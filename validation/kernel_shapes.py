@@ -5,7 +5,7 @@ of the built-ins' decode shapes (durations.py) and the routed MoE path
 can fill at once: blocks / (SMs × blocks resident per SM), where blocks
 resident per SM is the least of the thread, register, shared-memory and
 block limits of an SM (H100/H200: 2,048 threads, 65,536 registers,
-228 KiB shared memory, 32 blocks). ranks/hw.go's concurrency model reads
+228 KiB shared memory, 32 blocks). ranks/gpu/hw.go's concurrency model reads
 that share as the kernel's SM demand."""
 import json
 import os

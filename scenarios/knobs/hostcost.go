@@ -9,11 +9,11 @@ import (
 )
 
 // WorldConfig completes a world's config with what the hardware profile
-// measured: host issue costs for the mode (ranks.Profile.IssueCosts: an
+// measured: host issue costs for the mode (ranks.IssueCosts: an
 // eager PyTorch op, a matmul, an event record or wait, a graph replay) and
 // the jitter tables the jitter knob picks.
 func WorldConfig(cfg Config, hw ranks.Profile, c ranks.Config) ranks.Config {
-	c = hw.IssueCosts(c)
+	c = ranks.IssueCosts(hw, c)
 	c.Jitter, c.HostJitter = JitterTables(cfg.Jitter)
 	c.Share, c.GraphGap = hw.Share(), hw.GraphGap
 	c.FineSteps = cfg.FineSteps
