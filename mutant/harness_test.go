@@ -40,6 +40,11 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.GuardOrdersCopies:       {"collectives": {"TestStreamGuardLeavesTheCopiesRacing"}, "scenarios": {"TestSymmGuardLeavesTheHeadlineCorrupt"}},
 	mutant.FoldPassesSeeProto:      {"ranks": {"TestPropFoldRunsAsUnfolded"}},
 	mutant.FoldTasksRunProto:       {"ranks": {"TestPropFoldRunsAsUnfolded"}, "scenarios": {"TestFoldMoE"}},
+	// DPOR's: fixed programs checked against the naive enumeration (no
+	// generator, no seed: rapid's luck plays no part).
+	mutant.DPORWaitRacesDropped:          {"explore": {"TestDPORFixedMatchNaive"}},
+	mutant.DPORSleepReadWriteIndependent: {"explore": {"TestDPORFixedMatchNaive"}},
+	mutant.DPORSleepMissedWakeup:         {"explore": {"TestDPORFixedMatchNaive"}},
 }
 
 // TestMutantsAreKilled builds the test binaries of the packages the

@@ -90,6 +90,20 @@ const (
 	// FoldTasksRunProto: a folded rank's tasks run its proto's kernels
 	// over the proto's memory (ranks/fold.go taskOpIn).
 	FoldTasksRunProto Name = "fold-tasks-run-proto"
+	// DPORWaitRacesDropped: DPOR never reverses a race between two waits
+	// on one signal slot (which waiter consumes a put), so it never
+	// backtracks to let the other waiter take the flag
+	// (explore/dpor.go analyse).
+	DPORWaitRacesDropped Name = "dpor-wait-races-dropped"
+	// DPORSleepReadWriteIndependent: DPOR's sleep sets treat a read and a
+	// write of one resource as independent: only two writes wake a
+	// sleeping actor (explore/dpor.go independent).
+	DPORSleepReadWriteIndependent Name = "dpor-sleep-rw-independent"
+	// DPORSleepMissedWakeup: a step that conflicts with a sleeping actor's
+	// step leaves it asleep: a sleeper is never woken, and the
+	// continuations it would have started are never explored
+	// (explore/dpor.go observe).
+	DPORSleepMissedWakeup Name = "dpor-sleep-missed-wakeup"
 )
 
 // All lists every mutant, in the order the harness applies them.
@@ -100,4 +114,5 @@ var All = []Name{
 	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared, GuardOrdersCopies,
 	FlagAcquireAnyValue, RegistrationIgnored, CoarseEarlyFinisher,
 	FoldPassesSeeProto, FoldTasksRunProto, WakeOnFlagStoresOnly, PadSignatureCheckOff,
+	DPORWaitRacesDropped, DPORSleepReadWriteIndependent, DPORSleepMissedWakeup,
 }
