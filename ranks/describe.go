@@ -80,4 +80,5 @@ func (w *World) SetMaxFindings(n int) {
 		n = 32
 	}
 	w.cfg.MaxFindings = n
+	w.log.Max = n
 }

@@ -3,6 +3,8 @@ package ranks
 import (
 	"fmt"
 	"strings"
+
+	"github.com/collsim/collsim/ranks/findings"
 )
 
 // noteTalk marks t as having communicated when in touches a peer.
@@ -39,14 +41,10 @@ func (w *World) checkDropped(t *task) {
 	if k.Coll == "" || k.GroupSize <= 1 || t.talked {
 		return
 	}
-	if w.dropped == nil {
-		w.dropped = map[string]int{}
-	}
-	if i, ok := w.dropped[k.Name]; ok {
-		if i < 0 {
+	if f, ok := w.log.Group(k.Name); ok {
+		if f == nil {
 			return // counted already, past the cap: not kept
 		}
-		f := &w.findings[i]
 		for _, r := range f.Ranks {
 			if r == t.rank {
 				return
@@ -57,15 +55,9 @@ func (w *World) checkDropped(t *task) {
 		f.Message = droppedMsg(k, f.Ranks)
 		return
 	}
-	w.counts[KindDropped]++
-	if w.counts[KindDropped] > w.cfg.MaxFindings {
-		// Remember it, so its other ranks do not count it again: Counts
-		// is the number of dropped collectives, kept or not.
-		w.dropped[k.Name] = -1
-		return
-	}
-	w.dropped[k.Name] = len(w.findings)
-	w.findings = append(w.findings, Finding{
+	// Counted once, whatever its other ranks report: Counts is the
+	// number of dropped collectives, kept or not.
+	w.log.AddGroup(k.Name, Finding{
 		Kind:     KindDropped,
 		Message:  droppedMsg(k, []int{t.rank}),
 		Ranks:    []int{t.rank},
@@ -92,11 +84,10 @@ func (w *World) sigMismatch(t *task, by int32, got, resKind string, resource fun
 	// Deduplicated by the kind of resource ("signal", "NCCL"), the call and
 	// both signatures; the resource is named only for a new finding (a
 	// mismatched ring meets this on every message).
-	key := dedupeKey{kind: "sigmismatch", a: w.callKey(t.inst), b: t.sig, x: got, res: resKind}
-	if w.dedupe[key] {
+	key := findings.Key{Kind: "sigmismatch", A: w.callKey(t.inst), B: t.sig, X: got, Res: resKind}
+	if !w.log.First(key) {
 		return
 	}
-	w.dedupe[key] = true
 	res := resource()
 	w.noteTasks(t.id, by)
 	w.report(Finding{

@@ -5,34 +5,26 @@ import (
 	"strings"
 
 	"github.com/collsim/collsim/mutant"
+	"github.com/collsim/collsim/ranks/findings"
 )
 
-// Finding kinds, in increasing severity.
+// Finding kinds, in increasing severity (package findings).
 const (
-	KindRace       = "race"
-	KindMismatch   = "mismatch"
-	KindCorruption = "corruption"
-	KindDropped    = "dropped"
-	KindHang       = "hang"
+	KindRace       = findings.KindRace
+	KindMismatch   = findings.KindMismatch
+	KindCorruption = findings.KindCorruption
+	KindDropped    = findings.KindDropped
+	KindHang       = findings.KindHang
 )
 
-// Finding is one thing a check found.
-type Finding struct {
-	Kind     string   `json:"kind"`
-	Message  string   `json:"message"`
-	Ranks    []int    `json:"ranks"`
-	Ops      []string `json:"ops"`
-	Streams  []string `json:"streams"`
-	Resource string   `json:"resource"`
-}
+// Finding is one thing a check found ([findings.Finding]).
+type Finding = findings.Finding
 
+// report adds f to the run's findings (findings.Log.Add), noting where it
+// was detected for the timeline.
 func (w *World) report(f Finding) {
 	w.noteFinding(&f)
-	w.counts[f.Kind]++
-	if w.counts[f.Kind] > w.cfg.MaxFindings {
-		return
-	}
-	w.findings = append(w.findings, f)
+	w.log.Add(f)
 }
 
 // exec performs one micro-op for task t. It returns false when the op cannot
@@ -745,11 +737,6 @@ func (k raceDedupeKey) hash() uint32 {
 		h ^= 0x165667b1
 	}
 	return h
-}
-
-// dedupeKey identifies a finding up to rank and chunk.
-type dedupeKey struct {
-	kind, res, a, b, x string
 }
 
 func uniqInts(a, b int) []int {

@@ -1,6 +1,10 @@
 package ranks
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/ranks/findings"
+)
 
 // Race and mismatch findings are detected on the hot path of every schedule,
 // but their messages are read only once the run has ended (and most
@@ -20,7 +24,7 @@ const (
 	pendingMismatch
 )
 
-// pendingMsg is the message and resource of finding w.findings[idx], not yet
+// pendingMsg is the message and resource of finding w.log.List[idx], not yet
 // formatted. Everything it names is fixed when the finding is reported (task
 // ids, a buffer, a call instance), so formatting later gives the same text.
 type pendingMsg struct {
@@ -88,9 +92,9 @@ func (w *World) reportPending(f Finding, m pendingMsg) {
 		w.report(f)
 		return
 	}
-	n := len(w.findings)
+	n := len(w.log.List)
 	w.report(f)
-	if len(w.findings) > n { // kept (under the cap)
+	if len(w.log.List) > n { // kept (under the cap)
 		m.idx = n
 		w.pending = append(w.pending, m)
 	}
@@ -100,7 +104,7 @@ func (w *World) reportPending(f Finding, m pendingMsg) {
 func (w *World) formatPending() {
 	for i := range w.pending {
 		m := &w.pending[i]
-		f := &w.findings[m.idx]
+		f := &w.log.List[m.idx]
 		f.Message, f.Resource = m.format(w)
 	}
 	w.pending = w.pending[:0]
@@ -129,10 +133,8 @@ func (w *World) FormatMessages(fs []Finding) {
 // findingState is what a run found so far: the findings under their caps,
 // the counts, the de-duplication sets and the messages still to format.
 type findingState struct {
-	findings []Finding
+	log      findings.Log // the findings, counted, capped and de-duplicated
 	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
-	counts   map[string]int
-	dedupe   map[dedupeKey]bool
 	raceSeen keySet[raceKey]
 	// mismatches reported, by interned ids (exec.go)
 	mismatchSeen map[mismatchKey]bool
@@ -141,8 +143,7 @@ type findingState struct {
 	// races reported, by interned names (exec.go)
 	raceDedupe keySet[raceDedupeKey]
 	names      map[string]int32
-	bufName    []int32        // per buffer id: 1 + its name's id, 0: not yet
-	dropped    map[string]int // dropped finding index by kernel name
+	bufName    []int32 // per buffer id: 1 + its name's id, 0: not yet
 	// deferMsgs: Run leaves race and mismatch messages to FormatMessages
 	deferMsgs bool
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/collsim/collsim/mutant"
+	"github.com/collsim/collsim/ranks/findings"
 )
 
 // Device-side flags in simulated memory: the protocol a custom all-reduce
@@ -283,11 +284,10 @@ func (w *World) flagWoke(b *Buffer) {
 // (kernel, buffer).
 func (w *World) execFault(t *task, in *Instr) {
 	b := w.bufOf(in.Dst)
-	k := dedupeKey{kind: KindInvalidAccess, res: b.Name, a: w.taskName(t.id), x: fmt.Sprint(t.rank, "/", b.Rank)}
-	if w.dedupe[k] {
+	k := findings.Key{Kind: KindInvalidAccess, Res: b.Name, A: w.taskName(t.id), X: fmt.Sprint(t.rank, "/", b.Rank)}
+	if !w.log.First(k) {
 		return
 	}
-	w.dedupe[k] = true
 	w.noteTasks(t.id)
 	w.report(Finding{
 		Kind: KindInvalidAccess,

@@ -226,7 +226,7 @@ func (w *World) noteFinding(f *Finding) {
 	}
 	ids := w.tl.pending
 	w.tl.pending = w.tl.pending[:0]
-	if w.counts[f.Kind] >= w.cfg.MaxFindings {
+	if w.log.Full(f.Kind) {
 		return
 	}
 	m := Mark{Kind: f.Kind, Message: f.Message, At: w.now()}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/collsim/collsim/ranks/findings"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -221,7 +222,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		progs:        make([]*Program, len(w.progs)),
 		plan:         t.plan,
 		replayState:  replayState{inputReplay: w.inputReplay, explicitIn: w.explicitIn, deriveInputs: w.deriveInputs},
-		findingState: findingState{counts: map[string]int{}, dedupe: map[dedupeKey]bool{}},
+		findingState: findingState{log: findings.NewLog(w.cfg.MaxFindings)},
 		hbClocks:     hbClocks{shared: t.shared, carry: t.carry},
 		memSlabs:     memSlabs{mem: t.arenas.get(), tmpl: t},
 	}

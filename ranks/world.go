@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/collsim/collsim/mutant"
+	"github.com/collsim/collsim/ranks/findings"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -166,7 +167,7 @@ func NewWorld(n int, cfg Config, eng *sim.Engine) *World {
 		cfg: cfg, eng: eng, N: n,
 		progs:        make([]*Program, n),
 		memSlabs:     memSlabs{mem: new(arena)},
-		findingState: findingState{counts: map[string]int{}, dedupe: map[dedupeKey]bool{}},
+		findingState: findingState{log: findings.NewLog(cfg.MaxFindings)},
 	}
 	w.Srcs.bufs, w.Srcs.provs = &w.bufs, &w.provTab
 	return w
@@ -387,7 +388,7 @@ func (w *World) Run() (*Result, error) {
 		}
 	}
 	w.coarseFixFlows()
-	res := &Result{Steps: w.eng.Steps(), Start: max(w.start, 0), End: w.end, Counts: w.counts}
+	res := &Result{Steps: w.eng.Steps(), Start: max(w.start, 0), End: w.end, Counts: w.log.Counts}
 	w.makeAll() // hang analysis reads every task that did not finish
 	if hang := w.hangFinding(); hang != nil {
 		res.Hung = true
@@ -396,7 +397,7 @@ func (w *World) Run() (*Result, error) {
 	if !w.deferMsgs {
 		w.formatPending()
 	}
-	res.Findings = w.findings
+	res.Findings = w.log.List
 	res.TraceHash = w.eng.TraceHash()
 	res.StepTime = res.End - res.Start
 	if w.cfg.Mode == Graph {
