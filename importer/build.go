@@ -37,6 +37,10 @@ type item struct {
 	tensorKey string
 	mem       *memEvent
 	rsOp      *cpuOp
+	// captured: a kernel of a graph replay, made at capture: its tensors
+	// are the capture's (addresses fixed then), never allocations of the
+	// step.
+	captured bool
 }
 
 // tensor is one block of device memory the program touches: an
@@ -94,10 +98,23 @@ type builder struct {
 	gen      int
 	uses     map[string][]int64 // streams whose kernels touched a tensor
 	noET     int                // kernels whose op the execution trace does not have
+	// owner maps an allocation ([memory] event) to the execution-trace
+	// storage of the operator it happened in (empty, empty_like, zeros,
+	// the kernel's own operator, …): the tie between a block and a tensor.
+	owner map[*memEvent]int64
+	// rsPending holds record_stream calls until their tensor is freed,
+	// when the allocator reads the block's stream uses.
+	rsPending map[string][]*item
+	// rsGuessed counts record_stream calls whose stream was inferred.
+	rsGuessed, rsProbed, noKernelAllocs int
+	probes                              []*cpuOp // collsim::record_stream annotations (validation/collsim_record.py)
+	probeStream                         map[*cpuOp]int64
+	replays                             int
 }
 
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
-	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{}}
+	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{},
+		probeStream: map[*cpuOp]int64{}, rsPending: map[string][]*item{}}
 	for _, op := range rt.ops {
 		if op.ext >= 0 {
 			if _, dup := b.byExt[op.ext]; !dup || op.cat == "cpu_op" {
@@ -107,6 +124,8 @@ func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 		switch {
 		case op.name == "record_param_comms":
 			b.comms = append(b.comms, op)
+		case op.name == probeAnnotation:
+			b.probes = append(b.probes, op)
 		case op.cat == "user_annotation" && op.name != rt.step && !strings.HasPrefix(op.name, "ProfilerStep#") && !strings.HasPrefix(op.name, "nccl:") && !strings.HasPrefix(op.name, "##"):
 			b.annots = append(b.annots, op)
 		}
@@ -333,10 +352,9 @@ func (b *builder) eager() error {
 		b.live, b.byAddr, b.claimed, b.uses = map[int64]*liveTensor{}, map[string]int64{}, map[*memEvent]bool{}, map[string][]int64{}
 	}
 	var items []*item
-	var graphs int
 	for _, c := range rt.calls {
-		if c.capture {
-			continue
+		if c.capture || c.capIdx >= 0 {
+			continue // made at capture: a replay issues it (inlineReplay)
 		}
 		acts := rt.dev[c.corr]
 		var work, syncs []*devAct
@@ -349,10 +367,12 @@ func (b *builder) eager() error {
 		}
 		switch {
 		case strings.Contains(c.name, "GraphLaunch"):
-			graphs++
-			for _, a := range work {
-				items = append(items, &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.end, stream: a.stream, act: a, name: "graph." + shortKernel(a.name)})
-			}
+			items = append(items, b.inlineReplay(c, work)...)
+		case len(work) > 0 && b.probeAt(c.ts) != nil:
+			// collsim_record's record_stream probe: its stream names the
+			// record_stream call's stream; the kernel is not the program's.
+			pr := b.probeAt(c.ts)
+			b.probeStream[pr] = work[0].stream
 		case len(work) > 0:
 			op := b.byExt[c.ext]
 			if op == nil {
@@ -390,10 +410,29 @@ func (b *builder) eager() error {
 			items = append(items, it)
 		}
 	}
-	if graphs > 0 {
-		p.notef("%d graph launches inside an eager step: their kernels are opaque kernels on the replay streams", graphs)
-	}
 	return b.finish(items)
+}
+
+// rel is a host time relative to the trace's first event, for notes.
+func (b *builder) rel(t float64) float64 {
+	if math.IsInf(b.rt.t0, 0) {
+		return t
+	}
+	return t - b.rt.t0
+}
+
+// probeAnnotation is the range validation/collsim_record.py puts around a
+// record_stream call, with one empty kernel on the named stream inside.
+const probeAnnotation = "collsim::record_stream"
+
+// probeAt is the record_stream probe range holding host time t, if any.
+func (b *builder) probeAt(t float64) *cpuOp {
+	for _, pr := range b.probes {
+		if t >= pr.ts && t <= pr.end {
+			return pr
+		}
+	}
+	return nil
 }
 
 // opAt is the innermost cpu_op whose range holds t.
@@ -425,10 +464,51 @@ func (b *builder) memItems(items []*item) []*item {
 	}
 	for _, op := range b.rt.ops {
 		if op.name == "aten::record_stream" && b.rt.window.has(op.ts) {
-			items = append(items, &item{kind: scenarios.OpRecordStream, ts: op.ts, issue: op.end, stream: -1, rsOp: op})
+			it := &item{kind: scenarios.OpRecordStream, ts: op.ts, issue: op.end, stream: -1, rsOp: op}
+			if pr := b.probeAt(op.ts); pr != nil {
+				if s, ok := b.probeStream[pr]; ok {
+					it.stream = s
+				}
+			}
+			items = append(items, it)
 		}
 	}
 	return items
+}
+
+// owners ties every allocation of the step to the execution-trace storage
+// of the operator it happened in: the innermost operator with an
+// execution-trace node whose range holds the [memory] event and whose
+// outputs name a storage at least that large. That is how a block from
+// torch.empty / empty_like / new_empty / zeros, written later through out=
+// or in place, is the same tensor as its kernel's output.
+func (b *builder) owners() {
+	b.owner = map[*memEvent]int64{}
+	for _, m := range b.rt.mem {
+		if m.bytes <= 0 {
+			continue
+		}
+		var best *cpuOp
+		var st int64
+		for _, op := range b.rt.ops {
+			if op.cat != "cpu_op" || m.ts < op.ts || m.ts > op.end || (best != nil && op.end-op.ts >= best.end-best.ts) {
+				continue
+			}
+			eo := b.et[op.rf]
+			if eo == nil {
+				continue
+			}
+			for _, w := range eo.Outputs {
+				if w.Bytes() <= m.bytes && w.Bytes() > 0 {
+					best, st = op, w.Storage
+					break
+				}
+			}
+		}
+		if best != nil {
+			b.owner[m] = st
+		}
+	}
 }
 
 // accessLive is access in lifetime mode: an output storage with no live
@@ -440,45 +520,105 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 	if !found {
 		return nil, false
 	}
+	if b.owner == nil {
+		b.owners()
+	}
 	keyOf := func(s int64) string {
 		if l := b.live[s]; l != nil {
 			return l.key
 		}
 		return "s" + strconv.FormatInt(s, 10)
 	}
-	for _, w := range eo.Outputs {
-		if b.live[w.Storage] == nil {
-			var got *memEvent
+	// claim makes the storage's allocation an alloc op before the kernel:
+	// the one its own operator made, else the latest earlier allocation
+	// tied to this storage by an operator that launched no kernel.
+	claim := func(r TensorRef) {
+		if it.captured || b.live[r.Storage] != nil {
+			return
+		}
+		var got *memEvent
+		for _, m := range b.rt.mem {
+			if m.bytes > 0 && !b.claimed[m] && m.ts >= it.op.ts && m.ts <= it.op.end && (got == nil || (m.bytes == r.Bytes() && got.bytes != r.Bytes())) && m.bytes >= r.Bytes() {
+				got = m
+			}
+		}
+		if got == nil {
 			for _, m := range b.rt.mem {
-				if m.bytes > 0 && !b.claimed[m] && m.ts >= it.op.ts && m.ts <= it.op.end && (got == nil || (m.bytes == w.Bytes() && got.bytes != w.Bytes())) && m.bytes >= w.Bytes() {
+				if m.bytes > 0 && !b.claimed[m] && m.ts < it.op.ts && b.rt.window.has(m.ts) && b.owner[m] == r.Storage {
 					got = m
 				}
 			}
 			if got != nil {
-				b.claimed[got] = true
-				b.gen++
-				key := "s" + strconv.FormatInt(w.Storage, 10) + "." + strconv.Itoa(b.gen)
-				b.live[w.Storage] = &liveTensor{key: key, addr: got.addr}
-				b.byAddr[got.addr] = w.Storage
-				t := b.tensor(key, got.bytes)
-				t.managed = true
-				if label == "" {
-					label = shortOp(it.op.name) + ".out"
-				}
-				allocs = append(allocs, &item{kind: scenarios.OpAlloc, ts: got.ts, issue: got.ts, stream: it.stream, tensorKey: key, mem: got})
+				b.noKernelAllocs++
 			}
 		}
+		if got == nil {
+			return
+		}
+		b.claimed[got] = true
+		b.gen++
+		key := "s" + strconv.FormatInt(r.Storage, 10) + "." + strconv.Itoa(b.gen)
+		b.live[r.Storage] = &liveTensor{key: key, addr: got.addr}
+		b.byAddr[got.addr] = r.Storage
+		t := b.tensor(key, got.bytes)
+		t.managed = true
+		allocs = append(allocs, &item{kind: scenarios.OpAlloc, ts: got.ts, issue: got.ts, stream: it.stream, tensorKey: key, mem: got})
+	}
+	for _, w := range eo.Outputs {
+		claim(w)
 		key := keyOf(w.Storage)
 		it.writes = appendOnce(it.writes, key)
 		b.tensor(key, w.Bytes())
 	}
 	for _, r := range eo.Inputs {
+		claim(r)
 		key := keyOf(r.Storage)
 		it.reads = appendOnce(it.reads, key)
 		b.tensor(key, r.Bytes())
 	}
 	b.touch(it, label)
 	return allocs, true
+}
+
+// flushRecordStream writes the record_stream calls made on a tensor, just
+// before its free: the stream each named (from collsim_record's probe), or,
+// where the trace does not say, every stream other than the allocating one
+// whose kernels used the tensor before the free — a guess the notes count.
+func (b *builder) flushRecordStream(out []*item, key string, free *item) []*item {
+	calls := b.rsPending[key]
+	delete(b.rsPending, key)
+	if len(calls) == 0 {
+		return out
+	}
+	var alloc int64 = -1
+	for _, o := range out {
+		if o.kind == scenarios.OpAlloc && o.tensorKey == key {
+			alloc = o.stream
+		}
+	}
+	var streams []int64
+	for _, c := range calls {
+		if c.stream >= 0 {
+			b.rsProbed++
+			if !containsInt(streams, c.stream) {
+				streams = append(streams, c.stream)
+			}
+			continue
+		}
+		b.rsGuessed++
+		for _, st := range b.uses[key] {
+			if st != alloc && !containsInt(streams, st) {
+				streams = append(streams, st)
+			}
+		}
+	}
+	for _, st := range streams {
+		if st == alloc {
+			continue // the allocating stream's own work is ordered already
+		}
+		out = append(out, &item{kind: scenarios.OpRecordStream, ts: free.ts, issue: free.issue, stream: st, tensorKey: key})
+	}
+	return out
 }
 
 // finish resolves kernels' tensors, pairs records with waits, adds the
@@ -501,6 +641,7 @@ func (b *builder) finish(items []*item) error {
 				continue // a block the step did not allocate
 			}
 			it.tensorKey = b.live[s].key
+			out = b.flushRecordStream(out, it.tensorKey, it)
 			delete(b.live, s)
 			delete(b.byAddr, it.mem.addr)
 			out = append(out, it)
@@ -510,23 +651,11 @@ func (b *builder) finish(items []*item) error {
 			if eo == nil || len(eo.Inputs) == 0 || b.live[eo.Inputs[0].Storage] == nil {
 				continue
 			}
+			// The allocator reads the block's stream uses when it is
+			// freed: the call takes effect at the free (flushRecordStream).
 			key := b.live[eo.Inputs[0].Storage].key
-			var alloc int64 = -1
-			for _, o := range out {
-				if o.kind == scenarios.OpAlloc && o.tensorKey == key {
-					alloc = o.stream
-				}
-			}
-			n := 0
-			for _, st := range b.uses[key] {
-				if st != alloc {
-					out = append(out, &item{kind: scenarios.OpRecordStream, ts: it.ts, issue: it.issue, stream: st, tensorKey: key})
-					n++
-				}
-			}
-			if n > 0 {
-				p.notef("record_stream on the tensor of execution-trace storage %s: the trace does not name its stream (\"<Stream>\"); taken to be the %d other streams whose kernels used it (a guess)", strings.Split(key[1:], ".")[0], n)
-			}
+			it.tensorKey = key
+			b.rsPending[key] = append(b.rsPending[key], it)
 			continue
 		default:
 			out = append(out, it)
@@ -556,7 +685,7 @@ func (b *builder) finish(items []*item) error {
 		it.name = names.unique(it.name)
 		if it.op != nil {
 			done := false
-			if b.lifetime {
+			if b.lifetime || it.captured && b.et != nil {
 				var allocs []*item
 				if allocs, done = b.accessLive(it, label); done {
 					out = append(out, allocs...)
@@ -712,6 +841,43 @@ func collKind(name string) (scenarios.OpKind, bool) {
 // are the message's (In/Out msg nelems × dtype), in place for all-reduce
 // and broadcast. Calls match across ranks by their order on the
 // communicator, as NCCL requires.
+// collTensors is the tensors of the c10d operator (c10d::allreduce_,
+// c10d::_allgather_base_, ...) whose range holds the record_param_comms op
+// c, from the execution trace: ".buf" for an in-place call (its first
+// tensor), ".out" and ".in" for the base calls (output first, as their
+// schemas order them). Empty without an execution trace.
+func (b *builder) collTensors(c *cpuOp) map[string]string {
+	out := map[string]string{}
+	if b.et == nil {
+		return out
+	}
+	var best *cpuOp
+	for _, op := range b.rt.ops {
+		if strings.HasPrefix(op.name, "c10d::") && c.ts >= op.ts && c.ts <= op.end && b.et[op.rf] != nil && (best == nil || op.end-op.ts < best.end-best.ts) {
+			best = op
+		}
+	}
+	if best == nil {
+		return out
+	}
+	eo := b.et[best.rf]
+	keyOf := func(r TensorRef) string {
+		if l := b.live[r.Storage]; l != nil {
+			return l.key
+		}
+		key := "s" + strconv.FormatInt(r.Storage, 10)
+		b.tensor(key, r.Bytes())
+		return key
+	}
+	switch {
+	case len(eo.Inputs) >= 2 && strings.Contains(best.name, "_base_"):
+		out[".out"], out[".in"] = keyOf(eo.Inputs[0]), keyOf(eo.Inputs[1])
+	case len(eo.Inputs) >= 1:
+		out[".buf"] = keyOf(eo.Inputs[0])
+	}
+	return out
+}
+
 func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
 	p := b.p
 	kind, ok := collKind(c.coll)
@@ -735,13 +901,25 @@ func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
 		outN = inN
 	}
 	const chunks = 4
-	mk := func(suffix string, nelems int64, ch int) string {
+	mkNamed := func(suffix string, nelems int64, ch int) string {
 		key := "c:" + it.name + suffix
 		t := b.tensor(key, nelems*dt)
 		t.chunks = min(ch, scenarios.MaxTensorChunks)
 		t.touched = true
 		t.labels = []string{it.name + suffix}
 		return key
+	}
+	// The tensors the call moves: the execution trace's storages of the
+	// c10d operator around record_param_comms where it has them, so a
+	// collective on a side stream races with the kernels that use them.
+	real := b.collTensors(c)
+	mk := func(suffix string, nelems int64, ch int) string {
+		if key, ok := real[suffix]; ok {
+			t := b.tensors[key]
+			t.chunks = max(t.chunks, min(ch, scenarios.MaxTensorChunks))
+			return key
+		}
+		return mkNamed(suffix, nelems, ch)
 	}
 	switch kind {
 	case scenarios.OpAllReduce, scenarios.OpBroadcast:
@@ -758,7 +936,10 @@ func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
 	case scenarios.OpAllToAll:
 		it.reads, it.writes = []string{mk(".in", inN, g*chunks)}, []string{mk(".out", outN, g*chunks)}
 	}
-	b.tensors[it.reads[0]].readFirst = true
+	if strings.HasPrefix(it.reads[0], "c:") {
+		b.tensors[it.reads[0]].readFirst = true
+	}
+	b.touch(it, "")
 	p.colls[comm] = c.pgRanks
 	p.collectives++
 	return true
@@ -821,7 +1002,7 @@ func (b *builder) pair(out []*item) error {
 			break
 		}
 		if rec < 0 {
-			p.notef("a %s at host time %.3f µs has no cudaEventRecord before it in the step: dropped", it.kind, it.ts)
+			p.notef("a %s at host time %.3f µs has no cudaEventRecord before it in the step: dropped", it.kind, b.rel(it.ts))
 			continue
 		}
 		r := out[rec]
@@ -841,7 +1022,7 @@ func (b *builder) pair(out []*item) error {
 			p.guesses++
 		}
 		if r.stream < 0 {
-			p.notef("a wait at host time %.3f µs: the stream its event was recorded on is unknown: dropped", it.ts)
+			p.notef("a wait at host time %.3f µs: the stream its event was recorded on is unknown: dropped", b.rel(it.ts))
 			continue
 		}
 		if it.kind == scenarios.OpSync {

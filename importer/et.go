@@ -28,6 +28,10 @@ type ETOp struct {
 	Name    string
 	Inputs  []TensorRef
 	Outputs []TensorRef
+	// HostScalars counts the arguments that come from the host as values:
+	// a Python number wrapped as a CPU tensor of one element, or a Double
+	// or Scalar argument. A CUDA graph freezes them at capture.
+	HostScalars int
 }
 
 type etNode struct {
@@ -42,6 +46,7 @@ type etNode struct {
 
 type etIO struct {
 	Values []json.RawMessage `json:"values"`
+	Types  []string          `json:"types"`
 }
 
 // ReadET streams the execution trace at path (torch.profiler's
@@ -114,6 +119,7 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 				continue
 			}
 			op := &ETOp{Name: n.Name}
+			op.HostScalars = hostScalars(n.Inputs)
 			for _, v := range n.Inputs.Values {
 				op.Inputs = tensors(v, op.Inputs, 0)
 			}
@@ -130,6 +136,31 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 		return nil, fail(-1, "no \"nodes\"; expected an execution trace from ExecutionTraceObserver")
 	}
 	return out, nil
+}
+
+// hostScalars counts an operator's inputs that are host values: a number
+// wrapped as a one-element CPU tensor (what `x * 2.0` passes), or an
+// argument of type Double or Scalar.
+func hostScalars(io etIO) int {
+	n := 0
+	for i, v := range io.Values {
+		typ := ""
+		if i < len(io.Types) {
+			typ = io.Types[i]
+		}
+		switch {
+		case typ == "Double" || typ == "Scalar":
+			n++
+		case strings.HasPrefix(typ, "Tensor("):
+			var xs []json.RawMessage
+			var dev string
+			var numel int64
+			if json.Unmarshal(v, &xs) == nil && len(xs) == 6 && json.Unmarshal(xs[5], &dev) == nil && json.Unmarshal(xs[3], &numel) == nil && dev == "cpu" && numel <= 1 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // tensors appends the CUDA tensors in an ET value: a tensor tuple, or a

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/collsim/collsim/scenarios"
@@ -44,11 +45,93 @@ func (b *builder) graph(launch *call) error {
 	if rt.captures > 1 {
 		p.notef("%d graph captures before the step: the replayed graph is taken to be the last one (a guess)", rt.captures)
 	}
-	var items, launches []*item
+	var capCalls []*call
 	for _, c := range rt.calls {
-		if !c.capture {
+		if c.capture {
+			capCalls = append(capCalls, c)
+		}
+	}
+	items := b.replayItems(capCalls, replay, "")
+	if err := b.finish(items); err != nil {
+		return err
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, a := range replay {
+		lo, hi = min(lo, a.ts), max(hi, a.ts+a.dur)
+	}
+	if hi > lo {
+		p.stepNs = ns(hi - lo)
+	}
+	return nil
+}
+
+// inlineReplay is one cudaGraphLaunch inside an eager step: the launches of
+// the capture it replays (the latest capture before it that made as many
+// launches as the replay ran kernels, else the latest one), each on the
+// stream its replayed kernel ran on with that kernel's duration, all issued
+// at the launch, reading and writing the tensors the capture named — so a
+// replay on a side stream races with eager work like any kernel.
+func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
+	rt, p := b.rt, b.p
+	b.replays++
+	ci, exact := -1, false
+	for i := len(rt.caps) - 1; i >= 0; i-- {
+		if rt.caps[i].hi > launch.ts {
 			continue
 		}
+		n := 0
+		for _, c := range rt.calls {
+			if c.capIdx == i && isLaunchCall(c.name) {
+				n++
+			}
+		}
+		if n == len(work) {
+			ci, exact = i, true
+			break
+		}
+		if ci < 0 {
+			ci = i
+		}
+	}
+	if ci < 0 {
+		p.notef("graph launch at host time %.3f µs: its capture is not in the trace; its %d kernels are opaque kernels on the replay streams (they race with nothing the importer can name)", b.rel(launch.ts), len(work))
+		var items []*item
+		for _, a := range work {
+			items = append(items, &item{kind: scenarios.OpKernel, ts: launch.ts, issue: launch.end, stream: a.stream, act: a, name: "graph." + shortKernel(a.name)})
+		}
+		return items
+	}
+	if !exact {
+		p.notef("graph launch at host time %.3f µs ran %d kernels; no capture before it made as many launches: taken to replay the latest capture (a guess)", b.rel(launch.ts), len(work))
+	}
+	var capCalls []*call
+	for _, c := range rt.calls {
+		if c.capIdx == ci {
+			capCalls = append(capCalls, c)
+		}
+	}
+	items := b.replayItems(capCalls, work, "g"+strconv.Itoa(ci+1)+".r"+strconv.Itoa(b.replays)+".")
+	// Issue every node at the launch, in capture order; the joins last.
+	sortItems(items)
+	for i, it := range items {
+		if it.ts < math.MaxFloat64 {
+			it.ts = launch.ts + float64(i+1)*1e-6
+		} else {
+			it.ts = launch.ts + float64(len(items)+1)*1e-6
+		}
+		it.issue = launch.end
+		it.captured = it.kind == scenarios.OpKernel
+	}
+	return items
+}
+
+// replayItems matches a replay's device activities to the captured calls
+// and returns the replay as items (see graph's comment for what is a
+// guess). prefix names the fork and join events it adds.
+func (b *builder) replayItems(capCalls []*call, replay []*devAct, prefix string) []*item {
+	p := b.p
+	var items, launches []*item
+	for _, c := range capCalls {
 		switch {
 		case isLaunchCall(c.name):
 			op := b.byExt[c.ext]
@@ -64,6 +147,7 @@ func (b *builder) graph(launch *call) error {
 			items = append(items, &item{kind: scenarios.OpWait, ts: c.ts, issue: c.ts, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1})
 		}
 	}
+	b.checkHostScalars(launches)
 	guessed, extra := 0, 0
 	for _, a := range replay {
 		kind := actKind(a)
@@ -101,8 +185,8 @@ func (b *builder) graph(launch *call) error {
 		kept = append(kept, it)
 	}
 	items = kept
-	if guessed > 0 {
-		p.notef("graph replay: %d of %d replayed kernels matched to a captured launch by kind and order only (a guess)", guessed, len(replay))
+	if len(replay) > 0 {
+		p.notef("graph replay: %d of %d replayed kernels matched to a captured launch by operator name in the kernel name, %d by kind and order only (a guess)", len(replay)-guessed-extra, len(replay), guessed)
 	}
 	if extra > 0 {
 		p.notef("graph replay: %d replayed kernels match no captured launch: opaque kernels at the end", extra)
@@ -160,14 +244,17 @@ func (b *builder) graph(launch *call) error {
 					at = max(at, it.ts)
 				}
 			}
-			ev := "fork." + streamName(s)
+			if math.IsInf(at, -1) && len(items) > 0 {
+				at = math.Nextafter(items[0].ts, math.Inf(-1))
+			}
+			ev := prefix + "fork." + streamName(s)
 			p.events = append(p.events, ev)
 			items = append(items,
 				&item{kind: scenarios.OpRecord, ts: math.Nextafter(at, math.Inf(1)), stream: first, event: ev},
 				&item{kind: scenarios.OpWait, ts: math.Nextafter(math.Nextafter(at, math.Inf(1)), math.Inf(1)), stream: s, event: ev})
 		}
 		for _, s := range others {
-			ev := "join." + streamName(s)
+			ev := prefix + "join." + streamName(s)
 			p.events = append(p.events, ev)
 			items = append(items,
 				&item{kind: scenarios.OpRecord, ts: math.MaxFloat64, stream: s, event: ev},
@@ -175,17 +262,37 @@ func (b *builder) graph(launch *call) error {
 		}
 		p.notef("graph replay: kernels ran on %d streams; the order between them comes from the capture's event records and waits mapped onto replay streams, a fork of each stream after the first stream's last kernel that had ended when it started in the replay, and a join at the end (guesses)", len(others)+1)
 	}
-	if err := b.finish(items); err != nil {
-		return err
+	sortItems(items)
+	return items
+}
+
+// checkHostScalars notes every captured launch whose operator took a host
+// value (validation/corpus HostScalarCaptured): the graph keeps the value it
+// had at capture for every replay. The trace cannot tell a constant from a
+// variable that changes between replays, so this is a note naming the op,
+// not a verdict.
+func (b *builder) checkHostScalars(launches []*item) {
+	if b.et == nil {
+		return
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, a := range replay {
-		lo, hi = min(lo, a.ts), max(hi, a.ts+a.dur)
+	var ops []string
+	for _, l := range launches {
+		if l.op == nil {
+			continue
+		}
+		if eo := b.et[l.op.rf]; eo != nil && eo.HostScalars > 0 {
+			name := shortOp(l.op.name)
+			if a := b.annotation(l.op.ts); a != "" {
+				name = a + "." + name
+			}
+			if !contains(ops, name) {
+				ops = append(ops, name)
+			}
+		}
 	}
-	if hi > lo {
-		p.stepNs = ns(hi - lo)
+	if len(ops) > 0 {
+		b.p.notef("host values frozen at capture: %s took a host scalar (a Python number) when the graph was captured; every replay reuses that value — if it changes between replays, pass it as a device tensor", strings.Join(ops, ", "))
 	}
-	return nil
 }
 
 func callKind(name string) string {

@@ -187,7 +187,7 @@ func Import(o Options) (*Result, error) {
 			t := &spec.Tensors[i]
 			t.Bytes = min(max(t.Bytes, nt.t.bytes), scenarios.MaxTensorBytes)
 			t.Chunks = max(t.Chunks, nt.t.chunks)
-			if nt.t.readFirst && len(t.Init) == 0 {
+			if nt.t.readFirst && !nt.t.managed && len(t.Init) == 0 {
 				t.Init = []uint64{1, 2, 3, 4}
 			}
 		}

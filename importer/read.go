@@ -35,6 +35,7 @@ type call struct {
 	corr    int64
 	ext     int64
 	capture bool // inside the graph capture the step replays
+	capIdx  int  // the capture (rankTrace.caps) the call is inside, -1 if none
 }
 
 type memEvent struct {
@@ -77,11 +78,16 @@ type rankTrace struct {
 	window   span
 	capture  *span // the graph capture before the step, if any
 	captures int   // graph captures seen before the step
-	events   int
-	ops      []*cpuOp
-	calls    []*call
-	mem      []*memEvent
-	dev      map[int64][]*devAct // by correlation
+	// caps are every graph capture on the step's thread that ends before
+	// the step does, in host order: a replay inside the step is matched to
+	// one of them (eager.go, inlineReplay).
+	caps   []span
+	events int
+	t0     float64 // the first event's time: host times are printed from it
+	ops    []*cpuOp
+	calls  []*call
+	mem    []*memEvent
+	dev    map[int64][]*devAct // by correlation
 }
 
 // StepDefault names the annotations tried, in order, when Options.Step is
@@ -141,8 +147,12 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 	var caps []capRange
 	open := map[ID]float64{}
 	var meta Meta
+	rt.t0 = math.Inf(1)
 	err := ScanFile(path, &meta, func(e *Event) error {
 		rt.events++
+		if e.Ph == "X" || e.Ph == "i" {
+			rt.t0 = min(rt.t0, e.Ts)
+		}
 		if isHostOp(e) {
 			if pri, ok := matchStep(e.Name, step); ok {
 				cands = append(cands, cand{pri, e.Ts, e.End(), e.Tid, e.Index, e.Name})
@@ -195,10 +205,12 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 			}
 		}
 	}
+	sort.SliceStable(caps, func(i, j int) bool { return caps[i].lo < caps[j].lo })
 	for _, c := range caps {
 		if c.tid != rt.tid || c.hi > rt.window.hi {
 			continue
 		}
+		rt.caps = append(rt.caps, span{c.lo, c.hi})
 		if c.hi <= rt.window.lo {
 			rt.captures++
 			if rt.capture == nil || c.lo > rt.capture.lo {
@@ -206,8 +218,16 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 			}
 		}
 	}
+	capOf := func(t float64) int {
+		for i, c := range rt.caps {
+			if c.has(t) {
+				return i
+			}
+		}
+		return -1
+	}
 	inScope := func(e *Event) bool {
-		return e.Tid == rt.tid && (rt.window.has(e.Ts) || (rt.capture != nil && rt.capture.has(e.Ts)))
+		return e.Tid == rt.tid && (rt.window.has(e.Ts) || capOf(e.Ts) >= 0)
 	}
 	// Pass 2: the host side.
 	corrs := map[int64]bool{}
@@ -226,6 +246,7 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 			}
 			c := &call{idx: e.Index, name: e.Name, ts: e.Ts, end: e.End(), corr: e.Args.Corr, ext: e.Args.ExternalID}
 			c.capture = rt.capture != nil && rt.capture.has(e.Ts) && !rt.window.has(e.Ts)
+			c.capIdx = capOf(e.Ts)
 			rt.calls = append(rt.calls, c)
 			if c.corr >= 0 {
 				corrs[c.corr] = true
