@@ -31,6 +31,7 @@ type multimemGen struct {
 	st    ranks.Instr
 	stSrc [1]ranks.Src
 	refs  []*ranks.Buffer // what Refs lists (nil: made on each call)
+	n0    int             // Len, counted once (an explorer asks at every choice)
 }
 
 // multimemGen is multimemAllReduce's kernel, generated: in g when it is
@@ -56,6 +57,7 @@ func (c *Comm) multimemGen(g *multimemGen, i int, call Call, ws *ranks.Symmetric
 		g.redSrcs = make([]ranks.Src, n)
 	}
 	g.refs = append(append(refs[:0], g.regs), g.bufs...)
+	g.n0 = g.count()
 	return g
 }
 
@@ -72,7 +74,10 @@ func (g *multimemGen) blockLen(b int) int {
 	return g.n + 1
 }
 
-func (g *multimemGen) Len() int {
+func (g *multimemGen) Len() int { return g.n0 }
+
+// count is Len: the launch delay, the barriers and every block's reduce.
+func (g *multimemGen) count() int {
 	l := 1 + g.barrierLen()
 	for b := range g.blocks {
 		l += g.blockLen(b)

@@ -86,6 +86,21 @@ func (w *World) ActorOf(a int32) ActorID {
 
 func (w *World) taskActor(t *task) ActorID { return TaskActor(t.rank, int(t.replay), int(t.node)) }
 
+// actorOfTask is taskActor(w.task(id)) without the stand-in w.task makes
+// for a retired task (a join's step lists every node of its replay: an
+// explorer asked for thousands of stand-ins a trace).
+func (w *World) actorOfTask(id int32) ActorID {
+	if t := w.tasks[id]; t != nil {
+		return w.taskActor(t)
+	}
+	in := w.identOf(id)
+	node := -1
+	if in.node >= 0 {
+		node = w.plan.nodes[in.rank][in.node].op
+	}
+	return TaskActor(int(in.rank), int(in.replay), node)
+}
+
 // NextStep describes what running engine actor a next would do. The
 // step's lists and micro-op are the world's scratch: valid until the next
 // call (an explorer reads them at once).
@@ -101,7 +116,7 @@ func (w *World) NextStep(a int32) Step {
 			// completed: that completion enables this step (hostsync.go).
 			if h.next > 0 && w.progs[r].Ops[h.nodes[h.next-1].op].Kind == Sync {
 				if id := h.base[h.next-1]; id >= 0 {
-					acts = append(acts, w.taskActor(w.task(id)))
+					acts = append(acts, w.actorOfTask(id))
 					st.Deps = acts[0:1:1]
 				}
 			}
@@ -124,7 +139,7 @@ func (w *World) NextStep(a int32) Step {
 	t := w.tasks[int(a)-w.N]
 	st := Step{Actor: w.taskActor(t), Rank: t.rank, Kind: StepComplete}
 	for _, d := range t.deps {
-		acts = append(acts, w.taskActor(w.task(d)))
+		acts = append(acts, w.actorOfTask(d))
 	}
 	st.Deps = acts
 	if t.state == pending {
