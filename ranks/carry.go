@@ -1,6 +1,10 @@
 package ranks
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/collsim/collsim/ranks/hb"
+)
 
 // Which clock entries a lane carries.
 //
@@ -47,10 +51,7 @@ import "slices"
 // Where it would cost too much — a location touched by many lanes, a lane
 // with many partners, or a total budget of graph steps spent — the lane's
 // entry travels everywhere, as sharedLanes alone has it.
-type carry struct {
-	need [][]int32 // per lane X: the other lanes whose entries X's clock keeps, sorted
-	all  []bool    // per lane L: L's entry is kept everywhere (not narrowed)
-}
+type carry = hb.Carry
 
 // FullClocks turns the carry filter off for w's run: every shared lane's
 // clock entry travels to every lane, as before the filter existed. A debug
@@ -64,32 +65,6 @@ const (
 	carryPartners = 16       // partners of one lane
 	carryBudget   = 64 << 20 // graph steps in all
 )
-
-// filter returns the entries of o that lane x keeps, in buf's storage.
-func (c *carry) filter(x int32, o []clockEntry, buf []clockEntry) []clockEntry {
-	need, all := c.need[x], c.all
-	out := buf[:0]
-	j := 0
-	for _, e := range o {
-		if e.lane == x || all[e.lane] {
-			out = append(out, e)
-			continue
-		}
-		if len(need) > 8*len(o) {
-			if _, ok := slices.BinarySearch(need, e.lane); ok {
-				out = append(out, e)
-			}
-			continue
-		}
-		for j < len(need) && need[j] < e.lane {
-			j++
-		}
-		if j < len(need) && need[j] == e.lane {
-			out = append(out, e)
-		}
-	}
-	return out
-}
 
 // bufLanes lists, per buffer, the lanes doing something to it (in
 // first-seen order, each lane once).
@@ -179,7 +154,7 @@ type laneGraph struct {
 // run as CUDA graphs (a replay's join task, on each rank's first lane,
 // follows every node and precedes the next replay's roots).
 func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, graph bool) *carry {
-	c := &carry{need: make([][]int32, nl), all: make([]bool, nl)}
+	c := &carry{Need: make([][]int32, nl), All: make([]bool, nl)}
 	// Locations, numbered in first-seen order, and the lanes touching
 	// each (a lane once).
 	var ix locIndex
@@ -264,7 +239,7 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 		}
 		if len(ls) > carryClique {
 			for _, l := range ls {
-				c.all[l] = true
+				c.All[l] = true
 			}
 			continue
 		}
@@ -282,13 +257,13 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 	set := make([]int32, 0, 16)
 	for l := range nl {
 		ps := partners[l]
-		if len(ps) == 0 || c.all[l] {
+		if len(ps) == 0 || c.All[l] {
 			continue
 		}
 		slices.Sort(ps)
 		ps = slices.Compact(ps)
 		if len(ps) > carryPartners || budget <= 0 {
-			c.all[l] = true
+			c.All[l] = true
 			continue
 		}
 		set = set[:0]
@@ -306,11 +281,11 @@ func carryLanes(progs []*Program, laneBase []int32, nl int32, nodes [][]node, gr
 			}
 		}
 		if budget <= 0 || len(set) > max(64, int(nl)/8) {
-			c.all[l] = true
+			c.All[l] = true
 			continue
 		}
 		for _, x := range set {
-			c.need[x] = append(c.need[x], l) // l ascends: each list stays sorted
+			c.Need[x] = append(c.Need[x], l) // l ascends: each list stays sorted
 		}
 	}
 	return c

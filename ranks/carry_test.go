@@ -137,7 +137,7 @@ type carryRun struct {
 
 func (p carryProg) run(t require.TestingT, how carryRun) (*World, *Result) {
 	w := p.world(1)
-	w.sparse, w.noCarry, w.clockHist, w.snapPoison = how.sparse, how.noCarry, how.hist, how.poison
+	w.sparse, w.noCarry, w.clockHist, w.snapPool.Poison = how.sparse, how.noCarry, how.hist, how.poison
 	if how.hist != nil {
 		// A replay's join acquires each snapshot as it is (no
 		// accumulator, retire.go), so that the history names them all.
@@ -337,7 +337,7 @@ func TestPropCarryAnswersLikeFullClocks(t *testing.T) {
 			require.Equal(t, r.TraceHash, on.TraceHash)
 		}
 		for l := range w.vc {
-			if len(w.vc[l].e) < len(wo.vc[l].e) {
+			if len(w.vc[l].Entries()) < len(wo.vc[l].Entries()) {
 				narrowed++
 				break
 			}
@@ -441,7 +441,7 @@ func TestCarryTPGroupKeepsOwnRank(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, res.Counts[KindRace], "%v", res.Findings)
 	for l := range int32(2 * n) {
-		require.Equal(t, []int32{l ^ 1}, w.carry.need[l], "lane %d keeps its rank's other lane only", l)
-		require.LessOrEqual(t, len(w.vc[l].e), 2, "lane %d: %v", l, w.vc[l].e)
+		require.Equal(t, []int32{l ^ 1}, w.carry.Need[l], "lane %d keeps its rank's other lane only", l)
+		require.LessOrEqual(t, len(w.vc[l].Entries()), 2, "lane %d: %v", l, w.vc[l].Entries())
 	}
 }

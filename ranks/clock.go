@@ -2,216 +2,19 @@ package ranks
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/collsim/collsim/mutant"
+	"github.com/collsim/collsim/ranks/hb"
 )
 
-// VC is a sparse vector clock over lanes (one lane per rank and stream): the
-// happens-before relation. Event a happens before b iff a's epoch (lane,
-// clock) is covered by b's clock. Only lanes a clock has heard of are stored,
-// sorted by lane, so a rank in an 8-rank TP group of a 1024-rank world keeps
-// about 16 entries, not 2048 (FastTrack's epochs for accesses, Flanagan &
-// Freund, PLDI 2009; sparse clocks for the synchronisation objects).
-//
-// A world of at most [denseLanes] lanes (a TP group with its streams) uses
-// the dense form instead: d[lane] for every lane. Joins and copies are then
-// short loops over a few words, with no merging and half the bytes of a
-// full sparse clock. One world uses one form for all its clocks.
-type VC struct {
-	e []clockEntry
-	d []uint32 // dense form: non-nil, one entry per lane
-	// A short sparse snapshot is recycled once nothing holds it
-	// (snaprecycle.go): box is its capacity (0: never recycled), refs the
-	// holders that keep it.
-	refs int32
-	box  int8
-}
+// VC is a vector clock over lanes ([hb.VC]).
+type VC = hb.VC
+
+// clockEntry is one lane's entry of a sparse clock.
+type clockEntry = hb.Entry
 
 // denseLanes is the largest world (in lanes) whose clocks are dense.
-const denseLanes = 32
-
-type clockEntry struct {
-	lane int32
-	c    uint32
-}
-
-// newVC returns the initial clock of lane: {lane: 1}.
-func newVC(lane int32) *VC { return &VC{e: []clockEntry{{lane, 1}}} }
-
-// get returns the clock of lane (0 if unknown).
-func (v *VC) get(lane int32) uint32 {
-	if v.d != nil {
-		return v.d[lane]
-	}
-	e := v.e
-	if len(e) <= 16 {
-		// A TP group's clock: a linear scan beats the binary search.
-		for _, x := range e {
-			if x.lane >= lane {
-				if x.lane == lane {
-					return x.c
-				}
-				return 0
-			}
-		}
-		return 0
-	}
-	i := sort.Search(len(e), func(i int) bool { return e[i].lane >= lane })
-	if i < len(e) && e[i].lane == lane {
-		return e[i].c
-	}
-	return 0
-}
-
-// tick increments lane's own entry (which always exists for a lane's clock).
-func (v *VC) tick(lane int32) {
-	if v.d != nil {
-		v.d[lane]++
-		return
-	}
-	e := v.e
-	i := sort.Search(len(e), func(i int) bool { return e[i].lane >= lane })
-	if i < len(e) && e[i].lane == lane {
-		e[i].c++
-		return
-	}
-	v.e = append(v.e, clockEntry{})
-	copy(v.e[i+1:], v.e[i:])
-	v.e[i] = clockEntry{lane, 1}
-}
-
-// join sets v to the pointwise maximum of v and o.
-func (v *VC) join(o *VC) {
-	if o == nil || o == emptyVC {
-		return // (without touching v: a ring's releases are all empty)
-	}
-	if v.d != nil {
-		if o.d == nil {
-			return // the empty clock (emptyVC): nothing to learn
-		}
-		d := v.d[:len(o.d)]
-		for i, c := range o.d {
-			if c > d[i] {
-				d[i] = c
-			}
-		}
-		return
-	}
-	v.joinEntries(o.e)
-}
-
-// joinEntries joins the sorted entries b of a sparse clock into sparse v.
-func (v *VC) joinEntries(b []clockEntry) {
-	if len(b) == 0 {
-		return
-	}
-	a := v.e
-	// Fast path: v already covers o (no new lanes, no larger entries).
-	covered := true
-	for i, j := 0, 0; j < len(b); {
-		switch {
-		case i == len(a) || a[i].lane > b[j].lane:
-			covered = false
-		case a[i].lane < b[j].lane:
-			i++
-			continue
-		default:
-			if b[j].c > a[i].c {
-				covered = false
-			}
-			i++
-		}
-		if !covered {
-			break
-		}
-		j++
-	}
-	if covered {
-		return
-	}
-	if len(a) >= len(b) {
-		// Same lanes (the common case inside a group): update in place.
-		same := true
-		for i, j := 0, 0; j < len(b) && same; {
-			switch {
-			case i == len(a) || a[i].lane > b[j].lane:
-				same = false
-			case a[i].lane < b[j].lane:
-				i++
-			default:
-				i++
-				j++
-			}
-		}
-		if same {
-			for i, j := 0, 0; j < len(b); {
-				if a[i].lane < b[j].lane {
-					i++
-					continue
-				}
-				if b[j].c > a[i].c {
-					a[i].c = b[j].c
-				}
-				i++
-				j++
-			}
-			return
-		}
-	}
-	out := make([]clockEntry, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i].lane < b[j].lane:
-			out = append(out, a[i])
-			i++
-		case a[i].lane > b[j].lane:
-			out = append(out, b[j])
-			j++
-		default:
-			out = append(out, clockEntry{a[i].lane, max(a[i].c, b[j].c)})
-			i++
-			j++
-		}
-	}
-	out = append(out, a[i:]...)
-	v.e = append(out, b[j:]...)
-}
-
-// clone returns an independent copy of v.
-func (v *VC) clone() *VC {
-	if v.d != nil {
-		return &VC{d: append([]uint32(nil), v.d...)}
-	}
-	return sparseCopy(v.e)
-}
-
-// sparseCopy returns a sparse clock holding a copy of entries e. A short
-// one (a TP group's, with the carry filter: two or four entries) comes in
-// one allocation with its entries.
-func sparseCopy(e []clockEntry) *VC {
-	switch n := len(e); {
-	case n <= 2:
-		b := &struct {
-			v VC
-			a [2]clockEntry
-		}{}
-		b.v.e = b.a[:copy(b.a[:], e)]
-		return &b.v
-	case n <= 4:
-		b := &struct {
-			v VC
-			a [4]clockEntry
-		}{}
-		b.v.e = b.a[:copy(b.a[:], e)]
-		return &b.v
-	}
-	return &VC{e: append([]clockEntry(nil), e...)}
-}
-
-// emptyVC is the clock of a release that carries nothing anybody can use.
-var emptyVC = &VC{}
+const denseLanes = hb.DenseLanes
 
 // sharedLanes marks the lanes whose clock entries another lane can ever
 // need: those that access memory (a buffer, or a caching-allocator block
@@ -506,17 +309,17 @@ func (c *protoLocs) of(k *KernelSpec, scratch *Instr, list func(*KernelSpec, *In
 func (w *World) snapshot(lane int32) *VC {
 	s, tick := w.snapshotTick(lane)
 	if w.clockHist != nil {
-		if s == emptyVC {
+		if s == hb.Empty {
 			// The same empty clock, but one per release: the history
 			// tells releases apart by identity (and one handed out again
 			// is the same one).
 			s = &VC{}
-			if w.snap != nil && w.snap[lane] == emptyVC {
+			if w.snap != nil && w.snap[lane] == hb.Empty {
 				w.snap[lane] = s
 			}
 		}
 		w.clockHist.Events = append(w.clockHist.Events, clockEvent{Kind: 'r', Lane: lane, Clock: s, Tick: tick})
-		w.own(s) // the history keeps it for good
+		w.snapPool.Own(s) // the history keeps it for good
 	}
 	return s
 }
@@ -524,25 +327,25 @@ func (w *World) snapshot(lane int32) *VC {
 // snapshotTick is snapshot, and whether the lane's epoch advanced.
 func (w *World) snapshotTick(lane int32) (*VC, bool) {
 	if !w.anyShared {
-		return emptyVC, false // no clock entry is of use to anybody
+		return hb.Empty, false // no clock entry is of use to anybody
 	}
 	if !w.dirty[lane] && w.snap[lane] != nil {
 		return w.snap[lane], false
 	}
 	var s *VC
-	if v := w.vc[lane]; v.d != nil {
+	if v := w.vc[lane]; v.Dense() != nil {
 		s = w.denseClone(v)
 	} else {
-		s = w.sharedSnapshot(v)
+		s = w.snapPool.Shared(v, w.shared)
 	}
 	if w.shared[lane] {
 		// A new epoch, so that later accesses are told apart from those
 		// the snapshot covers. An unshared lane's entry never leaves its
 		// own clock, whose checks cover every one of its epochs anyway.
-		w.vc[lane].tick(lane)
+		w.vc[lane].Tick(lane)
 	}
-	w.own(s)
-	w.disown(w.snap[lane])
+	w.snapPool.Own(s)
+	w.snapPool.Disown(w.snap[lane], w.keepHistory)
 	w.snap[lane], w.dirty[lane] = s, false
 	return s, w.shared[lane]
 }
@@ -550,7 +353,7 @@ func (w *World) snapshotTick(lane int32) (*VC, bool) {
 // hb reports whether epoch e happens before the current point of the lane
 // whose clock is cur (every race check is one such query).
 func (w *World) hb(e epoch, cur *VC) bool {
-	ok := e.none() || e.clock <= cur.get(e.lane)
+	ok := e.none() || e.clock <= cur.Get(e.lane)
 	if w.clockHist != nil && !e.none() {
 		w.clockHist.query(w, cur, e, ok)
 	}
@@ -584,16 +387,16 @@ func (h *clockHistory) query(w *World, cur *VC, e epoch, ok bool) {
 // acquireVC joins o into lane's clock (a wait that consumed a signal, a
 // message received, a dependency that finished).
 func (w *World) acquireVC(lane int32, o *VC) {
-	w.checkHeld(o)
+	w.snapPool.CheckHeld(o)
 	if w.clockHist != nil {
 		w.clockHist.Events = append(w.clockHist.Events, clockEvent{Kind: 'a', Lane: lane, Clock: o})
 	}
-	if c := w.carry; c != nil && o != nil && len(o.e) > 0 {
+	if c := w.carry; c != nil && o != nil && len(o.Entries()) > 0 {
 		// Only the entries this lane keeps (carry.go).
-		w.carryBuf = c.filter(lane, o.e, w.carryBuf)
-		w.vc[lane].joinEntries(w.carryBuf)
+		w.carryBuf = c.Filter(lane, o.Entries(), w.carryBuf)
+		w.vc[lane].JoinEntries(w.carryBuf)
 	} else {
-		w.vc[lane].join(o)
+		w.vc[lane].Join(o)
 	}
 	w.dirty[lane] = true
 }
@@ -602,8 +405,8 @@ func (w *World) acquireVC(lane int32, o *VC) {
 // lives as long as the world, so carving it from a block saves the two
 // allocations of a clone.
 func (w *World) denseClone(v *VC) *VC {
-	c := w.denseVC(len(v.d))
-	copy(c.d, v.d)
+	c := w.denseVC(len(v.Dense()))
+	copy(c.Dense(), v.Dense())
 	return c
 }
 
@@ -619,7 +422,7 @@ func (w *World) denseVC(n int) *VC {
 	}
 	c := &w.clocks[0]
 	w.clocks = w.clocks[1:]
-	c.d = d
+	c.SetDense(d)
 	return c
 }
 
@@ -696,12 +499,10 @@ type hbClocks struct {
 	carryBuf  []clockEntry
 	noCarry   bool          // FullClocks: every shared lane's entry travels everywhere
 	clockHist *clockHistory // tests: the run's clock history (clock.go)
-	// recycled snapshots by capacity class (snaprecycle.go)
-	snapFree   [snapClasses][]*VC
-	snapPoison bool // tests: a snapshot let go is never reused (checkHeld)
-	anyShared  bool // some lane is shared
-	sparse     bool // tests: sparse clocks even in a small world
-	noFilter   bool // tests: every lane counts as shared
+	snapPool  hb.Pool       // recycled snapshots (hb/recycle.go)
+	anyShared bool          // some lane is shared
+	sparse    bool          // tests: sparse clocks even in a small world
+	noFilter  bool          // tests: every lane counts as shared
 	// slabs that dense snapshots are carved from (clock.go)
 	clocks     []VC
 	clockWords []uint32

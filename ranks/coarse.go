@@ -480,8 +480,8 @@ func (w *World) coarseRun(g *coarseGroup) {
 		if len(f.q) > 0 {
 			f.head = (f.head + K) % len(f.q)
 		}
-		f.send = epoch{lane: ts[p].lane, clock: w.vc[ts[p].lane].get(ts[p].lane), task: ts[p].id}
-		f.recv = epoch{lane: recv.lane, clock: w.vc[recv.lane].get(recv.lane), task: recv.id}
+		f.send = epoch{lane: ts[p].lane, clock: w.vc[ts[p].lane].Get(ts[p].lane), task: ts[p].id}
+		f.recv = epoch{lane: recv.lane, clock: w.vc[recv.lane].Get(recv.lane), task: recv.id}
 	}
 	// Happens-before: every rank's start reaches every other rank through
 	// the ring's messages, so each lane ends with its own clock joined
@@ -1147,8 +1147,8 @@ func (w *World) coarseRunList(g *coarseGroup) {
 			f.head = (f.head + k) % len(f.q)
 		}
 		s, r := w.tasks[lf.by[(k-1)%lf.cap]], w.tasks[lf.recvBy]
-		f.send = epoch{lane: s.lane, clock: w.vc[s.lane].get(s.lane), task: s.id}
-		f.recv = epoch{lane: r.lane, clock: w.vc[r.lane].get(r.lane), task: r.id}
+		f.send = epoch{lane: s.lane, clock: w.vc[s.lane].Get(s.lane), task: s.id}
+		f.recv = epoch{lane: r.lane, clock: w.vc[r.lane].Get(r.lane), task: r.id}
 		w.coarsePops[f] = lf.lastPops()
 	}
 	// Happens-before: every rank's end follows every rank's start
@@ -1294,9 +1294,9 @@ func (w *World) coarseJoin(ts []*task) {
 	for _, t := range ts {
 		r := w.snapshot(t.lane)
 		if u == nil {
-			u = r.clone()
+			u = r.Clone()
 		} else {
-			u.join(r)
+			u.Join(r)
 		}
 	}
 	for _, t := range ts {

@@ -66,7 +66,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		w.checkSlot(t, &s.put, pendingMsg{pad: pad, slot: in.Slot}, "put")
 		s.val, s.inst, s.by, s.vc = 1, t.inst, t.id, w.snapshot(t.lane) // release
-		w.own(s.vc)
+		w.snapPool.Own(s.vc)
 		s.sig = t.sig
 		if mutant.On(mutant.ReplayDroppedFromSignal) {
 			s.inst.Replay = 0
@@ -83,7 +83,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		}
 		s.val = 0
 		w.acquireVC(t.lane, s.vc)
-		w.disown(s.vc) // read only by the wait that clears the slot
+		w.snapPool.Disown(s.vc, w.keepHistory) // read only by the wait that clears the slot
 		s.vc = nil
 		w.checkSlot(t, &s.wait, pendingMsg{pad: pad, slot: in.Slot}, "wait")
 		if mutant.On(mutant.MismatchCheckOff) {
@@ -113,7 +113,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 			m.set(i, v)
 		}
 		m.vc = w.snapshot(t.lane) // release
-		w.own(m.vc)
+		w.snapPool.Own(m.vc)
 		f.push(m)
 		w.noteSend(f)
 		w.eng.Mix3(0x53, uint64(f.Src), uint64(f.Dst))
@@ -129,7 +129,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		if !mutant.On(mutant.RecvWithoutAcquire) {
 			w.acquireVC(t.lane, m.vc)
 		}
-		w.disown(m.vc)
+		w.snapPool.Disown(m.vc, w.keepHistory)
 		w.checkFifo(t, f, false)
 		w.checkGhost(t, f, m)
 		for i := 0; i < in.N; i++ {
@@ -161,7 +161,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		if !mutant.On(mutant.RecvWithoutAcquire) {
 			w.acquireVC(t.lane, m.vc)
 		}
-		w.disown(m.vc)
+		w.snapPool.Disown(m.vc, w.keepHistory)
 		w.checkFifo(t, f, false)
 		w.checkFifo(t, o, true)
 		w.checkGhost(t, f, m)
@@ -183,7 +183,7 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.eng.Mix4(0x52, uint64(f.Src), uint64(f.Dst), uint64(m.by))
 		w.wake(&f.waiters)
 		fwd.vc = w.snapshot(t.lane) // release
-		w.own(fwd.vc)
+		w.snapPool.Own(fwd.vc)
 		w.noteSend(o)
 		w.eng.Mix3(0x53, uint64(o.Src), uint64(o.Dst))
 		w.wake(&o.waiters)
@@ -366,7 +366,7 @@ func (t *task) blockReason() string {
 func (w *World) epoch(t *task) epoch {
 	if !w.epOK {
 		w.dirty[t.lane] = true
-		w.ep, w.epOK = epoch{lane: t.lane, clock: w.vc[t.lane].get(t.lane), task: t.id}, true
+		w.ep, w.epOK = epoch{lane: t.lane, clock: w.vc[t.lane].Get(t.lane), task: t.id}, true
 	}
 	return w.ep
 }

@@ -160,7 +160,7 @@ func (w *World) execFlagPut(t *task, in *Instr) {
 		vc := w.snapshot(t.lane)
 		for i := 0; i < in.N; i++ {
 			fs.cells[flagKey{b.id, int32(in.DstLo + i)}].vc = vc
-			w.own(vc) // a flag word keeps its clock for good
+			w.snapPool.Own(vc) // a flag word keeps its clock for good
 		}
 	}
 	w.flagWoke(b)

@@ -62,7 +62,7 @@ func (w *World) hold() {
 }
 
 func (w *World) unhold(t *task) {
-	w.disown(t.done)
+	w.snapPool.Disown(t.done, w.keepHistory)
 	t.done = nil
 	w.hist.Snapshots--
 }
@@ -114,7 +114,7 @@ func (w *World) accumulate(j, d *task) {
 		}
 		w.hold()
 	}
-	j.done.join(d.done)
+	j.done.Join(d.done)
 }
 
 // retireDone runs when t has just completed with its snapshot in t.done:

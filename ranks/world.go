@@ -6,6 +6,7 @@ import (
 
 	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/ranks/findings"
+	"github.com/collsim/collsim/ranks/hb"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -301,9 +302,9 @@ func (w *World) Run() (*Result, error) {
 	for i := range w.vc {
 		if nl <= denseLanes && !w.sparse {
 			w.vc[i] = w.denseVC(int(nl))
-			w.vc[i].d[i] = 1
+			w.vc[i].Dense()[i] = 1
 		} else {
-			w.vc[i] = newVC(int32(i))
+			w.vc[i] = hb.New(int32(i))
 		}
 	}
 	switch {
@@ -885,7 +886,7 @@ func (w *World) complete(t *task) {
 		w.replayDone(t) // a replay's join: every node of the replay is done
 	}
 	t.done = w.snapshot(t.lane)
-	w.own(t.done)
+	w.snapPool.Own(t.done)
 	w.retireDone(t)
 	w.recordSpan(t)
 	w.release(t)

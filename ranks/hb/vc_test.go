@@ -1,4 +1,4 @@
-package ranks
+package hb
 
 import (
 	"testing"
@@ -16,9 +16,9 @@ func TestSparseVCMatchesDense(t *testing.T) {
 		dense := make([][]uint32, lanes)
 		denseForm := rapid.Bool().Draw(t, "denseForm") // the VC's own dense form, or sparse
 		for i := range lanes {
-			sparse[i] = newVC(int32(i))
+			sparse[i] = New(int32(i))
 			if denseForm {
-				sparse[i] = newDenseVC(int32(i), lanes)
+				sparse[i] = NewDense(int32(i), lanes)
 			}
 			dense[i] = make([]uint32, lanes)
 			dense[i][i] = 1
@@ -29,17 +29,17 @@ func TestSparseVCMatchesDense(t *testing.T) {
 			b := rapid.IntRange(0, lanes-1).Draw(t, "b")
 			switch rapid.IntRange(0, 2).Draw(t, "op") {
 			case 0:
-				sparse[a].tick(int32(a))
+				sparse[a].Tick(int32(a))
 				dense[a][a]++
 			case 1:
-				sparse[a].join(sparse[b])
+				sparse[a].Join(sparse[b])
 				for i := range lanes {
 					dense[a][i] = max(dense[a][i], dense[b][i])
 				}
 			case 2:
-				c := sparse[b].clone()
-				c.tick(int32(b))
-				sparse[a].join(c)
+				c := sparse[b].Clone()
+				c.Tick(int32(b))
+				sparse[a].Join(c)
 				d := append([]uint32(nil), dense[b]...)
 				d[b]++
 				for i := range lanes {
@@ -48,24 +48,16 @@ func TestSparseVCMatchesDense(t *testing.T) {
 			}
 			for x := range lanes {
 				for l := range lanes {
-					if got, want := sparse[x].get(int32(l)), dense[x][l]; got != want {
+					if got, want := sparse[x].Get(int32(l)), dense[x][l]; got != want {
 						t.Fatalf("clock %d lane %d: sparse %d, dense %d", x, l, got, want)
 					}
 				}
 				for i := 1; i < len(sparse[x].e); i++ {
-					if sparse[x].e[i-1].lane >= sparse[x].e[i].lane {
+					if sparse[x].e[i-1].Lane >= sparse[x].e[i].Lane {
 						t.Fatalf("clock %d not sorted: %v", x, sparse[x].e)
 					}
 				}
 			}
 		}
 	})
-}
-
-// newDenseVC returns the initial dense clock of lane in a world of nl
-// lanes (a world carves its own from slabs: World.denseVC).
-func newDenseVC(lane, nl int32) *VC {
-	v := &VC{d: make([]uint32, nl)}
-	v.d[lane] = 1
-	return v
 }
