@@ -301,9 +301,12 @@ type VariantReport struct {
 	// FindingsTotal counts every finding of the judged schedule, including
 	// those past the per-kind cap (Options.MaxFindings) that Findings
 	// leaves out; FindingsTruncated says that some were left out.
-	FindingsTotal     int       `json:"findings_total"`
-	FindingsTruncated bool      `json:"findings_truncated"`
-	WitnessSeed       *sim.Seed `json:"witness_seed"`
+	FindingsTotal     int  `json:"findings_total"`
+	FindingsTruncated bool `json:"findings_truncated"`
+	// BaseSeed is the seed the explored schedules derive from (the
+	// scenario's seed knob): schedule i's own seed is ScheduleSeed(BaseSeed, i).
+	BaseSeed    uint64    `json:"seed"`
+	WitnessSeed *sim.Seed `json:"witness_seed"`
 	// WitnessSchedule is the index (1-based) of the explored schedule that
 	// first gave the verdict, 0 when the nominal schedule did.
 	WitnessSchedule int `json:"witness_schedule"`
@@ -400,7 +403,7 @@ func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &VariantReport{Name: v.Name, Config: su.Settings, Program: p, Expect: v.Expect, Doc: v.Doc, Counts: map[string]int{}}
+	rep := &VariantReport{Name: v.Name, Config: su.Settings, Program: p, Expect: v.Expect, Doc: v.Doc, Counts: map[string]int{}, BaseSeed: su.Seed}
 	if ref.err != nil {
 		rep.Notes = append(rep.Notes, ref.err.Error())
 	}

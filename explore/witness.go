@@ -69,6 +69,19 @@ func newWitness(t *Target, s Strategy, sc *Schedule) *Witness {
 	}
 }
 
+// WitnessOf is the witness of schedule sc, which t ran (Target.Run) in
+// mode: schedule index of an exploration by strategy (a name for people:
+// how the schedule was made), seed its own seed.
+func WitnessOf(t *Target, strategy string, mode sim.Mode, seed uint64, index int, sc *Schedule) *Witness {
+	return &Witness{
+		Version: WitnessVersion, Scenario: cmp.Or(t.Source, t.Scenario.Name), Variant: t.Variant, Sets: append([]string{}, t.Sets...),
+		Strategy: strategy, Mode: modeName(mode), Seed: sim.Seed(seed), Schedule: index,
+		Verdict: sc.Verdict, Kinds: sc.Kinds(), TraceHash: sc.TraceHash,
+		Deviations: sim.Deviations(sc.Choices), Choices: trimChoices(sc.Choices),
+		FineSteps: t.Config.FineSteps,
+	}
+}
+
 // trimChoices drops trailing nominal choices: a replay makes the nominal
 // choice past the end of the record, so the run is the same.
 func trimChoices(cs []sim.Choice) []sim.Choice {

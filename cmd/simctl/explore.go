@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,6 +117,21 @@ expectation, 1 when it does not, 2 on bad input.`,
 func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet bool) error {
 	if f.format != "text" && f.format != "json" {
 		return usagef("--format %q: want text or json", f.format)
+	}
+	// One budget: --set budget=N (simctl run's way) is --budget N here.
+	for _, s := range f.sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || strings.TrimSpace(k) != "budget" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return usagef("--set %s: want a number of schedules", s)
+		}
+		if f.budgetSet && n != f.budget {
+			return usagef("--budget %d and --set %s disagree: give the budget once", f.budget, s)
+		}
+		f.budget, f.budgetSet = n, true
 	}
 	if f.budget < 0 || (f.budgetSet && f.budget == 0) {
 		return usagef("--budget %d: want a positive number of schedules (for the nominal schedule alone: simctl run NAME --variant V --set budget=0)", f.budget)
@@ -318,7 +334,7 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 		return
 	}
 	x := s.Witness
-	fmt.Fprintf(w, "witness: schedule %d (seed %d), %s, trace %s, %d deviations from nominal", x.Schedule, x.Seed, x.Verdict, x.TraceHash, x.Deviations)
+	fmt.Fprintf(w, "witness: schedule %d of seed %d (its own seed %d), %s, trace %s, %d deviations from nominal", x.Schedule, s.Seed, x.Seed, x.Verdict, x.TraceHash, x.Deviations)
 	if f.witness != "" {
 		fmt.Fprintf(w, ", written to %s", quoteName(f.witness))
 	}

@@ -29,7 +29,7 @@ func newReplayCmd(stdout, _ io.Writer) *cobra.Command {
 		Use:   "replay FILE",
 		Short: "Replay a witness file bit for bit; --shrink reduces it to the fewest deviations from nominal",
 		Long: `replay re-runs the schedule recorded in a witness file (written by
-simctl explore --witness) and checks that it gives the same verdict and the
+simctl run --witness or simctl explore --witness) and checks that it gives the same verdict and the
 same trace hash. Exit status: 0 when it reproduces, 1 when it does not, 2 on
 bad input.
 

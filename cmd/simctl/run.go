@@ -25,6 +25,9 @@ type runFlags struct {
 	format      string
 	out         reportFiles // --trace, --html (report_files.go)
 	fineSteps   bool        // --fine-steps (finesteps.go)
+	witness     string      // --witness FILE: the worst schedule, for simctl replay
+	budget      int         // --budget N: --set budget=N
+	budgetSet   bool
 }
 
 func newRunCmd(stdout, _ io.Writer) *cobra.Command {
@@ -39,7 +42,8 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
   simctl run docs/examples/two-stream.yaml`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeScenarios,
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
+			f.budgetSet = c.Flags().Changed("budget")
 			return runScenario(stdout, args[0], f)
 		},
 	}
@@ -48,9 +52,28 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text or json")
 	cmd.Flags().IntVar(&f.maxFindings, "max-findings", 32, "keep at most N findings of each kind per variant (JSON's findings_total counts them all; findings_truncated says some were left out)")
+	cmd.Flags().IntVar(&f.budget, "budget", 0, "schedules to explore besides the nominal one, per variant (the same as --set budget=N; default: the scenario's budget knob)")
+	cmd.Flags().StringVar(&f.witness, "witness", "", "write the schedule behind the worst verdict to `FILE`, a witness for simctl replay")
 	addFineStepsFlag(cmd, &f.fineSteps)
 	f.out.addFlags(cmd)
 	return cmd
+}
+
+// budgetSets folds --budget into the overrides: one budget, however it
+// is given (--budget N, --set budget=N, or both alike).
+func budgetSets(sets []string, budget int, given bool) ([]string, error) {
+	if !given {
+		return sets, nil
+	}
+	if budget < 0 {
+		return nil, usagef("--budget %d: want 0 or more schedules besides the nominal one", budget)
+	}
+	for _, s := range sets {
+		if k, v, ok := strings.Cut(s, "="); ok && strings.TrimSpace(k) == "budget" && strings.TrimSpace(v) != fmt.Sprint(budget) {
+			return nil, usagef("--budget %d and --set %s disagree: give the budget once", budget, s)
+		}
+	}
+	return append(append([]string{}, sets...), fmt.Sprintf("budget=%d", budget)), nil
 }
 
 // Report is the JSON document of `simctl run`.
@@ -72,6 +95,9 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 	}
 	vs, err := pickVariants(sc, name, f.variants)
 	if err != nil {
+		return err
+	}
+	if f.sets, err = budgetSets(f.sets, f.budget, f.budgetSet); err != nil {
 		return err
 	}
 	// Validate the overrides once, before anything runs.
@@ -103,6 +129,9 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 		writeText(stdout, sc, rep)
 	}
 	if err := f.out.write(sc, rep.Variants); err != nil {
+		return err
+	}
+	if err := writeRunWitness(name, rep.Variants, f); err != nil {
 		return err
 	}
 	for _, v := range rep.Variants {
@@ -147,11 +176,10 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 		}
 		fmt.Fprintf(w, "   schedules: %d (nominal: %s)", v.Schedules, v.NominalResult)
 		if v.WitnessSeed != nil {
-			strat := ""
-			if v.WitnessStrategy == check.StrategyPCT {
-				strat = "pct, "
-			}
-			fmt.Fprintf(w, "; witness seed %d (%strace %s)", *v.WitnessSeed, strat, v.WitnessHash)
+			// What reproduces it as printed: the same run cut after
+			// that schedule (--budget N), or its witness file.
+			fmt.Fprintf(w, "; witness: schedule %d of seed %d (%s, trace %s): --budget %d reaches it, --witness FILE writes it for simctl replay",
+				v.WitnessSchedule, v.BaseSeed, v.WitnessStrategy, v.WitnessHash, v.WitnessSchedule)
 		}
 		fmt.Fprintln(w)
 		writeGroups(w, v)
