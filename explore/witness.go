@@ -34,7 +34,19 @@ type Witness struct {
 	// FineSteps: the schedule ran micro-op by micro-op (simctl
 	// --fine-steps, [TargetOptions]); a replay does too.
 	FineSteps bool `json:"fine_steps,omitempty"`
+	// ScenarioSHA256 is the SHA-256 (hex) of the scenario file the
+	// schedule ran: a built-in's embedded file or the user's file. A
+	// replay says when the file it finds is not that one.
+	ScenarioSHA256 string `json:"scenario_sha256,omitempty"`
+	// ScenarioFile is the user's scenario file itself, when under
+	// MaxEmbeddedScenario: a witness copied or moved away from it still
+	// replays.
+	ScenarioFile string `json:"scenario_file,omitempty"`
 }
+
+// MaxEmbeddedScenario is the largest scenario file a witness holds a copy
+// of (1 MiB).
+const MaxEmbeddedScenario = 1 << 20
 
 // WitnessInfo is a witness without its choices, for summaries.
 type WitnessInfo struct {

@@ -356,6 +356,18 @@ func writeWitness(stderr io.Writer, w *explore.Witness, path string) error {
 		return nil
 	}
 	c := *w
+	if c.ScenarioSHA256 == "" {
+		// What the scenario was: its hash, and a user's file itself, so
+		// the witness travels (replay.go's witnessSource).
+		if data, ok := scenarios.BuiltinFile(w.Scenario); ok {
+			c.ScenarioSHA256 = sha256Hex(data)
+		} else if data, err := readInput(w.Scenario); err == nil {
+			c.ScenarioSHA256 = sha256Hex(data)
+			if len(data) < explore.MaxEmbeddedScenario {
+				c.ScenarioFile = string(data)
+			}
+		}
+	}
 	c.Scenario = witnessScenarioName(w.Scenario, path)
 	data, err := c.Marshal()
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/collsim/collsim/explore"
+	"github.com/collsim/collsim/scenarios"
 )
 
 func init() { register(newReplayCmd) }
@@ -67,7 +70,11 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 		return usagef("--max-runs %d: want at least 1", f.maxRuns)
 	}
 	w.FineSteps = w.FineSteps || f.fineSteps
-	t, err := w.TargetFrom(witnessScenarioReader(file, f.allowPath))
+	read, note := witnessSource(file, w, f.allowPath)
+	if note != "" {
+		fmt.Fprintf(stdout, "%s\n", note)
+	}
+	t, err := w.TargetFrom(read)
 	if err != nil {
 		return usagef("%s: %w", file, err)
 	}
@@ -141,4 +148,41 @@ func replayOne(stdout io.Writer, t *explore.Target, w *explore.Witness, file str
 	}
 	writeDeviations(stdout, devs)
 	return true, devs, nil
+}
+
+// sha256Hex is the hex SHA-256 of data.
+func sha256Hex(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
+// witnessSource returns how replay reads the scenario witness w names (a
+// witness at path file), and a line to say first when what it finds is
+// not what the schedule ran: a file that changed since (then the copy w
+// holds, if any, is replayed) or one that is not where w says (a witness
+// copied elsewhere: the copy it holds).
+func witnessSource(file string, w *explore.Witness, allowPath bool) (scenarios.ReadFunc, string) {
+	read := witnessScenarioReader(file, allowPath)
+	if data, ok := scenarios.BuiltinFile(w.Scenario); ok {
+		if w.ScenarioSHA256 != "" && sha256Hex(data) != w.ScenarioSHA256 {
+			return read, fmt.Sprintf("note: built-in %s changed since the witness was written (it ran sha256 %.12s…, this simctl has %.12s…): the replay may differ",
+				quoteName(w.Scenario), w.ScenarioSHA256, sha256Hex(data))
+		}
+		return read, ""
+	}
+	held := func(string) ([]byte, error) { return []byte(w.ScenarioFile), nil }
+	data, err := read(w.Scenario)
+	switch {
+	case err != nil && w.ScenarioFile != "":
+		return held, fmt.Sprintf("note: scenario file %s is not where the witness names it (%v): replaying the copy the witness holds", quoteName(w.Scenario), err)
+	case err != nil || w.ScenarioSHA256 == "":
+		return read, ""
+	case sha256Hex(data) == w.ScenarioSHA256:
+		return read, ""
+	case w.ScenarioFile != "":
+		return held, fmt.Sprintf("note: scenario file %s changed since the witness was written (it ran sha256 %.12s…, the file now has %.12s…): replaying the copy the witness holds",
+			quoteName(w.Scenario), w.ScenarioSHA256, sha256Hex(data))
+	}
+	return read, fmt.Sprintf("note: scenario file %s changed since the witness was written (it ran sha256 %.12s…, the file now has %.12s…), and the witness holds no copy: the replay may not reproduce",
+		quoteName(w.Scenario), w.ScenarioSHA256, sha256Hex(data))
 }

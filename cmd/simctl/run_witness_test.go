@@ -56,3 +56,47 @@ func TestOneBudget(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "--budget 3 and --set budget=4 disagree")
 }
+
+// TestWitnessTravels: a witness holds its scenario file's hash and, under
+// 1 MiB, the file itself: copied to another directory it replays from its
+// copy; after the file is edited, replay says so and replays the copy.
+func TestWitnessTravels(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../check/testdata/aux-use-after-free.yaml")
+	require.NoError(t, err)
+	f := filepath.Join(dir, "uaf.yaml")
+	require.NoError(t, os.WriteFile(f, src, 0o644))
+	w := filepath.Join(dir, "w.json")
+	code, _, stderr := simctl(t, "explore", f, "--variant", "buggy", "--strategy", "pct", "--budget", "4", "--witness", w)
+	require.Equal(t, 0, code, stderr)
+	data, err := os.ReadFile(w)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"scenario_sha256": "`)
+	require.Contains(t, string(data), `"scenario_file": "name: aux-use-after-free`)
+
+	other := filepath.Join(t.TempDir(), "copied.json")
+	require.NoError(t, os.WriteFile(other, data, 0o644))
+	code, out, _ := simctl(t, "replay", other)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "is not where the witness names it")
+	require.Contains(t, out, ": reproduced")
+
+	require.NoError(t, os.WriteFile(f, append(src, []byte("# edited\n")...), 0o644))
+	code, out, _ = simctl(t, "replay", w)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "changed since the witness was written")
+	require.Contains(t, out, ": reproduced")
+
+	// A built-in's witness names it, and travels by name.
+	bw := filepath.Join(dir, "b.json")
+	code, _, stderr = simctl(t, "explore", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--strategy", "pct", "--budget", "2", "--witness", bw)
+	require.Equal(t, 0, code, stderr)
+	data, err = os.ReadFile(bw)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), "scenario_file")
+	other = filepath.Join(t.TempDir(), "b.json")
+	require.NoError(t, os.WriteFile(other, data, 0o644))
+	code, out, _ = simctl(t, "replay", other)
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, "note:")
+}
