@@ -261,6 +261,7 @@ func TestSplitWords(t *testing.T) {
 // prints (without its trace column): a change to the model that moves a
 // verdict or a step time must update them.
 func TestDocsVariantTables(t *testing.T) {
+	skipUnderRace(t)
 	for _, tc := range []struct {
 		file string
 		args []string

@@ -112,7 +112,19 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// skipUnderRace skips a test that runs long single-goroutine simulations
+// and nothing concurrent of its own: under -race it takes minutes of a
+// loaded CI machine and finds nothing. .ci/run runs it again without
+// -race (its "without -race" step lists these tests).
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("long single-goroutine runs: .ci/run runs this test without -race")
+	}
+}
+
 func TestBenchQuickJSON(t *testing.T) {
+	skipUnderRace(t)
 	code, out, stderr := simctl(t, "bench", "--quick", "--format", "json")
 	require.Equal(t, 0, code, stderr)
 	var doc struct {
