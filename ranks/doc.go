@@ -1,0 +1,27 @@
+// Package ranks is the world: every rank's GPU, its streams, events, host
+// thread, memory and programs, run on one deterministic engine
+// ([NewWorld], [World.Run]). A [Program] of host operations launches
+// kernels of micro-ops ([Instr]) over [Buffer]s, signal pads, FIFOs and
+// flags; the world checks every access for races and every consumed signal
+// or message for mismatched collectives, and reports what it finds as
+// findings. It never decides a verdict: the check package judges runs.
+//
+// Concerns that can be stated without the world live in packages of their
+// own, which World composes: ranks/hb (vector clocks, the carry filter,
+// snapshot recycling), ranks/findings (the finding record and a run's
+// log), ranks/cachealloc (PyTorch's caching allocator), ranks/gpu (the
+// hardware profiles and the kernel load model). The rest of World's state
+// is one type per concern, each declared in the file that owns it
+// (docs/architecture.md lists them).
+//
+// The package is larger than 3,000 lines because what is left is the
+// execution of one shared task graph: streams, events, graphs, flags,
+// residency and sharing at run time, and the speed machinery (folding,
+// templates, coarse collective steps, retirement) all run over the same
+// tasks, micro-ops and buffers, and their hot paths read one another's
+// state. The program and memory types (program.go, memory.go, value.go)
+// are the next cut: below them, the speed machinery could follow the
+// others out.
+//
+// Nothing here reads a clock, starts a goroutine or touches os.
+package ranks
