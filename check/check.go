@@ -29,9 +29,16 @@ const (
 	// BuildError: the program never ran (an engine failed to build). It is
 	// the most severe: nothing about the run can be trusted or measured.
 	BuildError = ranks.KindBuildError
+	// ReferenceHang: a reference run hangs — the serialized program (each
+	// rank's ops in program order on one stream), the eager path or
+	// another variant's serialized program — so the run's values could not
+	// be compared with it. It is the mildest finding: where the serialized
+	// program hangs, every schedule is compared with the nominal schedule
+	// instead, so schedules whose outputs differ still give corruption.
+	ReferenceHang = "reference-hang"
 )
 
-var severity = map[string]int{OK: 0, Race: 1, Mismatch: 2, Corruption: 3, Dropped: 4, Hang: 5, InvalidAccess: 6, CaptureError: 7, BuildError: 8}
+var severity = map[string]int{OK: 0, ReferenceHang: 1, Race: 2, Mismatch: 3, Corruption: 4, Dropped: 5, Hang: 6, InvalidAccess: 7, CaptureError: 8, BuildError: 9}
 
 // Worse reports whether verdict a is more severe than b.
 func Worse(a, b string) bool { return severity[a] > severity[b] }
@@ -54,8 +61,11 @@ func Meets(v, expect string) bool {
 // It keeps a record of each reference run's compared tensors, never the
 // run's world (refrecord.go).
 type Reference struct {
-	rec   *refRecord // the reference run's compared tensors
-	err   error
+	rec *refRecord // the reference run's compared tensors
+	err error
+	// hangs are the reference runs that hung (ReferenceHang findings),
+	// added to every schedule's findings.
+	hangs []ranks.Finding
 	extra *extraRefs // unsharded model, eager path, variants, values (family.go)
 	// replays are the records of graph replays 0…R-2 when each replay
 	// computes on inputs of its own (replays.go); rec is the last's.
@@ -81,15 +91,55 @@ func NewReference(p Program) (*Reference, error) {
 	// one reference world alive at a time, none once this returns.
 	R, independent, perReplay := b.World.InputReplays(), b.World.IndependentReplays(), b.World.ReplayInputs() > 0
 	releaseBuilt(b)
-	if ref.extra, err = newExtraRefs(p); err != nil {
+	if ref.extra, ref.hangs, err = newExtraRefs(p); err != nil {
 		return nil, err
 	}
 	if res.Hung {
-		ref.err = fmt.Errorf("the reference program (ops serialized per rank) hangs: %s", res.Findings[len(res.Findings)-1].Message)
+		if err := ref.nominalBaseline(p, res.Findings[len(res.Findings)-1]); err != nil {
+			return nil, err
+		}
 	} else if err := ref.buildReplayRefs(p, R, independent, perReplay); err != nil {
 		return nil, err
 	}
 	return ref, nil
+}
+
+// refHangFinding is the ReferenceHang finding of a reference run that
+// ended in hang (its ranks, ops and streams), said in msg.
+func refHangFinding(hang ranks.Finding, resource, msg string) ranks.Finding {
+	return ranks.Finding{Kind: ReferenceHang, Message: msg, Resource: resource,
+		Ranks: append([]int{}, hang.Ranks...), Ops: append([]string{}, hang.Ops...), Streams: append([]string{}, hang.Streams...)}
+}
+
+// nominalBaseline is what a reference compares with when the serialized
+// program hangs (why says how): the program's own nominal schedule, run
+// once. Every schedule is then compared with it, so schedules whose
+// outputs differ from each other still give corruption; and the hang is a
+// ReferenceHang finding of every schedule. Where the nominal schedule
+// does not finish either, nothing is compared.
+func (ref *Reference) nominalBaseline(p Program, hang ranks.Finding) error {
+	const serialized = "the reference program (each rank's ops serialized in program order on one stream) hangs"
+	why := hang.Message
+	f := refHangFinding(hang, "the reference program", serialized+", so outputs are compared with the nominal schedule's instead: "+why)
+	defer func() { ref.hangs = append([]ranks.Finding{f}, ref.hangs...) }()
+	b, err := p.Build(BuildOptions{}, sim.NewEngine(sim.Timed, nil))
+	if err != nil {
+		return err
+	}
+	defer releaseBuilt(b)
+	res, err := b.World.Run()
+	var ce *ranks.CaptureError
+	if errors.As(err, &ce) || (err == nil && (res.Hung || b.BuildFailed())) {
+		ref.err = errors.New("no outputs to compare with")
+		f.Message = serialized + ", and the nominal schedule does not finish either: outputs are compared with nothing: " + why
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ref.rec = newRefRecord(b, p, -1, false)
+	ref.rec.nominal = true
+	return nil
 }
 
 // Outcome is what one schedule produced.
@@ -211,6 +261,9 @@ func RunBuilt(b *Built, ref *Reference) (*Outcome, error) {
 			o.explain = append(o.explain, func() { o.Findings[base+i].Message, o.Findings[base+i].Resource = d() })
 		}
 	}
+	if ref != nil {
+		o.Findings = append(o.Findings, ref.hangs...)
+	}
 	if !res.Hung && ref != nil {
 		fs, details := ref.extra.findings(b, rw)
 		base := len(o.Findings)
@@ -272,8 +325,8 @@ func compare(got *Built, want *refRecord, rw *refWorlds) ([]ranks.Finding, []fun
 		})
 		gw := got.World
 		details = append(details, func() (message, resource string) {
-			return fmt.Sprintf("rank %d tensor %s[%d]: expected %d = %s; observed %d = %s (%d chunks differ from the reference on rank %d)",
-					r, name, fc, wv, rw.provenance(want, r, fi, fc), gv.N, gw.Srcs.Format(gv), bad, r),
+			return fmt.Sprintf("rank %d tensor %s[%d]: expected %d = %s; observed %d = %s (%d chunks differ from %s on rank %d)",
+					r, name, fc, wv, rw.provenance(want, r, fi, fc), gv.N, gw.Srcs.Format(gv), bad, want.what(), r),
 				fmt.Sprintf("rank %d tensor %q", r, name)
 		})
 	}
@@ -404,9 +457,6 @@ func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
 		return nil, err
 	}
 	rep := &VariantReport{Name: v.Name, Config: su.Settings, Program: p, Expect: v.Expect, Doc: v.Doc, Counts: map[string]int{}, BaseSeed: su.Seed}
-	if ref.err != nil {
-		rep.Notes = append(rep.Notes, ref.err.Error())
-	}
 	nom, err := runCapped(p, ref, sim.Timed, sim.Nominal{}, opt.MaxFindings)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -45,45 +46,74 @@ func runRef(p Program, opt BuildOptions, what string) (*Built, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if res.Hung {
-		return nil, fmt.Errorf("%s hangs: %s", what, res.Findings[len(res.Findings)-1].Message)
+		releaseBuilt(b)
+		h := res.Findings[len(res.Findings)-1]
+		return nil, &errRefHang{fmt.Sprintf("%s hangs: %s", what, h.Message), h}
 	}
 	return b, nil
 }
 
-// newExtraRefs builds the references p declares (nil when none).
-func newExtraRefs(p Program) (*extraRefs, error) {
+// newExtraRefs builds the references p declares (nil when none). A
+// reference run that hangs (the eager path, another variant's) is left
+// out, and said in a ReferenceHang finding of hangs.
+func newExtraRefs(p Program) (x *extraRefs, hangs []ranks.Finding, err error) {
+	x, hangs, err = newExtraRefsHung(p)
+	if x != nil && x.model == nil && x.eager == nil && len(x.variants) == 0 && len(x.expected) == 0 {
+		x = nil
+	}
+	return x, hangs, err
+}
+
+// errRefHang is a reference run that hangs.
+type errRefHang struct {
+	msg  string
+	hang ranks.Finding
+}
+
+func (e *errRefHang) Error() string { return e.msg }
+
+func newExtraRefsHung(p Program) (*extraRefs, []ranks.Finding, error) {
+	var hangs []ranks.Finding
+	hung := func(err error, resource string) bool {
+		var h *errRefHang
+		if errors.As(err, &h) {
+			hangs = append(hangs, refHangFinding(h.hang, resource, h.msg+"; outputs are not compared with it"))
+			return true
+		}
+		return false
+	}
 	refs, err := p.References()
 	if err != nil || refs == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	x := &extraRefs{expected: refs.Expected}
 	if m := refs.Model; m != nil {
 		x.model = m
 		x.modelW, x.modelTs, err = m.Run()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if refs.Eager != nil {
-		if x.eager, err = runRef(refs.Eager, BuildOptions{}, "eager path"); err != nil {
-			return nil, err
+		if x.eager, err = runRef(refs.Eager, BuildOptions{}, "the eager path (references: eager)"); err != nil && !hung(err, "the eager path") {
+			return nil, nil, err
 		}
 	}
 	for _, v := range refs.Variants {
 		// The other variant's intended outputs: its own program,
 		// serialized, as the program's own reference is; recorded, its
 		// world released.
-		b, err := runRef(v.Program, BuildOptions{Reference: true}, fmt.Sprintf("the reference of variant %s", v.Name))
+		b, err := runRef(v.Program, BuildOptions{Reference: true}, fmt.Sprintf("the serialized program of variant %q (references: variant)", v.Name))
 		if err != nil {
-			return nil, err
+			if hung(err, "the reference of variant "+v.Name) {
+				continue
+			}
+			return nil, nil, err
 		}
 		x.variants = append(x.variants, namedRecord{v.Name, newRefRecord(b, v.Program, -1, true)})
 		releaseBuilt(b)
 	}
-	if x.model == nil && x.eager == nil && len(x.variants) == 0 && len(x.expected) == 0 {
-		return nil, nil
-	}
-	return x, nil
+	return x, hangs, nil
 }
 
 // findings compares b with every reference. A finding whose message is

@@ -45,6 +45,17 @@ type refRecord struct {
 	// when replay ≥ 0 ([ranks.World.SetInputReplay]).
 	prog   Program
 	replay int
+	// nominal: the record is of the program's nominal schedule, not of
+	// its serialized reference (which hangs: Reference.nominalBaseline).
+	nominal bool
+}
+
+// what names the run rec records, for messages.
+func (rec *refRecord) what() string {
+	if rec.nominal {
+		return "the nominal schedule (the serialized reference hangs)"
+	}
+	return "the reference"
 }
 
 // refRank is one rank's compared tensors: tensor i's chunks are
@@ -106,10 +117,11 @@ func newRefRecord(b *Built, prog Program, replay int, byName bool) *refRecord {
 	return rec
 }
 
-// runReference builds and runs prog as a reference on the inputs of
-// replay (-1: the default inputs).
-func runReference(prog Program, replay int) (*Built, *ranks.Result, error) {
-	b, err := prog.Build(BuildOptions{Reference: true}, sim.NewEngine(sim.Timed, nil))
+// runReference builds and runs prog as a reference (serialized; or, not
+// serialized, its nominal schedule) on the inputs of replay (-1: the
+// default inputs).
+func runReference(prog Program, replay int, serialized bool) (*Built, *ranks.Result, error) {
+	b, err := prog.Build(BuildOptions{Reference: serialized}, sim.NewEngine(sim.Timed, nil))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -180,7 +192,7 @@ func (x *refWorlds) provenance(rec *refRecord, r, i, c int) string {
 	rb := x.built[rec]
 	if rb == nil {
 		rb = &rebuilt{}
-		b, res, err := runReference(rec.prog, rec.replay)
+		b, res, err := runReference(rec.prog, rec.replay, !rec.nominal)
 		switch {
 		case err != nil:
 			rb.why = err.Error()

@@ -30,7 +30,7 @@ func (ref *Reference) buildReplayRefs(p Program, R int, independent, perReplay b
 			ref.replays = append(ref.replays, ref.rec)
 			continue
 		}
-		b, res, err := runReference(p, k)
+		b, res, err := runReference(p, k, true)
 		if err != nil {
 			return fmt.Errorf("reference of replay %d: %w", k, err)
 		}

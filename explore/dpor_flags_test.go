@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/sim"
 )
 
 // genFlags generates a two-rank program whose kernels speak the device
@@ -112,4 +114,81 @@ func TestDPORLostWakeupsMatchNaive(t *testing.T) {
 			require.Equal(t, keys(want), keys(got))
 		})
 	}
+}
+
+// genWaitFirst generates one-rank flag programs whose serialized
+// reference hangs: a kernel spins until a flag of its own holds a value,
+// then copies into output chunk 0; a kernel issued after it, on the other
+// stream, puts that value; and a third kernel, on either stream, copies
+// into output chunk 0 too, or puts a flag (two unordered copies of
+// different chunks make the schedules' outputs differ).
+func genWaitFirst(t *rapid.T) richProgram {
+	p := richProgram{SerialRef: true}
+	chunk := rapid.IntRange(0, 1)
+	wait := tinyInstr{Op: "fwaiteq", DstChunk: chunk.Draw(t, "waitChunk"), Slot: rapid.IntRange(0, 1).Draw(t, "waitSlot")}
+	put := tinyInstr{Op: "fputown", DstChunk: wait.DstChunk, Slot: wait.Slot}
+	s := rapid.IntRange(0, 1).Draw(t, "stream")
+	third := tinyInstr{Op: "copy", DstOut: true, SrcChunk: chunk.Draw(t, "thirdSrc")}
+	if rapid.IntRange(0, 3).Draw(t, "thirdPuts") == 0 {
+		third = tinyInstr{Op: "fputown", DstChunk: chunk.Draw(t, "thirdChunk"), Slot: rapid.IntRange(0, 1).Draw(t, "thirdSlot")}
+	}
+	p.Ops[0] = []richOp{
+		{Kind: ranks.Launch, Stream: s, Kernel: richKernel{Instrs: []tinyInstr{wait, {Op: "copy", DstOut: true, SrcChunk: chunk.Draw(t, "copySrc")}}, Spins: rapid.Bool().Draw(t, "spins")}},
+		{Kind: ranks.Launch, Stream: 1 - s, Kernel: richKernel{Instrs: []tinyInstr{put}}},
+		{Kind: ranks.Launch, Stream: rapid.IntRange(0, 1).Draw(t, "thirdStream"), Kernel: richKernel{Instrs: []tinyInstr{third}}},
+	}
+	return p
+}
+
+// TestNaiveReferenceHangStillCompares: on generated flag programs whose
+// reference is serialized as a scenario file's is (each rank's ops on one
+// stream, in program order: a wait issued before the put it needs hangs
+// there), every interleaving of the naive enumeration is judged as the
+// reference-hang rule says (check.Reference.nominalBaseline): where the
+// serialized program hangs and the nominal schedule finishes, a run that
+// finishes is corruption exactly when its outputs differ from the nominal
+// schedule's, and no run is ok (the reference's hang is a finding of
+// every run). DPOR reaches the same outcomes.
+func TestNaiveReferenceHangStillCompares(t *testing.T) {
+	limit := 4000 // a program of three kernels has about 3,400 interleavings
+	var checked, refHung, differ atomic.Int64
+	rapid.Check(t, func(rt *rapid.T) {
+		p := genWaitFirst(rt)
+		tg := &Target{Scenario: p.scenario(), Variant: "flags"}
+		ref, err := check.NewReference(tg.program())
+		require.NoError(rt, err)
+		tg.ref = ref // judged against its reference, as a scenario file's target is
+		nom, err := tg.Run(sim.Timed, sim.Nominal{})
+		require.NoError(rt, err)
+		if !nom.Has(check.ReferenceHang) || nom.Verdict == check.Hang {
+			rt.Skip("the serialized reference finishes, or the nominal schedule hangs too")
+		}
+		refHung.Add(1)
+		want, runs, ok := naiveOutcomes(tg, limit)
+		if !ok {
+			rt.Skipf("naive enumeration too large (> %d runs)", runs-1)
+		}
+		outs := map[string]bool{}
+		for k := range want {
+			if k.verdict != check.Hang {
+				outs[k.out] = true
+			}
+		}
+		if len(outs) > 1 {
+			differ.Add(1)
+		}
+		for k := range want {
+			require.NotEqual(rt, check.OK, k.verdict, "a run with a hanging reference is never ok")
+			if k.verdict == check.Hang {
+				continue
+			}
+			require.Equal(rt, k.out != nom.OutHash, k.verdict == check.Corruption,
+				"outcome %s/%s against the nominal schedule's outputs %s", k.out, k.verdict, nom.OutHash)
+		}
+		got, sum := dporEveryOutcome(tg, runs)
+		require.True(rt, *sum.Complete)
+		require.Equal(rt, keys(want), keys(got))
+		checked.Add(1)
+	})
+	t.Logf("checked %d generated programs whose serialized reference hangs (%d such; %d whose schedules end with different outputs)", checked.Load(), refHung.Load(), differ.Load())
 }

@@ -47,10 +47,14 @@ type richProgram struct {
 	Ops   [2][]richOp
 	SMs   int
 	Graph bool
+	// SerialRef builds the reference as a scenario file's is, every op of
+	// a rank on its first stream in program order, and compares the
+	// outputs with it (by default nothing is compared).
+	SerialRef bool
 }
 
 func (p richProgram) scenario() *scenarios.Scenario {
-	return &scenarios.Scenario{Name: "rich", Build: func(_ scenarios.Config, _ scenarios.BuildOptions, eng *sim.Engine) (*scenarios.Built, error) {
+	return &scenarios.Scenario{Name: "rich", Build: func(_ scenarios.Config, opt scenarios.BuildOptions, eng *sim.Engine) (*scenarios.Built, error) {
 		mode := ranks.Eager
 		if p.Graph {
 			mode = ranks.Graph
@@ -91,14 +95,22 @@ func (p richProgram) scenario() *scenarios.Scenario {
 				for _, ti := range rk.Instrs {
 					ks.Instrs = append(ks.Instrs, ti.lower(r, sym, outs[r], f))
 				}
-				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: op.Stream, Kernel: ks})
+				stream := op.Stream
+				if p.SerialRef && opt.Reference {
+					stream = 0
+				}
+				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: stream, Kernel: ks})
 			}
 			if p.Graph {
 				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Record, Stream: 1, Event: 3}, ranks.HostOp{Kind: ranks.Wait, Stream: 0, Event: 3})
 			}
 			w.SetProgram(r, prog)
 		}
-		return &scenarios.Built{World: w}, nil
+		b := &scenarios.Built{World: w}
+		if p.SerialRef {
+			b.Compare = [][]*ranks.Buffer{{outs[0]}, {outs[1]}} // judged against the reference, as a file's outputs are
+		}
+		return b, nil
 	}}
 }
 

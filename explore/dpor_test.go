@@ -64,10 +64,14 @@ func (ti tinyInstr) lower(r int, sym *ranks.Symmetric, out *ranks.Buffer, fifos 
 			Dst: out, DstLo: ti.DstChunk, Srcs: []ranks.Src{{Buf: out, Lo: ti.DstChunk, Coef: 1}}, Peer: 1 - r}
 	case "fput": // a release flag store of Slot+1 into the peer's mem chunk DstChunk (ranks/flags.go)
 		return ranks.Instr{Op: ranks.OpFlagPut, Dur: 100, Dst: sym.Bufs[1-r], DstLo: ti.DstChunk, N: 1, Slot: ti.Slot + 1, Peer: 1 - r}
+	case "fputown": // a release flag store of Slot+1 into the own mem chunk DstChunk
+		return ranks.Instr{Op: ranks.OpFlagPut, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Slot: ti.Slot + 1, Peer: r}
 	case "freset": // a relaxed store of 0 into the own mem chunk DstChunk
 		return ranks.Instr{Op: ranks.OpFlagPut, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Fresh: true, Peer: r}
 	case "fwait": // spin until the own mem chunk DstChunk is Slot+1 or more
 		return ranks.Instr{Op: ranks.OpFlagWait, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Cmp: ranks.FlagGe, Slot: ti.Slot + 1, Peer: -1}
+	case "fwaiteq": // spin until the own mem chunk DstChunk is Slot+1 (never at first: mem starts at 10 and more)
+		return ranks.Instr{Op: ranks.OpFlagWait, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Cmp: ranks.FlagEq, Slot: ti.Slot + 1, Peer: -1}
 	case "fwaitv": // spin until the own mem chunk DstChunk is at most the own out chunk SrcChunk (an against: value in memory)
 		return ranks.Instr{Op: ranks.OpFlagWait, Dur: 100, Dst: sym.Bufs[r], DstLo: ti.DstChunk, N: 1, Cmp: ranks.FlagLe, Srcs: []ranks.Src{{Buf: out, Lo: ti.SrcChunk}}, Peer: -1}
 	case "frecv": // a receive into the own mem chunk DstChunk: an NCCL receive into a polled tensor

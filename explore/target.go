@@ -192,7 +192,7 @@ func (s *Schedule) Has(kind string) bool {
 }
 
 // kindOrder is the finding kinds, most severe first.
-var kindOrder = []string{check.InvalidAccess, check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race}
+var kindOrder = []string{check.InvalidAccess, check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race, check.ReferenceHang}
 
 // program is the target's program: Program, or its scenario's Config.
 func (t *Target) program() check.Program {
