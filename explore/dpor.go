@@ -112,6 +112,12 @@ type DPOR struct {
 	chunks    [][]int32 // buffer id → chunk → 1 + resource id (chunkID)
 	padNames  map[*ranks.SignalPad]uint64
 	fifoNames map[*ranks.Fifo]uint64
+	// The last execution's choices as the engine saw them (spins
+	// included) and, per step, how many of them came before its own: the
+	// next execution makes the same ones up to its branch point without
+	// asking the world which pending steps would spin (replayChoices).
+	raw, rawAt        []int32
+	spareRaw, spareAt []int32
 }
 
 type dnode struct {
@@ -203,7 +209,11 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 		d.local = map[ranks.ActorID]int{}
 	}
 	clear(d.local)
-	d.cur = &dporRun{d: d, prefix: d.prefix, steps: d.steps[:0], abuf: d.abuf[:0], acc: d.acc[:0], pseudo: d.pseudo[:0], branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
+	fast := 0
+	if i > 0 && len(d.prefix)-1 < len(d.rawAt) {
+		fast = int(d.rawAt[len(d.prefix)-1])
+	}
+	d.cur = &dporRun{d: d, prefix: d.prefix, fast: fast, prevRaw: d.raw, raw: d.spareRaw[:0], rawAt: d.spareAt[:0], steps: d.steps[:0], abuf: d.abuf[:0], acc: d.acc[:0], pseudo: d.pseudo[:0], branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
 		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: d.local, woken: map[ranks.ActorID]bool{}}
 	return d.cur, 0, true
 }
@@ -252,6 +262,8 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 		r.attempt(&st)
 	}
 	d.analyse(r.merged(), r.reusable())
+	d.spareRaw, d.spareAt = d.raw, d.rawAt
+	d.raw, d.rawAt = r.raw, r.rawAt
 	d.steps, d.abuf, d.acc, d.pseudo = r.steps[:0], r.abuf[:0], r.acc[:0], r.pseudo[:0]
 	return nil
 }
@@ -408,6 +420,12 @@ type dporRun struct {
 	abuf  []ranks.ActorID            // slab of enabled sets (actorBuf)
 	acc   []access                   // slab of this run's footprints (accesses)
 	snap  map[ranks.ActorID][]access // the sleep set as of the last snapshot (nil: stale)
+	// replayChoices: the engine's choices so far (raw), the number made
+	// before each step's own (rawAt), and how many of the previous
+	// execution's (prevRaw) to make again unasked (fast): those before its
+	// branch point, which find the world in the same states.
+	raw, rawAt, prevRaw []int32
+	fast                int
 }
 
 // Attach implements [Attacher].
@@ -419,6 +437,22 @@ func (r *dporRun) Attach(w *ranks.World) {
 func (r *dporRun) Choose(sim.Decision, int) int { return 0 }
 
 func (r *dporRun) ChooseItem(items []sim.Item) int {
+	k := r.choose(items)
+	r.raw = append(r.raw, int32(k))
+	return k
+}
+
+// choose is ChooseItem's choice. Before the branch point it is the
+// previous execution's (replayChoices): the same prefix of steps from the
+// same initial world makes the same choices, spins included, so asking the
+// world which pending steps would spin (every pending step, every choice)
+// is needed only from the branch point on; the steps before it need no
+// enabled set (their nodes exist).
+func (r *dporRun) choose(items []sim.Item) int {
+	if n := len(r.raw); n < r.fast {
+		r.have = false
+		return int(r.prevRaw[n])
+	}
 	r.have = false
 	enabled := r.actorBuf(len(items))
 	for k, it := range items {
@@ -510,6 +544,11 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 			}
 		}
 	}
+	before := len(r.raw)
+	if chosen {
+		before-- // its own choice
+	}
+	r.rawAt = append(r.rawAt, int32(before))
 	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, local: r.local[st.Actor], sleep: sleepHere})
 }
 
