@@ -802,6 +802,15 @@ func (b *builder) finish(items []*item) error {
 	if p.mode == "eager" && !math.IsNaN(first) && lastEnd > first {
 		p.stepNs = ns(lastEnd - first)
 	}
+	if b.rsGuessed > 0 {
+		p.notef("%d record_stream calls: the trace does not name the stream each was given (\"<Stream>\"); each is taken to be every stream other than the allocating one whose kernels used the tensor before its free (a guess: a call naming another stream, or one of several, reads safe here; record with validation/collsim_record.py, whose probe names the stream)", b.rsGuessed)
+	}
+	if len(b.rsPending) > 0 {
+		p.notef("%d tensors given record_stream are not freed in the step: the calls have no effect within it", len(b.rsPending))
+	}
+	if b.noKernelAllocs > 0 {
+		p.notef("%d tensors allocated by an operator that launches no kernel (empty, empty_like, new_empty, ...): tied to their block through the execution trace's storage id; allocated on the stream of the first kernel that uses them (the trace does not name the allocating stream)", b.noKernelAllocs)
+	}
 	if b.et == nil {
 		p.notef("no execution trace: each kernel writes the blocks its operator allocated ([memory] events) and reads nothing the importer can name, so a read of freed memory cannot show; record one with torch.profiler.ExecutionTraceObserver and pass it with --et")
 	} else if b.noET > 0 {
