@@ -2,7 +2,9 @@ package importer_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,6 +68,12 @@ func FuzzImport(f *testing.F) {
 		}
 		f.Add(tr, et)
 	}
+	// Corpus traces with the record kinds of the real-program corpus: graph
+	// captures and replays without step marks, two graphs, allocations by
+	// operators without kernels, a collective's c10d operator.
+	for _, name := range []string{"GraphFreeWhileRead", "TwoGraphsSideStream", "EmptyLikeOut", "NcclSideStreamNoJoin", "StaticOutputHeldAcrossReplays"} {
+		f.Add(gunzip(f, filepath.Join(corpusTraces, name+".json.gz")), gunzip(f, filepath.Join(corpusTraces, name+".et.json.gz")))
+	}
 	f.Fuzz(func(t *testing.T, trace, et []byte) {
 		dir := t.TempDir()
 		tp, ep := filepath.Join(dir, "t.json"), filepath.Join(dir, "t.et.json")
@@ -98,4 +106,21 @@ func FuzzFlight(f *testing.F) {
 			t.Fatal("no error and no file")
 		}
 	})
+}
+
+func gunzip(f *testing.F, path string) []byte {
+	fh, err := os.Open(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer fh.Close()
+	z, err := gzip.NewReader(fh)
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := io.ReadAll(z)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
 }
