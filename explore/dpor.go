@@ -108,8 +108,10 @@ type DPOR struct {
 	acc       []access
 	pseudo    []pseudoStep
 	local     map[ranks.ActorID]int
-	keep      []access  // long-lived footprints of explored steps (doneAcc), in chunks
-	chunks    [][]int32 // buffer id → chunk → 1 + resource id (chunkID)
+	keep      []access            // long-lived footprints of explored steps (doneAcc), in chunks
+	chunks    [][]int32           // buffer id → chunk → 1 + resource id (chunkID)
+	slotIDs   [][]int32           // pad name → slot → 1 + resource id (resID)
+	actorIDs  [2]map[uint64]int32 // resIssued, resDone: actor → resource id
 	padNames  map[*ranks.SignalPad]uint64
 	fifoNames map[*ranks.Fifo]uint64
 	// The last execution's choices as the engine saw them (spins
@@ -676,12 +678,55 @@ type nameKey struct {
 }
 
 func (r *dporRun) add(out []access, k resKey, write bool, class uint8) []access {
-	id, ok := r.d.res[k]
-	if !ok {
-		id = int32(len(r.d.res))
-		r.d.res[k] = id
+	return append(out, access{res: r.d.resID(k), write: write, class: class})
+}
+
+// resID is the id of resource k: through a table by pad and slot for a
+// signal slot, a map by actor for an issue or a completion (a join's first
+// step lists every node of its replay), and the resource map for the rest
+// (the tables are in front of it: ids are the map's).
+func (d *DPOR) resID(k resKey) int32 {
+	var memo *int32
+	switch k.kind {
+	case resSlot:
+		if k.a >= uint64(len(d.slotIDs)) {
+			d.slotIDs = append(d.slotIDs, make([][]int32, k.a+1-uint64(len(d.slotIDs)))...)
+		}
+		row := d.slotIDs[k.a]
+		if k.b >= uint64(len(row)) {
+			row = append(row, make([]int32, k.b+1-uint64(len(row)))...)
+			d.slotIDs[k.a] = row
+		}
+		memo = &row[k.b]
+	case resIssued, resDone:
+		m := &d.actorIDs[k.kind-resIssued]
+		if *m == nil {
+			*m = map[uint64]int32{}
+		}
+		if v, ok := (*m)[k.a]; ok {
+			return v
+		}
+		v := d.mapID(k)
+		(*m)[k.a] = v
+		return v
 	}
-	return append(out, access{res: id, write: write, class: class})
+	if memo != nil && *memo > 0 {
+		return *memo - 1
+	}
+	v := d.mapID(k)
+	if memo != nil {
+		*memo = v + 1
+	}
+	return v
+}
+
+func (d *DPOR) mapID(k resKey) int32 {
+	id, ok := d.res[k]
+	if !ok {
+		id = int32(len(d.res))
+		d.res[k] = id
+	}
+	return id
 }
 
 // accesses is the footprint of step st (first: the actor's first visible
@@ -925,8 +970,17 @@ func (d *DPOR) analyse(steps []dstep, reuse int) {
 		}
 		{
 			clock := slab[j*stride : (j+1)*stride : (j+1)*stride]
+			// The actor's own previous step comes first (preds[0] when
+			// there is one): a copy of its clock. A predecessor it
+			// already knows of adds nothing (its clock is below), so the
+			// join over it is skipped.
+			own := -1
+			if p := lastOf[sj.a]; p >= 0 {
+				copy(clock, steps[p].clock)
+				own = p
+			}
 			for _, p := range preds {
-				if !p.hbEdge {
+				if !p.hbEdge || p.i == own || int(clock[steps[p.i].a]) >= steps[p.i].local {
 					continue
 				}
 				for a, v := range steps[p.i].clock {
