@@ -91,6 +91,10 @@ type Result struct {
 	DPOR      string // DPOR's verdict
 	Complete  bool   // DPOR explored every class within the bound
 	Traces    int
+	// RecordedNs is the step time the trace recorded (first issue to the
+	// last kernel's end); SimulatedNs the imported scenario's nominal one.
+	RecordedNs, SimulatedNs int64
+	Mode                    string // eager or graph, as imported
 	// Detected: collsim says the program is buggy (race or worse from run
 	// or DPOR; for a frozen label, a note naming a frozen host value).
 	Detected bool
@@ -138,6 +142,7 @@ func scoreOne(dir string, p Program, o Options) Result {
 		return r
 	}
 	r.Run = rep.Verdict
+	r.RecordedNs, r.SimulatedNs, r.Mode = res.StepNs, rep.StepTimeNs, res.Ranks[0].Mode
 	read := func(string) ([]byte, error) { return res.YAML, nil }
 	tg, err := explore.NewTargetFrom(res.Spec.Name+".yaml", sc.Variants[0].Name, nil, scenarios.ReadFunc(read))
 	if err != nil {

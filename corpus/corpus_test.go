@@ -40,6 +40,16 @@ func TestBenchmark(t *testing.T) {
 		require.Empty(t, r.ImportErr, r.Name)
 		require.True(t, r.Right || knownMiss[r.Name] != "", "%s (label %s): run %s, dpor %s complete %v; notes: %s", r.Name, r.Label, r.Run, r.DPOR, r.Complete, strings.Join(r.Notes, "; "))
 	}
+	// The imported step takes the time the trace recorded: within 5 % for an
+	// eager import (its host gaps and durations are the recorded ones);
+	// within 10 % for a graph-mode import, whose replay has no host gaps.
+	for _, r := range rs {
+		tol := 0.05
+		if r.Mode == "graph" {
+			tol = 0.10
+		}
+		require.InDelta(t, 1, float64(r.SimulatedNs)/float64(r.RecordedNs), tol, "%s: simulated %d ns, recorded %d ns", r.Name, r.SimulatedNs, r.RecordedNs)
+	}
 	for _, r := range rs {
 		if knownMiss[r.Name] != "" {
 			require.False(t, r.Right, "%s now gets its label: take it off knownMiss", r.Name)

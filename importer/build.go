@@ -102,6 +102,7 @@ type builder struct {
 	// storage of the operator it happened in (empty, empty_like, zeros,
 	// the kernel's own operator, …): the tie between a block and a tensor.
 	owner map[*memEvent]int64
+	owned map[int64][]*memEvent // owner's inverse, in host order
 	// rsPending holds record_stream calls until their tensor is freed,
 	// when the allocator reads the block's stream uses.
 	rsPending map[string][]*item
@@ -484,14 +485,30 @@ func (b *builder) memItems(items []*item) []*item {
 // or in place, is the same tensor as its kernel's output.
 func (b *builder) owners() {
 	b.owner = map[*memEvent]int64{}
+	b.owned = map[int64][]*memEvent{}
+	// One sweep over the operators (sorted by start) and the allocations
+	// (sorted by time) with the stack of operators open at each: ranges on
+	// one host thread nest, so the innermost is on top.
+	var stack []*cpuOp
+	oi := 0
+	ops := b.rt.ops
 	for _, m := range b.rt.mem {
+		for oi < len(ops) && ops[oi].ts <= m.ts {
+			if ops[oi].cat == "cpu_op" {
+				stack = append(stack, ops[oi])
+			}
+			oi++
+		}
+		for len(stack) > 0 && stack[len(stack)-1].end < m.ts {
+			stack = stack[:len(stack)-1]
+		}
 		if m.bytes <= 0 {
 			continue
 		}
-		var best *cpuOp
-		var st int64
-		for _, op := range b.rt.ops {
-			if op.cat != "cpu_op" || m.ts < op.ts || m.ts > op.end || (best != nil && op.end-op.ts >= best.end-best.ts) {
+	find:
+		for i := len(stack) - 1; i >= 0; i-- {
+			op := stack[i]
+			if m.ts > op.end {
 				continue
 			}
 			eo := b.et[op.rf]
@@ -500,13 +517,11 @@ func (b *builder) owners() {
 			}
 			for _, w := range eo.Outputs {
 				if w.Bytes() <= m.bytes && w.Bytes() > 0 {
-					best, st = op, w.Storage
-					break
+					b.owner[m] = w.Storage
+					b.owned[w.Storage] = append(b.owned[w.Storage], m)
+					break find
 				}
 			}
-		}
-		if best != nil {
-			b.owner[m] = st
 		}
 	}
 }
@@ -543,8 +558,8 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 			}
 		}
 		if got == nil {
-			for _, m := range b.rt.mem {
-				if m.bytes > 0 && !b.claimed[m] && m.ts < it.op.ts && b.rt.window.has(m.ts) && b.owner[m] == r.Storage {
+			for _, m := range b.owned[r.Storage] {
+				if !b.claimed[m] && m.ts < it.op.ts && b.rt.window.has(m.ts) {
 					got = m
 				}
 			}
@@ -798,6 +813,21 @@ func (b *builder) finish(items []*item) error {
 			prev = it.issue
 		}
 		p.ops = append(p.ops, op)
+	}
+	// What the host does after the last kernel (event records and waits,
+	// frees, syncs) orders nothing that runs after it: its host time is not
+	// the step's, which ends when the device does (the recorded step time
+	// below). Such ops cost the simulated host nothing.
+	last := -1
+	for i, op := range p.ops {
+		if op.Kind == scenarios.OpKernel || isColl(op.Kind) {
+			last = i
+		}
+	}
+	for i := last + 1; last >= 0 && i < len(p.ops); i++ {
+		if p.ops[i].HostNs > 1 {
+			p.ops[i].HostNs = 1
+		}
 	}
 	if p.mode == "eager" && !math.IsNaN(first) && lastEnd > first {
 		p.stepNs = ns(lastEnd - first)
