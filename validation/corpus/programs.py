@@ -1077,3 +1077,85 @@ class NcclSideStreamNoJoin(Base):
 class NcclSideStreamJoined(NcclSideStreamNoJoin):
     intent = "clean"
     join = True
+
+
+# --- 8. held out: written after the importer was mended, to check its rules on programs it had not seen
+
+@program
+class IndexSelectOut(FreeWhileRead):
+    """x is torch.empty filled by index_select(out=x); aux reads it; main frees and reuses the block."""
+    mechanism = "held-out"
+    intent = "racy"
+
+    def extra(self):
+        self.idx = torch.arange(N - 1, -1, -1, device="cuda")
+        self.y_ref = self.read(self.make_x())
+
+    def make_x(self):
+        x = torch.empty(N, device="cuda")
+        torch.index_select(self.src, 0, self.idx, out=x)
+        return x
+
+    def make_w(self):
+        w = torch.empty(N, device="cuda")
+        torch.neg(self.src, out=w)
+        return w
+
+
+@program
+class SplitViewsRecordStream(FreeWhileRead):
+    """aux reads the second half of torch.split(x); record_stream on that view before the free."""
+    mechanism = "held-out"
+    intent = "clean"
+    fix = "record_stream"
+
+    def read(self, x):
+        return torch.split(x, N // 2)[1].exp()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        x = self.make_x()
+        parts = torch.split(x, N // 2)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = parts[1].exp()
+        parts[1].record_stream(aux)
+        c = self.A @ self.B
+        del x, parts
+        w = self.make_w()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class GraphTwoSideStreams(GraphBase):
+    """A graph forks two side streams; only one is joined before x is freed inside the capture."""
+    mechanism = "held-out"
+    intent = "racy"
+    delay = "aux2, inside the graph, before its read"
+    step_mark = False
+
+    def refs(self):
+        self.y_ref = (self.src * 2.0).sin()
+        self.u_ref = (self.src * 2.0).exp()
+
+    def body(self, sleep):
+        main = torch.cuda.current_stream()
+        x = self.src * 2.0
+        self.aux.wait_stream(main)
+        self.aux2.wait_stream(main)
+        with torch.cuda.stream(self.aux):
+            y = x.sin()
+        with torch.cuda.stream(self.aux2):
+            nap(sleep)
+            u = x.exp()
+        main.wait_stream(self.aux)
+        c = self.A @ self.B
+        del x
+        w = self.src.cos()
+        main.wait_stream(self.aux2)
+        return [y, u]
+
+    def check(self, outs):
+        return [(outs[0], self.y_ref), (outs[1], self.u_ref)]
