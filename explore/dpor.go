@@ -120,6 +120,8 @@ type DPOR struct {
 	// asking the world which pending steps would spin (replayChoices).
 	raw, rawAt        []int32
 	spareRaw, spareAt []int32
+	ev, spareEv       []bool
+	evAt, spareEvAt   []int32
 }
 
 type dnode struct {
@@ -211,11 +213,12 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 		d.local = map[ranks.ActorID]int{}
 	}
 	clear(d.local)
-	fast := 0
+	fast, fastEv := 0, 0
 	if i > 0 && len(d.prefix)-1 < len(d.rawAt) {
-		fast = int(d.rawAt[len(d.prefix)-1])
+		fast, fastEv = int(d.rawAt[len(d.prefix)-1]), int(d.evAt[len(d.prefix)-1])
 	}
-	d.cur = &dporRun{d: d, prefix: d.prefix, fast: fast, prevRaw: d.raw, raw: d.spareRaw[:0], rawAt: d.spareAt[:0], steps: d.steps[:0], abuf: d.abuf[:0], acc: d.acc[:0], pseudo: d.pseudo[:0], branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
+	d.cur = &dporRun{d: d, prefix: d.prefix, fast: fast, prevRaw: d.raw, raw: d.spareRaw[:0], rawAt: d.spareAt[:0],
+		fastEv: fastEv, prevEv: d.ev, ev: d.spareEv[:0], evAt: d.spareEvAt[:0], steps: d.steps[:0], abuf: d.abuf[:0], acc: d.acc[:0], pseudo: d.pseudo[:0], branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
 		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: d.local, woken: map[ranks.ActorID]bool{}}
 	return d.cur, 0, true
 }
@@ -266,6 +269,8 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	d.analyse(r.merged(), r.reusable())
 	d.spareRaw, d.spareAt = d.raw, d.rawAt
 	d.raw, d.rawAt = r.raw, r.rawAt
+	d.spareEv, d.spareEvAt = d.ev, d.evAt
+	d.ev, d.evAt = r.ev, r.evAt
 	d.steps, d.abuf, d.acc, d.pseudo = r.steps[:0], r.abuf[:0], r.acc[:0], r.pseudo[:0]
 	return nil
 }
@@ -278,7 +283,9 @@ type dstep struct {
 	a       int // dense actor index
 	local   int // 1-based index among the actor's steps
 	clock   []int32
-	pseudo  bool // an attempt that spun (it never ran)
+	pseudo  bool  // an attempt that spun (it never ran)
+	fifo    bool  // a send or receive (its footprint depends on the FIFO's counters)
+	accEnd  int32 // the footprint slab's length after its footprint
 	sleep   map[ranks.ActorID][]access
 	node    int // index of the state before it (-1 for a pseudo-step)
 }
@@ -428,6 +435,11 @@ type dporRun struct {
 	// branch point, which find the world in the same states.
 	raw, rawAt, prevRaw []int32
 	fast                int
+	// The same for the observed events (true: a spin), up to the branch
+	// step's: before it, a step is the previous execution's (again).
+	ev, prevEv []bool
+	evAt       []int32
+	fastEv     int
 }
 
 // Attach implements [Attacher].
@@ -488,7 +500,12 @@ func (r *dporRun) choose(items []sim.Item) int {
 }
 
 func (r *dporRun) observe(it sim.Item, chosen bool) {
+	e := len(r.ev)
+	if e < r.fastEv && !r.prevEv[e] && r.again(it, chosen) {
+		return
+	}
 	st := r.w.NextStep(it.Actor)
+	r.ev = append(r.ev, st.Block)
 	if st.Block {
 		r.attempt(&st)
 		return
@@ -546,12 +563,45 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 			}
 		}
 	}
+	r.stepDone(chosen, e)
+	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, accEnd: int32(len(r.acc)), local: r.local[st.Actor], sleep: sleepHere, fifo: st.Instr != nil && st.Instr.Fifo != nil})
+}
+
+// stepDone records, for the step observed as event e, how many engine
+// choices and observed events came before its own (replayChoices).
+func (r *dporRun) stepDone(chosen bool, e int) {
 	before := len(r.raw)
 	if chosen {
 		before-- // its own choice
 	}
 	r.rawAt = append(r.rawAt, int32(before))
-	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, local: r.local[st.Actor], sleep: sleepHere})
+	r.evAt = append(r.evAt, int32(e))
+}
+
+// again takes the step before the branch point that event it is from the
+// previous execution, which ran the same one there: the step slab still
+// holds it at its index, and the footprint slab its footprint at the same
+// place (both are refilled in the same order). Asking the world for the
+// step (NextStep) and working out its footprint again is needed only from
+// the branch point on. A step that moves a FIFO's counters is worked out
+// again (its footprint depends on them); so is any that does not match.
+func (r *dporRun) again(it sim.Item, chosen bool) bool {
+	i := len(r.steps)
+	if i >= r.branch || i >= cap(r.steps) {
+		return false
+	}
+	st := r.steps[: i+1 : i+1][i]
+	if st.fifo || st.pseudo || r.w.ActorOf(it.Actor) != st.actor || r.local[st.actor]+1 != st.local || int(st.accEnd) > cap(r.acc) || st.accEnd < int32(len(r.acc)) {
+		return false
+	}
+	r.ev = append(r.ev, false)
+	r.have = false
+	r.local[st.actor]++
+	r.acc = r.acc[:st.accEnd]
+	st.enabled, st.sleep = nil, nil
+	r.stepDone(chosen, len(r.ev)-1)
+	r.steps = append(r.steps, st)
+	return true
 }
 
 // actorBuf returns an empty slice with room for n actors, carved from the
