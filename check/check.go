@@ -375,6 +375,10 @@ type VariantReport struct {
 	// in the program's words (cause.go); nil without a corruption or when
 	// no read saw another op's bytes than in the reference.
 	RootCause *Cause `json:"root_cause,omitempty"`
+	// Corruption says, when a schedule gave corruption, in how many of
+	// the schedules run, with which values and whether beside a race: a
+	// logic bug or a race (wrongvalue.go).
+	Corruption *CorruptionSummary `json:"corruption,omitempty"`
 	// Groups are Findings by kind, op pair and resource, the root cause's
 	// first (group.go).
 	Groups []Group `json:"groups"`
@@ -466,6 +470,8 @@ func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
 	rep.StepTimeNs = int64(nom.StepTime)
 	rep.TraceHash = nom.TraceHash
 	rep.NominalResult = nom.Verdict
+	var tally corruptTally
+	tally.see(nom)
 	best := nom
 	steps := 0
 	if su.Budget >= 2 {
@@ -485,6 +491,7 @@ func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
 			return nil, err
 		}
 		rep.Schedules++
+		tally.see(o)
 		if Worse(o.Verdict, best.Verdict) {
 			best = o
 			ws := sim.Seed(seed)
@@ -498,6 +505,7 @@ func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
 		}
 	}
 	best.Explain()
+	rep.Corruption = tally.summary(best) // after Explain: it ends the corruption messages
 	rep.Verdict = best.Verdict
 	rep.Findings = sortFindings(best.Findings)
 	if rep.Findings == nil {

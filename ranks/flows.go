@@ -144,7 +144,7 @@ func (w *World) Marks() []Mark { return w.tl.marks }
 func (w *World) Issues() []Issue { return w.tl.issues }
 
 func (w *World) ref(id int32) TaskRef {
-	t := w.tasks[id]
+	t := w.task(id) // a retired task's stand-in too (retire.go): LastWriter names any writer
 	return TaskRef{Rank: t.rank, Stream: w.streamName(id), Name: w.taskName(id), Replay: int(t.replay), Start: t.start}
 }
 
