@@ -184,9 +184,17 @@ func TestDocsCommands(t *testing.T) {
 				for _, a := range c.args {
 					copyRepoFile(t, root, dir, a)
 				}
+				// A page writes its files under /tmp, never where the
+				// reader stands (the repository): here /tmp/ is the
+				// page's own directory.
+				args := make([]string, len(c.args))
+				for i, a := range c.args {
+					args[i] = inTmp(dir, a)
+				}
+				c.stdout = inTmp(dir, c.stdout)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				cmd := exec.CommandContext(ctx, bin, c.args...)
+				cmd := exec.CommandContext(ctx, bin, args...)
 				cmd.Dir = dir
 				cmd.Env = append(os.Environ(), "NO_COLOR=1")
 				var stdout, stderr bytes.Buffer
@@ -200,7 +208,11 @@ func TestDocsCommands(t *testing.T) {
 					require.NoError(t, err)
 				}
 				if c.stdout != "" {
-					require.NoError(t, os.WriteFile(filepath.Join(dir, c.stdout), stdout.Bytes(), 0o644))
+					path := c.stdout
+					if !filepath.IsAbs(path) {
+						path = filepath.Join(dir, path)
+					}
+					require.NoError(t, os.WriteFile(path, stdout.Bytes(), 0o644))
 				}
 				require.Equal(t, c.exit, code, "simctl %s\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), stdout.String(), stderr.String())
 				if code == 2 {
@@ -208,9 +220,13 @@ func TestDocsCommands(t *testing.T) {
 				} else {
 					require.NotEmpty(t, stdout.String(), "simctl %s prints something", strings.Join(c.args, " "))
 				}
-				for i, a := range c.args {
-					if (a == "--trace" || a == "--html" || a == "--witness" || a == "--out") && i+1 < len(c.args) && code != 2 {
-						st, err := os.Stat(filepath.Join(dir, c.args[i+1]))
+				for i, a := range args {
+					if (a == "--trace" || a == "--html" || a == "--witness" || a == "--out") && i+1 < len(args) && code != 2 {
+						path := args[i+1]
+						if !filepath.IsAbs(path) {
+							path = filepath.Join(dir, path)
+						}
+						st, err := os.Stat(path)
 						require.NoError(t, err, "%s %s was not written", a, c.args[i+1])
 						require.NotZero(t, st.Size())
 					}
@@ -219,6 +235,18 @@ func TestDocsCommands(t *testing.T) {
 		}
 	}
 	require.NotZero(t, total, "the docs show simctl commands")
+}
+
+// inTmp maps a docs command's /tmp/NAME (where the pages write files) to
+// dir/NAME; any other argument is returned as is.
+func inTmp(dir, arg string) string {
+	if flag, v, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
+		return flag + "=" + inTmp(dir, v)
+	}
+	if rest, ok := strings.CutPrefix(arg, "/tmp/"); ok {
+		return filepath.Join(dir, rest)
+	}
+	return arg
 }
 
 // copyRepoFile copies arg into dir when it is a relative path that names a

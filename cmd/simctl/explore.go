@@ -80,7 +80,7 @@ Strategies:
 Results do not depend on --workers: schedules are merged in a fixed order (dpor
 runs sequentially). Exit status: 0 when the verdict meets the variant's
 expectation, 1 when it does not, 2 on bad input.`,
-		Example: `  simctl explore tp8-shared-expert --variant buggy --strategy pct --budget 50 --witness w.json --html w.html
+		Example: `  simctl explore tp8-shared-expert --variant buggy --strategy pct --budget 50 --witness /tmp/w.json --html /tmp/w.html
   simctl explore tp8-shared-expert --variant fixed --strategy random --budget 200 --set layers=1 --workers 2
   simctl explore tp8-shared-expert --variant fixed --set tp=2 --set layers=1 --strategy dpor
   simctl explore p2p-oneshot-probe --variant buggy --strategy dpor --outcomes --format json`,

@@ -24,9 +24,9 @@ like) and prints the summary a single machine would have printed for the same
 budget: with --format json, byte for byte (the text form differs only in its
 wall-clock line). The shards must have explored the same scenario, variant,
 overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
-		Example: `  simctl explore tp8-shared-expert --variant fixed --budget 40 --set layers=1 --shard 0/2 > s0.json
-  simctl explore tp8-shared-expert --variant fixed --budget 40 --set layers=1 --shard 1/2 > s1.json
-  simctl merge s0.json s1.json --format json`,
+		Example: `  simctl explore tp8-shared-expert --variant fixed --budget 40 --set layers=1 --shard 0/2 > /tmp/s0.json
+  simctl explore tp8-shared-expert --variant fixed --budget 40 --set layers=1 --shard 1/2 > /tmp/s1.json
+  simctl merge /tmp/s0.json /tmp/s1.json --format json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {

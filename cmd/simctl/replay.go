@@ -39,9 +39,9 @@ bad input.
 With --shrink it then sets recorded choices back to nominal (0) while the
 finding persists, writes the smaller witness (to --out, default FILE with
 .min.json) and replays that one too.`,
-		Example: `  simctl replay w.json
-  simctl replay w.json --shrink --out w.min.json
-  simctl replay w.min.json --html r.html`,
+		Example: `  simctl replay /tmp/w.json
+  simctl replay /tmp/w.json --shrink --out /tmp/w.min.json
+  simctl replay /tmp/w.min.json --html /tmp/r.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			return runReplay(stdout, args[0], f)

@@ -44,7 +44,7 @@ docs/scenario-format.md); running that file gives the same verdicts and
 trace hashes as the built-in.`,
 		Example: `  simctl show tp8-shared-expert
   simctl show tp8-shared-expert --variant fixed --width 120
-  simctl show tp8-shared-expert --yaml > my-tp8.yaml
+  simctl show tp8-shared-expert --yaml > /tmp/my-tp8.yaml
   simctl show docs/examples/two-stream.yaml --format json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeScenarios,

@@ -21,8 +21,8 @@ collectives whose communicator excludes the calling rank, limits, and each
 variant's knob overrides. Every problem is reported as file:line:column with
 what was expected. Exit status 0 when every file is valid, 2 otherwise.`,
 		Example: `  simctl validate docs/examples/two-stream.yaml
-  simctl show tp8-shared-expert --yaml > my-tp8.yaml
-  simctl validate my-tp8.yaml --format json
+  simctl show tp8-shared-expert --yaml > /tmp/my-tp8.yaml
+  simctl validate /tmp/my-tp8.yaml --format json
   simctl validate tp8-shared-expert`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeScenarios,
