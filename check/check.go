@@ -523,7 +523,9 @@ func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
 			return nil, err
 		}
 	}
-	rep.Groups = GroupFindings(rep.Findings, rep.RootCause)
+	if rep.Groups = GroupFindings(rep.Findings, rep.RootCause); rep.Groups == nil {
+		rep.Groups = []Group{}
+	}
 	return rep, nil
 }
 

@@ -46,7 +46,8 @@ type Variant struct {
 	TraceHash  string    `json:"trace_hash"`
 	StepTimeNs int64     `json:"step_time_ns"` // of the traced schedule
 	// NominalStepTimeNs is the nominal schedule's step time, the one
-	// `simctl run` prints (equal to StepTimeNs when nominal is traced).
+	// `simctl run` prints (equal to StepTimeNs when nominal is traced;
+	// 0 when not known: a replayed witness alone).
 	NominalStepTimeNs int64 `json:"nominal_step_time_ns"`
 	EndNs             int64 `json:"end_ns"`
 
@@ -142,6 +143,10 @@ type ValueDiff struct {
 	// Differing is how many chunks differ on this rank in all (only the
 	// first, in program order, is listed).
 	Differing int `json:"differing"`
+	// Cause explains the value in the program's words (check.Cause's
+	// text): which op read which bytes, whose they were and should have
+	// been, and the missing ordering edge; empty when not found.
+	Cause string `json:"cause"`
 }
 
 // Capture re-runs the schedule behind vr's verdict with the timeline on —
@@ -149,12 +154,12 @@ type ValueDiff struct {
 // otherwise the nominal schedule — and returns it as a report variant. It
 // fails if the re-run does not reproduce the recorded trace hash.
 func Capture(sc *scenarios.Scenario, vr *check.VariantReport) (*Variant, error) {
-	mode, ch := vr.WitnessChooser()
+	mode, _ := vr.WitnessChooser()
 	want := vr.TraceHash
 	if vr.WitnessSeed != nil {
 		want = vr.WitnessHash
 	}
-	v, err := ScheduleMode(vr.Program, vr.Config, vr.Name, mode, ch)
+	v, err := ScheduleExplained(vr.Program, vr.Config, vr.Name, mode, func() sim.Chooser { _, ch := vr.WitnessChooser(); return ch })
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +214,57 @@ func ScheduleMode(p check.Program, cfg check.Settings, name string, mode sim.Mod
 		rb = nil // no values to compare, as in check
 	}
 	return FromOutcome(name, cfg, o, rb), nil
+}
+
+// ScheduleExplained is [ScheduleMode] with each differing value's root
+// cause ([check.RootCauses]); newCh makes a fresh chooser of the schedule
+// for each of the runs.
+func ScheduleExplained(p check.Program, cfg check.Settings, name string, mode sim.Mode, newCh func() sim.Chooser) (*Variant, error) {
+	v, err := ScheduleMode(p, cfg, name, mode, newCh())
+	if err != nil || len(v.Values) == 0 {
+		return v, err
+	}
+	causes, err := check.RootCauses(p, mode, newCh())
+	if err != nil {
+		return nil, err
+	}
+	addCauses(v.Values, causes)
+	return v, nil
+}
+
+// addCauses puts each rank's root cause beside its first differing value.
+// For a value whose provenance names the same terms expected and observed
+// (a plain kernel's output is a source of its own), the missing and
+// foreign "terms" are the bytes the cause names: whose they should have
+// been and whose they were.
+func addCauses(ds []ValueDiff, causes []*check.Cause) {
+	for i := range ds {
+		d := &ds[i]
+		for _, c := range causes {
+			if c.Output == "" || !strings.HasPrefix(c.Output, fmt.Sprintf("rank %d tensor %s[", d.Rank, d.Tensor)) {
+				continue
+			}
+			d.Cause = c.Text
+			if len(d.Missing) == 0 && len(d.Extra) == 0 {
+				bytes := fmt.Sprintf("%s[%d]", c.Tensor, c.Chunk)
+				if c.Expected != "" {
+					d.Missing = []string{fmt.Sprintf("%s as %s wrote it", bytes, c.Expected)}
+				} else {
+					d.Missing = []string{bytes + " as first written"}
+				}
+				if c.Writer.Name != "" {
+					w := fmt.Sprintf("%s as %s wrote it", bytes, c.Writer.Name)
+					if c.Via != "" {
+						w = fmt.Sprintf("%s as %s wrote %s over it", bytes, c.Writer.Name, c.Via)
+					}
+					d.Extra = []string{w}
+				} else {
+					d.Extra = []string{bytes + " before any write"}
+				}
+			}
+			break
+		}
+	}
 }
 
 // FromOutcome turns a schedule's outcome, built with

@@ -277,3 +277,27 @@ func checkNesting(t *testing.T, tf traceFile) {
 		require.True(t, found, "flow %d (%s) at %dns on %d/%d has no enclosing slice", e.ID, e.Ph, at, e.Pid, e.Tid)
 	}
 }
+
+// TestPlainKernelProvenance: a plain kernel's output is a source of its
+// own, so its expected and observed provenance name the same term; the
+// missing and foreign columns then name the bytes the root cause found
+// (whose they should have been, whose they were), and the cause is there.
+func TestPlainKernelProvenance(t *testing.T) {
+	path := filepath.Join("..", "check", "testdata", "aux-use-after-free.yaml")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sc, err := scenarios.Load(path, data)
+	require.NoError(t, err)
+	v, ok := sc.Variant("buggy")
+	require.True(t, ok)
+	vr, err := check.RunVariant(sc, v, check.Options{})
+	require.NoError(t, err)
+	rv, err := report.Capture(sc, vr)
+	require.NoError(t, err)
+	require.Len(t, rv.Values, 1)
+	d := rv.Values[0]
+	require.Equal(t, d.ExpectedProv, d.ObservedProv, "a plain kernel's output: one term both ways")
+	require.Equal(t, []string{"y[0] as make_y wrote it"}, d.Missing)
+	require.Equal(t, []string{"y[0] as make_x wrote x over it"}, d.Extra)
+	require.Contains(t, d.Cause, "Missing: a record_stream of y on stream aux")
+}

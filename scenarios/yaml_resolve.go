@@ -19,10 +19,18 @@ func Resolve(arg string, read ReadFunc) (*Scenario, error) {
 		return sc, nil
 	}
 	if read == nil || !looksLikePath(arg) {
-		return nil, fmt.Errorf("unknown scenario %q: not a built-in (%s) and not a file name (*.yaml)", arg, strings.Join(Names(), ", "))
+		hint := ""
+		if near := nearest(arg, Names()); near != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		return nil, fmt.Errorf("unknown scenario %q%s: not a built-in (%s) and not a file name (*.yaml)", arg, hint, strings.Join(Names(), ", "))
 	}
 	data, err := read(arg)
 	if err != nil {
+		if strings.ContainsAny(arg, `/\`) {
+			// A path: no built-in is named so.
+			return nil, fmt.Errorf("scenario file %q: %w", arg, err)
+		}
 		return nil, fmt.Errorf("scenario %q is not a built-in (%s), and reading it as a file failed: %w", arg, strings.Join(Names(), ", "), err)
 	}
 	return Load(arg, data)
@@ -32,3 +40,7 @@ func Resolve(arg string, read ReadFunc) (*Scenario, error) {
 func looksLikePath(arg string) bool {
 	return strings.ContainsAny(arg, `/\`) || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml")
 }
+
+// Nearest returns the word of allowed closest to key when it is close
+// enough to be a misspelling of it (edit distance under 3), else "".
+func Nearest(key string, allowed []string) string { return nearest(key, allowed) }

@@ -147,7 +147,7 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	}
 	t, err := explore.NewTargetWith(inputArg(name), f.variant, f.sets, readInput, explore.TargetOptions{FineSteps: f.fineSteps})
 	if err != nil {
-		return asUsage(err)
+		return asUsage(knobHint(f.sets, err))
 	}
 	if f.maxFind < 1 {
 		return usagef("--max-findings %d: want at least 1", f.maxFind)
@@ -301,7 +301,7 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 	sort.Slice(kinds, func(i, j int) bool { return check.Worse(kinds[i], kinds[j]) })
 	for _, k := range kinds {
 		total += s.Findings[k]
-		parts = append(parts, fmt.Sprintf("%s in %d schedules", k, s.Findings[k]))
+		parts = append(parts, fmt.Sprintf("%s in %s", k, plural(s.Findings[k], "schedule")))
 	}
 	if total == 0 {
 		fmt.Fprintln(w, "findings: 0")

@@ -74,7 +74,7 @@ func defaultMaxMemory() int64 {
 // the command runs.
 func addMemoryFlag(root *cobra.Command) {
 	m := &memoryFlag{n: defaultMaxMemory()}
-	root.PersistentFlags().Var(m, "max-memory", "the most memory a run may use: configurations estimated above it are refused before they run\n(exit 2, naming the knob to lower), and a run that still grows past it stops (default: half the machine's memory, at most a fifth of ulimit -v)")
+	root.PersistentFlags().Var(m, "max-memory", "the most memory a run may use: configurations estimated above it are refused before they run\n(exit 2, naming the knob to lower), and a run that still grows past it stops (by default half the machine's memory, at most a fifth of ulimit -v)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		scenarios.MemoryBudget = m.n
 		scenarios.Admitted = gcForEstimate // gc.go: the collector's target from the run's size

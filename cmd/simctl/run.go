@@ -103,7 +103,7 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 	// Validate the overrides once, before anything runs.
 	probe := sc.Base
 	if err := probe.ApplySets(f.sets); err != nil {
-		return usageError{err}
+		return usageError{knobHint(f.sets, err)}
 	}
 	if f.maxFindings < 1 {
 		return usagef("--max-findings %d: want at least 1", f.maxFindings)
@@ -126,7 +126,7 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 			return err
 		}
 	} else {
-		writeText(stdout, sc, rep)
+		writeText(stdout, sc, rep, f)
 	}
 	if err := f.out.write(sc, rep.Variants); err != nil {
 		return err
@@ -142,7 +142,7 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 	return nil
 }
 
-func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
+func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report, f runFlags) {
 	fmt.Fprintf(w, "scenario %s\n", quoteName(sc.Name))
 	for _, line := range strings.Split(sc.Description, "\n") {
 		fmt.Fprintf(w, "  %s\n", quoteName(line))
@@ -156,19 +156,33 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 		ew = max(ew, len(v.Expect))
 		vw = max(vw, len(v.Verdict))
 	}
-	fmt.Fprintf(w, "%-*s %-*s %-*s %-4s %9s %12s  %s\n", nw, "variant", ew, "expect", vw, "verdict", "met", "schedules", "step time", "trace")
-	for _, v := range rep.Variants {
-		met := "yes"
-		if !v.Met {
-			met = "NO"
+	if f.noExpect {
+		// Verdicts without judging them: no expectation, nothing met or not.
+		fmt.Fprintf(w, "%-*s %-*s %9s %12s  %s\n", nw, "variant", vw, "verdict", "schedules", "step time", "trace")
+		for _, v := range rep.Variants {
+			fmt.Fprintf(w, "%-*s %-*s %9d %12s  %s\n", nw, quoteName(v.Name), vw, v.Verdict, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
 		}
-		fmt.Fprintf(w, "%-*s %-*s %-*s %-4s %9d %12s  %s\n", nw, quoteName(v.Name), ew, v.Expect, vw, v.Verdict, met, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
+	} else {
+		fmt.Fprintf(w, "%-*s %-*s %-*s %-4s %9s %12s  %s\n", nw, "variant", ew, "expect", vw, "verdict", "met", "schedules", "step time", "trace")
+		for _, v := range rep.Variants {
+			met := "yes"
+			if !v.Met {
+				met = "NO"
+			}
+			fmt.Fprintf(w, "%-*s %-*s %-*s %-4s %9d %12s  %s\n", nw, quoteName(v.Name), ew, v.Expect, vw, v.Verdict, met, v.Schedules, fmtNs(v.StepTimeNs), v.TraceHash)
+		}
 	}
 	writeComparisons(w, rep.Comparisons)
 	for _, v := range rep.Variants {
 		fmt.Fprintf(w, "\n== %s: %s\n", quoteName(v.Name), v.Verdict)
 		if v.Doc != "" {
-			fmt.Fprintf(w, "   %s\n", v.Doc)
+			if sets := userSets(f.sets); sets != "" {
+				// The description is the variant's as written: --set may
+				// have changed what it describes.
+				fmt.Fprintf(w, "   as written, before --set %s: %s\n", quoteName(sets), v.Doc)
+			} else {
+				fmt.Fprintf(w, "   %s\n", v.Doc)
+			}
 		}
 		fmt.Fprintf(w, "   config: %s\n", v.Config.Summary())
 		for _, n := range v.Notes {
@@ -184,6 +198,19 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report) {
 		fmt.Fprintln(w)
 		writeGroups(w, v)
 	}
+}
+
+// userSets is the --set overrides that change the program (budget and
+// seed only choose schedules), joined by spaces.
+func userSets(sets []string) string {
+	var out []string
+	for _, s := range sets {
+		k, _, _ := strings.Cut(s, "=")
+		if k = strings.TrimSpace(k); k != "budget" && k != "seed" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // maxGroupsShown is how many groups of findings of each kind a variant's

@@ -73,7 +73,7 @@ func validateFiles(stdout io.Writer, args []string, format string) error {
 		} else {
 			rep.Valid, rep.Name, rep.Ranks, rep.Variants = true, sc.Name, sc.Base.TP, len(sc.Variants)
 			if format == formatText {
-				fmt.Fprintf(stdout, "%s: %s (scenario %s, %d ranks, %d variants)\n", quoteName(arg), pal.Green("valid"), quoteName(sc.Name), sc.Base.TP, len(sc.Variants))
+				fmt.Fprintf(stdout, "%s: %s (scenario %s, %s, %s)\n", quoteName(arg), pal.Green("valid"), quoteName(sc.Name), plural(sc.Base.TP, "rank"), plural(len(sc.Variants), "variant"))
 			}
 		}
 		reps = append(reps, rep)

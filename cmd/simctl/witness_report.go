@@ -18,15 +18,15 @@ const maxDeviationLines = 12
 // when w is nil — and returns it as report data, with the deviations from
 // nominal in words. The re-run must give w's trace hash.
 func witnessData(t *explore.Target, w *explore.Witness, devs []explore.Deviation) (*report.Data, error) {
-	var ch sim.Chooser = sim.Nominal{}
+	newCh := func() sim.Chooser { return sim.Nominal{} }
 	mode := sim.Timed
 	if w != nil {
-		ch = &sim.Replay{Choices: w.Choices}
+		newCh = func() sim.Chooser { return &sim.Replay{Choices: w.Choices} }
 		if w.Mode == "untimed" {
 			mode = sim.Untimed
 		}
 	}
-	v, err := report.ScheduleMode(t.Scenario.Program(t.Config, t.Sets), &t.Config, t.Variant, mode, ch)
+	v, err := report.ScheduleExplained(t.Scenario.Program(t.Config, t.Sets), &t.Config, t.Variant, mode, newCh)
 	if err != nil {
 		return nil, err
 	}
@@ -37,6 +37,9 @@ func witnessData(t *explore.Target, w *explore.Witness, devs []explore.Deviation
 		v.Schedule = fmt.Sprintf("%s witness (%s), schedule %d, seed %d, %d deviations from nominal", w.Strategy, w.Mode, w.Schedule, w.Seed, w.Deviations)
 		s := w.Seed
 		v.Seed = &s
+		// Not the nominal schedule: its step time is this schedule's,
+		// and the nominal one is not known here.
+		v.NominalStepTimeNs = 0
 	}
 	for _, d := range devs {
 		v.Deviations = append(v.Deviations, d.String())

@@ -168,11 +168,26 @@ func (c *Config) ApplySets(sets []string) error {
 	return nil
 }
 
-// Help lists the knobs with their help text.
+// Help lists the knobs with their help text, in one column, and the
+// values of an enumerated knob whose help does not name them all.
 func Help() string {
+	w := 0
+	for _, k := range knobs {
+		w = max(w, len(k.key))
+	}
 	var b strings.Builder
 	for _, k := range knobs {
-		fmt.Fprintf(&b, "  %-10s %s\n", k.key, k.help)
+		help := k.help
+		if vs := enumValues[k.key]; len(vs) > 0 {
+			missing := false
+			for _, v := range vs {
+				missing = missing || !strings.Contains(help, v)
+			}
+			if missing {
+				help += " (" + strings.Join(vs, ", ") + ")"
+			}
+		}
+		fmt.Fprintf(&b, "  %-*s %s\n", w, k.key, help)
 	}
 	return b.String()
 }
