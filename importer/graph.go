@@ -194,16 +194,16 @@ func (b *builder) replayItems(capCalls []*call, replay []*devAct, prefix string)
 	if dropped > 0 {
 		p.notef("graph replay: %d captured launches have no replayed kernel: left out", dropped)
 	}
+	// A captured wait is on the stream of the launch after it. A captured
+	// record is on the stream that wait waits for, which the capture does
+	// not name: PyTorch's wait_stream issues the record just before the
+	// wait, on the waited-on stream, after that stream's last launch. The
+	// graph executor runs a captured chain on one replay stream, so when a
+	// launch before the record ran on the waiting stream's replay stream,
+	// the edge is within one replay stream (the executor's own order);
+	// else the record follows the last launch before it.
 	for i, it := range items {
-		switch it.kind {
-		case scenarios.OpRecord:
-			for j := i - 1; j >= 0; j-- {
-				if items[j].kind == scenarios.OpKernel {
-					it.stream = items[j].stream
-					break
-				}
-			}
-		case scenarios.OpWait:
+		if it.kind == scenarios.OpWait {
 			for j := i + 1; j < len(items); j++ {
 				if items[j].kind == scenarios.OpKernel {
 					it.stream = items[j].stream
@@ -211,6 +211,35 @@ func (b *builder) replayItems(capCalls []*call, replay []*devAct, prefix string)
 				}
 			}
 		}
+	}
+	for i, it := range items {
+		if it.kind != scenarios.OpRecord {
+			continue
+		}
+		var waiter int64 = -1
+		for j := i + 1; j < len(items); j++ {
+			if items[j].kind == scenarios.OpWait {
+				waiter = items[j].stream
+				break
+			}
+			if items[j].kind == scenarios.OpRecord {
+				break
+			}
+		}
+		last := int64(-1)
+		for j := i - 1; j >= 0; j-- {
+			if items[j].kind != scenarios.OpKernel {
+				continue
+			}
+			if last < 0 {
+				last = items[j].stream
+			}
+			if waiter >= 0 && items[j].stream == waiter {
+				last = waiter
+				break
+			}
+		}
+		it.stream = last
 	}
 	// Fork every replay stream from the first at the start, join it back
 	// at the end.
