@@ -339,7 +339,7 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 		fmt.Fprintf(w, ", written to %s", quoteName(f.witness))
 	}
 	fmt.Fprintln(w)
-	writeFindingSample(w, s.WitnessFindings, "--format json")
+	writeFindingSample(w, s.WitnessFindings, nil, "--format json")
 	if s.WitnessFindingsTruncated {
 		fmt.Fprintf(w, "  (%d findings in all; the witness keeps at most 32 of each kind, listed with --format json)\n", s.WitnessFindingsTotal)
 	}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/collsim/collsim/check"
 	"github.com/collsim/collsim/explore"
 	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/sim"
 )
 
 func init() { register(newReplayCmd) }
@@ -138,7 +140,17 @@ func replayOne(stdout io.Writer, t *explore.Target, w *explore.Witness, file str
 	} else {
 		fmt.Fprintln(stdout, ": NOT reproduced")
 	}
-	writeFindingSample(stdout, s.Findings, "--html")
+	var cause *check.Cause
+	if s.Has(check.Corruption) {
+		mode := sim.Timed
+		if w.Mode == "untimed" {
+			mode = sim.Untimed
+		}
+		if cause, err = check.RootCause(t.Scenario.Program(t.Config, t.Sets), mode, &sim.Replay{Choices: w.Choices}); err != nil {
+			return false, nil, err
+		}
+	}
+	writeFindingSample(stdout, s.Findings, cause, "--html")
 	if !same {
 		return false, nil, nil
 	}

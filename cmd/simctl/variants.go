@@ -56,32 +56,44 @@ func moreWhere(v *check.VariantReport, kind string) string {
 	return "see --format json"
 }
 
-// writeFindingSample prints the first two findings of each kind, most
-// severe kind first, and says how many more of each there are and where
+// writeFindingSample prints the root cause c (when known), then one line
+// per group of findings (check.GroupFindings: kind, op pair, resource; the
+// cause's first), at most maxGroupsShown of a kind, with how many more
+// are like it, and how many of each kind are not shown and where they are
 // (rest: "--format json").
-func writeFindingSample(w io.Writer, fs []ranks.Finding, rest string) {
+func writeFindingSample(w io.Writer, fs []ranks.Finding, c *check.Cause, rest string) {
+	if c != nil {
+		sentence, _, _ := strings.Cut(c.Text, ". Missing: ")
+		fmt.Fprintf(w, "  cause: %s\n", quoteName(sentence))
+		fmt.Fprintf(w, "  missing: %s\n", quoteName(c.Edge))
+	}
 	count := map[string]int{}
 	for _, f := range fs {
 		count[f.Kind]++
 	}
-	for _, k := range []string{check.BuildError, check.CaptureError, check.InvalidAccess, check.Hang, check.Dropped, check.Corruption, check.Mismatch, check.Race} {
-		shown := 0
-		for _, f := range fs {
-			if f.Kind == k && shown < 2 {
-				shown++
-				fmt.Fprintf(w, "  [%s] %s\n", f.Kind, quoteName(f.Message))
-			}
+	groups, shown := map[string]int{}, map[string]int{}
+	legend := false
+	for _, g := range check.GroupFindings(fs, c) {
+		if groups[g.Kind] == maxGroupsShown {
+			continue
 		}
-		if n := count[k] - shown; n > 0 {
+		groups[g.Kind]++
+		shown[g.Kind] += 1 + g.More
+		msg := shortProvenance(g.Message)
+		legend = legend || provTermRe.MatchString(msg)
+		more := ""
+		if g.More > 0 {
+			more = fmt.Sprintf(" (%d more like it)", g.More)
+		}
+		fmt.Fprintf(w, "  [%s] %s%s\n", g.Kind, quoteName(msg), more)
+	}
+	for _, k := range sortedKinds(count) {
+		if n := count[k] - shown[k]; n > 0 {
 			fmt.Fprintf(w, "  [%s] … and %d more (%s)\n", k, n, rest)
 		}
-		delete(count, k)
 	}
-	for _, f := range fs { // kinds not listed above, in order
-		if count[f.Kind] > 0 {
-			count[f.Kind] = 0
-			fmt.Fprintf(w, "  [%s] %s\n", f.Kind, quoteName(f.Message))
-		}
+	if legend {
+		fmt.Fprintln(w, "  (r0:T[c] is chunk c of tensor T as rank 0 computed it; 7·r0:T[c] counts it 7 times)")
 	}
 }
 
