@@ -100,3 +100,22 @@ func TestWitnessTravels(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.NotContains(t, out, "note:")
 }
+
+// TestShowWitness: show --witness draws the witness's schedule (its trace
+// hash), not the nominal one; the legend names the compute kernels and
+// says the axis covers every graph replay.
+func TestShowWitness(t *testing.T) {
+	w := filepath.Join(t.TempDir(), "w.json")
+	code, out, stderr := simctl(t, "run", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--budget", "4", "--witness", w)
+	require.Equal(t, 0, code, stderr)
+	m := regexp.MustCompile(`witness: schedule \d+ of seed 1 \((?:pct|random), trace ([0-9a-f]+)\)`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	code, out, stderr = simctl(t, "show", "--witness", w)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "witness "+w)
+	require.Contains(t, out, "trace "+m[1])
+	require.Contains(t, out, "the timeline shows all 2 graph replays")
+	require.Contains(t, out, "compute kernels, in start order: L0.gate")
+	code, _, _ = simctl(t, "show", "tp8-shared-expert", "--witness", w)
+	require.Equal(t, 2, code)
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/collsim/collsim/check"
+	"github.com/collsim/collsim/explore"
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/scenarios"
 	"github.com/collsim/collsim/sim"
@@ -25,6 +26,7 @@ type showFlags struct {
 	format  string
 	// fineSteps is --fine-steps (finesteps.go)
 	fineSteps bool
+	witness   string // --witness FILE: draw that schedule, not the nominal one
 }
 
 func newShowCmd(stdout, _ io.Writer) *cobra.Command {
@@ -39,16 +41,28 @@ each collective call with its own letter (A, B, …; the legend names them),
 event records and waits with '|'. Two letters stacked in one column on two
 streams of a rank are two collectives running at the same time.
 
+With --witness FILE it draws the schedule that witness recorded instead.
+
 With --yaml it prints the scenario as a scenario file instead (see
 docs/scenario-format.md); running that file gives the same verdicts and
 trace hashes as the built-in.`,
 		Example: `  simctl show tp8-shared-expert
   simctl show tp8-shared-expert --variant fixed --width 120
+  simctl run tp8-shared-expert --variant buggy --set layers=1 --witness /tmp/w.json
+  simctl show --witness /tmp/w.json
   simctl show tp8-shared-expert --yaml > /tmp/my-tp8.yaml
   simctl show docs/examples/two-stream.yaml --format json`,
-		Args:              cobra.ExactArgs(1),
+		Args:              cobra.RangeArgs(0, 1),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(_ *cobra.Command, args []string) error {
+			switch {
+			case f.witness != "" && len(args) == 0:
+				return showScenario(stdout, "", f)
+			case f.witness != "":
+				return usagef("show --witness %s: the witness names its scenario; give no NAME", quoteName(f.witness))
+			case len(args) == 0:
+				return usagef("show: give a scenario NAME or FILE (or --witness FILE)")
+			}
 			return showScenario(stdout, args[0], f)
 		},
 	}
@@ -56,6 +70,7 @@ trace hashes as the built-in.`,
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); see simctl run --help")
 	cmd.Flags().BoolVar(&f.yaml, "yaml", false, "print the scenario as a scenario file instead")
 	cmd.Flags().IntVar(&f.width, "width", 100, "timeline width in columns (20..1000)")
+	cmd.Flags().StringVar(&f.witness, "witness", "", "draw the schedule of witness `FILE` (from run, explore or replay --shrink) instead of the nominal one")
 	addFineStepsFlag(cmd, &f.fineSteps)
 	addFormatFlag(cmd, &f.format)
 	return cmd
@@ -100,6 +115,9 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 	if f.width < 20 || f.width > 1000 {
 		return usagef("--width %d: want 20..1000", f.width)
 	}
+	if f.witness != "" {
+		return showWitness(stdout, f)
+	}
 	sc, err := loadScenario(arg)
 	if err != nil {
 		return err
@@ -142,18 +160,54 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	prog := sc.Program(cfg, f.sets)
+	return drawSchedule(stdout, sc, v.Name, cfg, sc.Program(cfg, f.sets), sim.Timed, sim.Nominal{}, "nominal schedule", "", f)
+}
+
+// showWitness draws the schedule of the witness --witness names.
+func showWitness(stdout io.Writer, f showFlags) error {
+	data, err := readFile(inputArg(f.witness), "witness", maxWitnessBytes)
+	if err != nil {
+		return usagef("show: %w", err)
+	}
+	w, err := explore.ParseWitness(data)
+	if err != nil {
+		return usagef("%s: %w", f.witness, err)
+	}
+	read, note := witnessSource(f.witness, w, false)
+	if note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	t, err := w.TargetFrom(read)
+	if err != nil {
+		return usagef("%s: %w", f.witness, err)
+	}
+	mode := sim.Timed
+	if w.Mode == "untimed" {
+		mode = sim.Untimed
+	}
+	what := fmt.Sprintf("witness %s: %s schedule %d (%s)", quoteName(f.witness), w.Strategy, w.Schedule, w.Mode)
+	return drawSchedule(stdout, t.Scenario, t.Variant, t.Config, t.Scenario.Program(t.Config, t.Sets), mode, &sim.Replay{Choices: w.Choices}, what, w.TraceHash, f)
+}
+
+// drawSchedule runs variant name of sc (its settings cfg, its program
+// prog) on the schedule ch makes in mode, with the timeline on, and draws
+// it (what says which schedule). A witness's (want: its trace hash) must
+// reproduce.
+func drawSchedule(stdout io.Writer, sc *scenarios.Scenario, name string, cfg scenarios.Config, prog check.Program, mode sim.Mode, ch sim.Chooser, what, want string, f showFlags) error {
 	ref, err := check.NewReference(prog)
 	if err != nil {
-		return usageError{fmt.Errorf("variant %s: %w", v.Name, err)}
+		return usageError{fmt.Errorf("variant %s: %w", name, err)}
 	}
-	o, err := check.RunScheduleOpt(prog, ref, sim.Timed, sim.Nominal{}, check.BuildOptions{Timeline: true})
+	o, err := check.RunScheduleOpt(prog, ref, mode, ch, check.BuildOptions{Timeline: true})
 	if err != nil {
-		return usageError{fmt.Errorf("variant %s: %w", v.Name, err)}
+		return usageError{fmt.Errorf("variant %s: %w", name, err)}
+	}
+	if want != "" && o.TraceHash != want {
+		return fmt.Errorf("drawing the witness ran trace %s, the witness records %s", o.TraceHash, want)
 	}
 	spans := o.Built.World.Spans()
 	if f.format == formatJSON {
-		rep := showReport{Scenario: sc.Name, Variant: v.Name, Config: cfg.Summary(), Verdict: o.Verdict, TraceHash: o.TraceHash,
+		rep := showReport{Scenario: sc.Name, Variant: name, Config: cfg.Summary(), Verdict: o.Verdict, TraceHash: o.TraceHash,
 			StepTimeNs: int64(o.StepTime), Notes: o.Built.Notes, Spans: []spanJSON{}}
 		for _, s := range spans {
 			sj := spanJSON{Rank: s.Rank, Stream: s.Stream, Name: s.Name, Kind: s.Kind, Replay: s.Replay, Coll: s.Coll, StartNs: int64(s.Start), EndNs: int64(s.End)}
@@ -165,12 +219,21 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 		return writeJSON(stdout, rep)
 	}
 	pal := paletteFor(stdout)
-	fmt.Fprintf(stdout, "scenario %s, variant %s\n", pal.Bold(quoteName(sc.Name)), pal.Bold(quoteName(v.Name)))
+	fmt.Fprintf(stdout, "scenario %s, variant %s\n", pal.Bold(quoteName(sc.Name)), pal.Bold(quoteName(name)))
 	fmt.Fprintf(stdout, "config: %s\n", cfg.Summary())
 	for _, n := range o.Built.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
-	fmt.Fprintf(stdout, "nominal schedule: verdict %s, trace %s, step time %s\n\n", pal.Verdict(o.Verdict), o.TraceHash, fmtNs(int64(o.StepTime)))
+	replays := 0
+	for _, s := range spans {
+		replays = max(replays, s.Replay+1)
+	}
+	per := ""
+	if replays > 1 {
+		// The step time is one step's; the axis runs through every replay.
+		per = fmt.Sprintf(" (one replay); the timeline shows all %d graph replays", replays)
+	}
+	fmt.Fprintf(stdout, "%s: verdict %s, trace %s, step time %s%s\n\n", what, pal.Verdict(o.Verdict), o.TraceHash, fmtNs(int64(o.StepTime)), per)
 	renderTimeline(stdout, spans, f.width, pal)
 	// The first finding of each kind, worst first (run shows them all).
 	var firsts []ranks.Finding
@@ -288,7 +351,25 @@ func renderTimeline(w io.Writer, spans []ranks.Span, width int, pal palette) {
 	for _, label := range collOrder {
 		fmt.Fprintf(w, "%c  %s\n", letters[label], label)
 	}
+	// The compute kernels, by name, in the order they first start.
+	var kernels []string
+	seenK := map[string]bool{}
+	for _, s := range work {
+		if s.Coll == "" && s.Kind != "record" && s.Kind != "wait" && !seenK[s.Name] {
+			seenK[s.Name] = true
+			kernels = append(kernels, s.Name)
+		}
+	}
+	if len(kernels) > maxKernelNames {
+		kernels = append(kernels[:maxKernelNames], fmt.Sprintf("… %d more (--format json lists every span)", len(kernels)-maxKernelNames))
+	}
+	if len(kernels) > 0 {
+		fmt.Fprintf(w, "=  compute kernels, in start order: %s\n", quoteName(strings.Join(kernels, ", ")))
+	}
 }
+
+// maxKernelNames is how many compute kernels the legend names.
+const maxKernelNames = 16
 
 // collLabel names a collective call in the legend: the call and its kind,
 // and the graph replay when there are several.
