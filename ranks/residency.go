@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/collsim/collsim/ranks/gpu"
 	"github.com/collsim/collsim/sim"
 )
 
@@ -42,19 +43,8 @@ import (
 // (untimed) decides which one steps first; the others wait again. Taking
 // and releasing a pool are steps in DPOR's footprint ([Step.Pools]).
 
-// pool is one resource of one rank that kernels draw from.
-type pool struct {
-	rank    int
-	key     string // "" for the rank's SMs, else the Exclusive key
-	cap     int
-	free    int
-	holders []int32 // task ids holding a share, in acquisition order
-	waiters []int32
-	// contended: the kernels that can draw from the pool need more than it
-	// has, summed over the whole run; an uncontended pool never makes a
-	// kernel wait, so its hand-outs commute (DPOR leaves them out).
-	contended bool
-}
+// pool is one resource of one rank that kernels draw from ([gpu.Pool]).
+type pool = gpu.Pool
 
 // residency is every rank's pools; ids are stable for a program (pools are
 // made in rank, then program order), so an explorer can name them.
@@ -108,7 +98,7 @@ func residencyOf(w *World) *residency {
 		rs.sm[r] = -1
 		if w.cfg.SMs > 0 {
 			rs.sm[r] = int32(len(rs.pools))
-			rs.pools = append(rs.pools, pool{rank: r, cap: w.cfg.SMs, free: w.cfg.SMs})
+			rs.pools = append(rs.pools, gpu.NewPool(r, "", w.cfg.SMs))
 		}
 		need := 0
 		for i, op := range p.Ops {
@@ -124,21 +114,21 @@ func residencyOf(w *World) *residency {
 				if !ok {
 					id = int32(len(rs.pools))
 					rs.excl[exclKey{r, key}] = id
-					rs.pools = append(rs.pools, pool{rank: r, key: key, cap: 1, free: 1})
+					rs.pools = append(rs.pools, gpu.NewPool(r, key, 1))
 				}
 				rs.opEx[r][i] = id
 				pl := &rs.pools[id]
-				pl.contended = pl.contended || pl.free < pl.cap || mult > 1
-				pl.free-- // counts demand here; reset below
+				pl.Contended = pl.Contended || pl.Free < pl.Cap || mult > 1
+				pl.Free-- // counts demand here; reset below
 			}
 		}
 		if rs.sm[r] >= 0 {
-			rs.pools[rs.sm[r]].contended = need > w.cfg.SMs
+			rs.pools[rs.sm[r]].Contended = need > w.cfg.SMs
 		}
 	}
 	for i := range rs.pools {
-		rs.pools[i].free = rs.pools[i].cap
-		rs.anyContended = rs.anyContended || rs.pools[i].contended
+		rs.pools[i].Free = rs.pools[i].Cap
+		rs.anyContended = rs.anyContended || rs.pools[i].Contended
 	}
 	return rs
 }
@@ -171,10 +161,10 @@ func (w *World) kernelPools(t *task) (sm int32, need int, hold bool, ex int32) {
 // fits reports whether t could become resident now.
 func (w *World) fits(t *task) bool {
 	sm, need, _, ex := w.kernelPools(t)
-	if sm >= 0 && w.res.pools[sm].free < need {
+	if sm >= 0 && w.res.pools[sm].Free < need {
 		return false
 	}
-	if ex >= 0 && w.res.pools[ex].free < 1 {
+	if ex >= 0 && w.res.pools[ex].Free < 1 {
 		return false
 	}
 	return true
@@ -189,27 +179,22 @@ func (w *World) acquire(t *task) bool {
 		return true
 	}
 	short := int32(-1)
-	if sm >= 0 && w.res.pools[sm].free < need {
+	if sm >= 0 && w.res.pools[sm].Free < need {
 		short = sm
-	} else if ex >= 0 && w.res.pools[ex].free < 1 {
+	} else if ex >= 0 && w.res.pools[ex].Free < 1 {
 		short = ex
 	}
 	if short >= 0 {
-		pl := &w.res.pools[short]
 		t.heldBy = short + 1
-		pl.waiters = append(pl.waiters, t.id)
+		w.res.pools[short].Wait(t.id)
 		return false
 	}
 	t.heldBy = 0
 	if sm >= 0 && hold {
-		pl := &w.res.pools[sm]
-		pl.free -= need
-		pl.holders = append(pl.holders, t.id)
+		w.res.pools[sm].Take(t.id, need)
 	}
 	if ex >= 0 {
-		pl := &w.res.pools[ex]
-		pl.free--
-		pl.holders = append(pl.holders, t.id)
+		w.res.pools[ex].Take(t.id, 1)
 	}
 	return true
 }
@@ -227,20 +212,11 @@ func (w *World) release(t *task) {
 }
 
 func (w *World) releasePool(id int32, task int32, n int) {
-	pl := &w.res.pools[id]
-	for i, h := range pl.holders {
-		if h == task {
-			pl.holders = append(pl.holders[:i], pl.holders[i+1:]...)
-			pl.free += n
-			break
-		}
-	}
-	for _, wid := range pl.waiters {
+	for _, wid := range w.res.pools[id].Release(task, n) {
 		u := w.tasks[wid]
 		u.heldBy = 0
 		w.eng.Schedule(w.eng.Now(), w.key(u), int32(w.N)+wid)
 	}
-	pl.waiters = pl.waiters[:0]
 }
 
 // startsAlone reports whether t's becoming resident is a step of its own,
@@ -253,7 +229,7 @@ func (w *World) startsAlone(t *task) bool {
 		return false
 	}
 	sm, _, _, ex := w.kernelPools(t)
-	return (sm >= 0 && w.res.pools[sm].contended) || (ex >= 0 && w.res.pools[ex].contended)
+	return (sm >= 0 && w.res.pools[sm].Contended) || (ex >= 0 && w.res.pools[ex].Contended)
 }
 
 // PoolUse is one pool a step takes or releases: Pool is stable for a
@@ -271,10 +247,10 @@ func (w *World) poolUses(t *task, start bool) []PoolUse {
 	sm, _, hold, ex := w.kernelPools(t)
 	var out []PoolUse
 	if sm >= 0 && (start || hold) {
-		out = append(out, PoolUse{Pool: sm, Hold: hold, Contended: w.res.pools[sm].contended})
+		out = append(out, PoolUse{Pool: sm, Hold: hold, Contended: w.res.pools[sm].Contended})
 	}
 	if ex >= 0 {
-		out = append(out, PoolUse{Pool: ex, Hold: true, Contended: w.res.pools[ex].contended})
+		out = append(out, PoolUse{Pool: ex, Hold: true, Contended: w.res.pools[ex].Contended})
 	}
 	return out
 }
@@ -285,19 +261,19 @@ func (w *World) waitEdges(t *task) []int32 {
 	if t.heldBy <= 0 {
 		return nil
 	}
-	return w.res.pools[t.heldBy-1].holders
+	return w.res.pools[t.heldBy-1].Holders
 }
 
 // residencyReason says what a waiting kernel waits for.
 func (w *World) residencyReason(t *task) string {
 	pl := &w.res.pools[t.heldBy-1]
-	names := make([]string, len(pl.holders))
-	for i, h := range pl.holders {
+	names := make([]string, len(pl.Holders))
+	for i, h := range pl.Holders {
 		names[i] = w.taskName(h)
 	}
-	if pl.key != "" {
-		return fmt.Sprintf("waits for the GPU: %s holds %q", strings.Join(names, ", "), pl.key)
+	if pl.Key != "" {
+		return fmt.Sprintf("waits for the GPU: %s holds %q", strings.Join(names, ", "), pl.Key)
 	}
 	need, _ := w.demand(t.op.Kernel)
-	return fmt.Sprintf("waits for the GPU: needs %d of rank %d's %d SMs, %d free; held by %s", need, t.rank, pl.cap, pl.free, strings.Join(names, ", "))
+	return fmt.Sprintf("waits for the GPU: needs %d of rank %d's %d SMs, %d free; held by %s", need, t.rank, pl.Cap, pl.Free, strings.Join(names, ", "))
 }
