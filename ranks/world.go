@@ -71,23 +71,26 @@ type World struct {
 	calls []string // interned collective instance names
 	plan  *plan    // lowered programs and interned calls (Run), shared by a template's copies
 
-	tasks   []*task
-	hosts   []host
-	nominal bool       // the chooser is sim.Nominal: no jitter
-	flags   *flagState // device-side flags (flags.go); nil until the first flag op
-	rlog    *readLog   // LogReads (readlog.go)
-
 	// Each concern's state, in the concern's own type and file; the world
-	// composes them (their fields are the world's, by embedding).
-	hbClocks     // happens-before: lanes' vector clocks, carry filter, snapshots (clock.go)
-	execScratch  // the micro-op being executed (exec.go)
-	memSlabs     // where tasks, values, buffers and clocks are carved from (arena.go)
-	findingState // findings, their caps, de-duplication and messages (findmsg.go)
-	replayState  // per-replay inputs and replay snapshots (replays.go)
-	gpuShares    // SM residency, exclusive pools, bandwidth sharing (residency.go, share.go)
-	speedState   // folding, templates, retirement (fold.go, template.go, retire.go)
-	coarseState  // coarse collective steps (coarse.go)
-	runRecord    // what the run did: its span, history and timeline (timeline.go)
+	// composes them (their fields are the world's, by embedding). The order
+	// keeps what every micro-op reads (clocks, the executing op, slabs,
+	// tasks) in the first lines.
+	hbClocks         // happens-before: lanes' vector clocks, carry filter, snapshots (clock.go)
+	execScratch      // the micro-op being executed (exec.go)
+	nominal     bool // the chooser is sim.Nominal: no jitter
+	speedState       // folding, templates, retirement (fold.go, template.go, retire.go)
+	memSlabs         // where tasks, values, buffers and clocks are carved from (arena.go)
+
+	tasks []*task
+	hosts []host
+
+	findingState            // findings, their caps, de-duplication and messages (findmsg.go)
+	runRecord               // what the run did: its span, history and timeline (timeline.go)
+	replayState             // per-replay inputs and replay snapshots (replays.go)
+	gpuShares               // SM residency, exclusive pools, bandwidth sharing (residency.go, share.go)
+	flags        *flagState // device-side flags (flags.go); nil until the first flag op
+	rlog         *readLog   // LogReads (readlog.go)
+	coarseState             // coarse collective steps (coarse.go)
 }
 
 type taskState uint8
