@@ -90,9 +90,11 @@ func (w *World) InitPerReplay(b *Buffer, f func(replay, chunk int) uint64) {
 // carry state from one to the next (a counter, an accumulator) with a
 // reference that runs them all. Independent replays are each checked
 // against their own reference, and every tensor set with [World.Init]
-// that no kernel writes becomes a per-replay input, with values derived
-// from the replay index. Call it before Run; by default replays are not
-// independent.
+// that a kernel reads as data and none writes becomes a per-replay input,
+// with values derived from the replay index; a tensor a flag op reads (a
+// put's data, the value a wait compares against) is part of a protocol
+// and keeps its values, as does one nothing reads. Call it before Run; by
+// default replays are not independent.
 func (w *World) SetIndependentReplays(on bool) { w.deriveInputs = on }
 
 // IndependentReplays reports what [World.SetIndependentReplays] set.
@@ -146,6 +148,8 @@ func (w *World) setupReplayInputs() {
 		explicit[e.id] = e.f
 	}
 	var written locSet // storage a kernel writes
+	var data locSet    // storage a kernel reads as data (not as a flag protocol's value)
+	var proto locSet   // storage a flag op reads: a put's data, a wait's comparand
 	var v opView
 	var scratch Instr
 	for _, p := range w.progs {
@@ -163,18 +167,27 @@ func (w *World) setupReplayInputs() {
 				if in.Dst != nil {
 					written.add(w.bufOf(in.Dst).storage())
 				}
+				reads := &data
+				if in.Op == OpFlagPut || in.Op == OpFlagWait {
+					reads = &proto
+				}
+				for _, src := range in.Srcs {
+					reads.add(w.bufOf(src.Buf).storage())
+				}
 			}) {
 				continue
 			}
-			for _, b := range k.Gen.Refs().Buffers { // which it writes is not said: all
+			for _, b := range k.Gen.Refs().Buffers { // which it reads and writes is not said: all
 				written.add(w.bufOf(b).storage())
+				data.add(w.bufOf(b).storage())
 			}
 		}
 	}
 	for _, b := range w.bufs {
 		in := replayInput{b: b, f: explicit[b.id]}
 		if in.f == nil {
-			if !w.deriveInputs || !b.inited || b.Block != nil || b.Sym != nil || written.has(b.storage()) {
+			if !w.deriveInputs || !b.inited || b.Block != nil || b.Sym != nil || written.has(b.storage()) ||
+				!data.has(b.storage()) || proto.has(b.storage()) {
 				continue
 			}
 			in.base = make([]uint64, len(b.Vals))

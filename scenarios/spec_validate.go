@@ -396,6 +396,9 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 			continue
 		}
 		tasks += len(rs) * len(ops) * replays
+		for i := range ops {
+			s.checkKernelChunks(cfg, &ops[i], report)
+		}
 		for _, r := range rs {
 			if owner[r] >= 0 {
 				report(p.pos.at("ranks"), fmt.Sprintf("rank %d has two programs (this one and the one at line %d)", r, progs[owner[r]].pos.at("").Line))
@@ -423,6 +426,31 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 			} else {
 				s.checkCapture(cfg, &progs[i], commRanks, report)
 			}
+		}
+	}
+}
+
+// checkKernelChunks checks that a kernel can compute its writes chunk by
+// chunk: every tensor it reads has at least the chunks of every tensor it
+// writes (a longer read contributes its first chunks). A shorter one has
+// no chunk to give: it was accepted, then failed the run.
+func (s *Spec) checkKernelChunks(cfg Config, op *OpSpec, report func(Pos, string)) {
+	if op.Kind != OpKernel || s.kernelRefs(op) {
+		return
+	}
+	for _, wn := range op.Writes {
+		wt := s.tensor(wn)
+		if wt == nil {
+			continue
+		}
+		for _, rn := range op.Reads {
+			rt := s.tensor(rn)
+			if rt == nil || rt.chunks(cfg) >= wt.chunks(cfg) {
+				continue
+			}
+			report(op.pos.at("reads"), fmt.Sprintf("kernel %q reads %q (%d chunks) and writes %q (%d chunks): a kernel computes chunk by chunk, so every tensor it reads needs at least the chunks of those it writes; give %q chunks: %d, or write a tensor of %d",
+				op.Name, rn, rt.chunks(cfg), wn, wt.chunks(cfg), rn, wt.chunks(cfg), rt.chunks(cfg)))
+			return
 		}
 	}
 }
