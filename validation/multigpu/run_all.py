@@ -141,6 +141,7 @@ def main():
     ap.add_argument("--deadline", type=float, default=None,
                     help="seconds for the whole run (default: 200 at world size 1, else 560)")
     a = ap.parse_args()
+    a.out = os.path.abspath(a.out)   # the programs run in this folder
     os.makedirs(a.out, exist_ok=True)
     ws = a.world_size
     if ws is None:
