@@ -3,6 +3,7 @@ package importer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ type item struct {
 	name   string
 	// collective
 	coll *cpuOp
+	peer string // a send's or receive's peer: an index into the communicator
 	// record / wait / sync
 	corr      int64
 	event     string
@@ -111,11 +113,18 @@ type builder struct {
 	probes                              []*cpuOp // collsim::record_stream annotations (validation/collsim_record.py)
 	probeStream                         map[*cpuOp]int64
 	replays                             int
+	// bySeq holds the communicators whose calls are named by the process
+	// group's sequence number: every rank's records on them carry one
+	// (Import decides, over all ranks).
+	bySeq map[string]int64
+	// beforeFirst counts, per communicator, the calls left out below the
+	// first sequence number every rank holds.
+	beforeFirst map[string]int
 }
 
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{},
-		probeStream: map[*cpuOp]int64{}, rsPending: map[string][]*item{}}
+		probeStream: map[*cpuOp]int64{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
 	for _, op := range rt.ops {
 		if op.ext >= 0 {
 			if _, dup := b.byExt[op.ext]; !dup || op.cat == "cpu_op" {
@@ -779,6 +788,10 @@ func (b *builder) finish(items []*item) error {
 			op.TimeNs = max(ns(it.act.dur), 1)
 		case scenarios.OpAllReduce, scenarios.OpAllGather, scenarios.OpReduceScatter, scenarios.OpAllToAll, scenarios.OpBroadcast:
 			op.Name, op.Comm, op.In, op.Out, op.Strategy = it.name, it.event, it.reads[0], it.writes[0], "nccl"
+		case scenarios.OpSend:
+			op.Name, op.Comm, op.In, op.Peer = it.name, it.event, it.reads[0], it.peer
+		case scenarios.OpRecv:
+			op.Name, op.Comm, op.Out, op.Peer = it.name, it.event, it.writes[0], it.peer
 		case scenarios.OpRecord, scenarios.OpWait:
 			op.Name = it.event
 			if it.kind == scenarios.OpRecord {
@@ -831,6 +844,9 @@ func (b *builder) finish(items []*item) error {
 	}
 	if p.mode == "eager" && !math.IsNaN(first) && lastEnd > first {
 		p.stepNs = ns(lastEnd - first)
+	}
+	for _, c := range sortedKeys(b.beforeFirst) {
+		p.notef("%d calls on %s before the first sequence number every rank's step holds (%d): the calls they met are outside the other ranks' steps; kept as opaque kernels", b.beforeFirst[c], c, b.bySeq[c])
 	}
 	if b.rsGuessed > 0 {
 		p.notef("%d record_stream calls: the trace does not name the stream each was given (\"<Stream>\"); each is taken to be every stream other than the allocating one whose kernels used the tensor before its free (a guess: a call naming another stream, or one of several, reads safe here; record with validation/collsim_record.py, whose probe names the stream)", b.rsGuessed)
@@ -919,6 +935,9 @@ func (b *builder) collTensors(c *cpuOp) map[string]string {
 
 func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
 	p := b.p
+	if k, ok := p2pKind(c.coll); ok {
+		return b.p2p(it, c, k, n)
+	}
 	kind, ok := collKind(c.coll)
 	if !ok {
 		p.notef("%s on process group %q: kept as an opaque kernel (no collective op for it)", c.coll, c.pg)
@@ -930,9 +949,23 @@ func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
 	}
 	g := len(c.pgRanks)
 	comm := sanitize("pg" + c.pg)
+	// The call's name is what pairs it with its peers' calls: the
+	// simulator's NCCL meets the k-th call of every rank on a communicator
+	// and reports a mismatch when their names or signatures differ. The
+	// name carries the process group's sequence number where every rank's
+	// records carry one ("Seq", ProcessGroupNCCL's seqCollective_), else
+	// the call's position among this rank's calls on the group.
+	seq := int64(n[comm] + 1)
+	if first, ok := b.bySeq[comm]; ok && c.seq >= 0 {
+		if c.seq < first {
+			b.beforeFirst[comm]++
+			return false
+		}
+		seq = c.seq
+	}
 	n[comm]++
 	it.kind = kind
-	it.name = fmt.Sprintf("%s.%s.%d", comm, kind, n[comm])
+	it.name = fmt.Sprintf("%s.%s.%d", comm, kind, seq)
 	it.event = comm
 	dt := dtypeBytes(c.dtype)
 	inN, outN := max(c.nelems, 1), max(c.outNelems, 1)
@@ -1227,10 +1260,73 @@ func sortItems(xs []*item) {
 	})
 }
 
+// isColl says whether k is communication on a stream: a collective, a send
+// or a receive.
 func isColl(k scenarios.OpKind) bool {
 	switch k {
-	case scenarios.OpAllReduce, scenarios.OpAllGather, scenarios.OpReduceScatter, scenarios.OpAllToAll, scenarios.OpBroadcast:
+	case scenarios.OpAllReduce, scenarios.OpAllGather, scenarios.OpReduceScatter, scenarios.OpAllToAll, scenarios.OpBroadcast, scenarios.OpSend, scenarios.OpRecv:
 		return true
 	}
 	return false
+}
+
+// p2pKind maps record_param_comms' "send" and "recv" (ProcessGroupNCCL's
+// send and recv) to the format's ops.
+func p2pKind(name string) (scenarios.OpKind, bool) {
+	switch strings.ToLower(name) {
+	case "send":
+		return scenarios.OpSend, true
+	case "recv":
+		return scenarios.OpRecv, true
+	}
+	return "", false
+}
+
+// p2p turns the kernel of a send or receive into the format's op with its
+// peer. ProcessGroupNCCL records the peer's rank in the group as "Rank"
+// and, for a send, its global rank as "Dst Rank" (a receive: "Src Rank";
+// torch/csrc/profiler/util.cpp, saveNcclMeta). NCCL pairs the sends from
+// one rank to another with that peer's receives from it in issue order,
+// per communicator: the call's name is that pair and the call's position
+// among this rank's calls to (or from) the peer, so a send and the receive
+// it meets have one name on both ranks.
+func (b *builder) p2p(it *item, c *cpuOp, kind scenarios.OpKind, n map[string]int) bool {
+	p := b.p
+	if !c.hasRanks || len(c.pgRanks) == 0 {
+		p.notef("%s on process group %q has no readable \"Process Group Ranks\": kept as an opaque kernel", c.coll, c.pg)
+		return false
+	}
+	peer := c.peer
+	if peer < 0 && c.groupRank >= 0 && c.groupRank < int64(len(c.pgRanks)) {
+		peer = int64(c.pgRanks[c.groupRank])
+	}
+	idx := slices.Index(c.pgRanks, int(peer))
+	if peer < 0 || idx < 0 || int(peer) == p.rank {
+		p.notef("%s on process group %q names no peer of the group (Dst/Src Rank %d, Rank %d, group %v): kept as an opaque kernel", c.coll, c.pg, c.peer, c.groupRank, c.pgRanks)
+		return false
+	}
+	comm := sanitize("pg" + c.pg)
+	src, dst := p.rank, int(peer)
+	if kind == scenarios.OpRecv {
+		src, dst = dst, src
+	}
+	pair := fmt.Sprintf("%s.p2p.%d-%d", comm, src, dst)
+	n[pair]++
+	it.kind, it.event, it.peer = kind, comm, strconv.Itoa(idx)
+	it.name = fmt.Sprintf("%s.%d", pair, n[pair])
+	key := "c:" + it.name + ".msg"
+	t := b.tensor(key, max(c.nelems, 1)*dtypeBytes(c.dtype))
+	t.chunks = 4
+	t.touched = true
+	t.labels = []string{it.name + ".msg"}
+	if kind == scenarios.OpSend {
+		t.readFirst = true
+		it.reads = []string{key}
+	} else {
+		it.writes = []string{key}
+	}
+	b.touch(it, "")
+	p.colls[comm] = c.pgRanks
+	p.collectives++
+	return true
 }

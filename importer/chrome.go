@@ -112,11 +112,15 @@ type Args struct {
 	GroupSize  int64  `json:"Group size"`
 	Seq        int64  `json:"Seq"`
 	Rank       int64  `json:"Rank"`
+	// send / recv: the peer's global rank (torch/csrc/profiler/util.cpp,
+	// saveNcclMeta: kP2pDst, kP2pSrc)
+	DstRank int64 `json:"Dst Rank"`
+	SrcRank int64 `json:"Src Rank"`
 }
 
 func (e *Event) reset(i int) {
 	*e = Event{Index: i, Args: Args{ExternalID: -1, RecordFn: -1, Corr: -1, Stream: -1, WaitEvent: -1,
-		WaitStream: -1, WaitCorr: -1, DeviceType: -1, InNelems: -1, OutNelems: -1, GroupSize: -1, Seq: -1, Rank: -1}}
+		WaitStream: -1, WaitCorr: -1, DeviceType: -1, InNelems: -1, OutNelems: -1, GroupSize: -1, Seq: -1, Rank: -1, DstRank: -1, SrcRank: -1}}
 }
 
 // End is the event's end time (µs).
@@ -178,6 +182,10 @@ func Scan(r io.Reader, file string, visit func(*Event) error) error {
 // Meta is what the importer reads outside the event array.
 type Meta struct {
 	GPU string // deviceProperties[0].name
+	// Rank and WorldSize are distributedInfo's "rank" and "world_size"
+	// (libkineto's distributed metadata, written by torch.profiler when
+	// torch.distributed is initialised); -1 when the trace has none.
+	Rank, WorldSize int
 }
 
 func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error {
@@ -238,6 +246,19 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 				}
 				if len(props) > 0 {
 					meta.GPU = props[0].Name
+				}
+				continue
+			}
+			if key == "distributedInfo" && meta != nil {
+				di := struct {
+					Rank      *int `json:"rank"`
+					WorldSize *int `json:"world_size"`
+				}{}
+				if err := dec.Decode(&di); err != nil {
+					return fail(-1, "distributedInfo: %s; expected {rank, world_size, …}", jsonMsg(err))
+				}
+				if di.Rank != nil && di.WorldSize != nil {
+					meta.Rank, meta.WorldSize = *di.Rank, *di.WorldSize
 				}
 				continue
 			}

@@ -54,6 +54,9 @@ type Result struct {
 	Ranks []Rank
 	// StepNs is the recorded step time: the slowest rank's.
 	StepNs int64
+	// Pairing says, per process group, how its calls were paired across
+	// ranks, and where the ranks' calls disagree (what running shows).
+	Pairing []string
 }
 
 // Import reads the traces and returns the scenario they describe.
@@ -78,12 +81,25 @@ func Import(o Options) (*Result, error) {
 	var builders []*builder
 	hw := ""
 	mode := ""
+	// Every rank's step first: how calls pair across ranks depends on what
+	// all of them recorded.
+	var rts []*rankTrace
 	for r, path := range o.Traces {
 		rt, err := readRank(path, o.Step, o.StepIndex)
 		if err != nil {
 			return nil, err
 		}
+		if rt.worldSize > 1 && rt.rank != r {
+			return nil, fmt.Errorf("%s: the trace is rank %d of %d (distributedInfo) but was given as rank %d; pass one trace per rank, rank 0 first", path, rt.rank, rt.worldSize, r)
+		}
+		rts = append(rts, rt)
+	}
+	bySeq, pairing := pairBy(rts)
+	res.Pairing = pairing
+	for r, rt := range rts {
+		path := rt.file
 		var et map[int64]*ETOp
+		var err error
 		if r < len(o.ET) && o.ET[r] != "" {
 			want := map[int64]bool{}
 			for _, op := range rt.ops {
@@ -96,6 +112,7 @@ func Import(o Options) (*Result, error) {
 			}
 		}
 		b := newBuilder(rt, et, r)
+		b.bySeq = bySeq
 		var graphLaunch *call
 		eagerWork := 0
 		for _, c := range rt.calls {
@@ -174,15 +191,23 @@ func Import(o Options) (*Result, error) {
 		}
 		spec.Comms = append(spec.Comms, scenarios.CommSpec{Name: c, Ranks: set})
 	}
-	// Tensors: the union over ranks, by name.
+	// Tensors: the union over ranks, by name. A name another rank gave a
+	// tensor of another size is a tensor of its own here (renameSizes).
 	idx := map[string]int{}
-	for _, b := range builders {
+	for bi, b := range builders {
+		rename := map[string]string{}
 		for _, nt := range b.named {
-			i, ok := idx[nt.name]
+			bytes := min(max(nt.t.bytes, 1), scenarios.MaxTensorBytes)
+			name := nt.name
+			if i, ok := idx[name]; ok && spec.Tensors[i].Bytes != bytes {
+				name = sizedName(name, bytes)
+				rename[nt.name] = name
+			}
+			i, ok := idx[name]
 			if !ok {
 				i = len(spec.Tensors)
-				idx[nt.name] = i
-				spec.Tensors = append(spec.Tensors, scenarios.TensorSpec{Name: nt.name, Bytes: 1})
+				idx[name] = i
+				spec.Tensors = append(spec.Tensors, scenarios.TensorSpec{Name: name, Bytes: 1})
 			}
 			t := &spec.Tensors[i]
 			t.Bytes = min(max(t.Bytes, nt.t.bytes), scenarios.MaxTensorBytes)
@@ -191,6 +216,7 @@ func Import(o Options) (*Result, error) {
 				t.Init = []uint64{1, 2, 3, 4}
 			}
 		}
+		renameSizes(progs[bi].ops, rename)
 	}
 	if len(spec.Tensors) > scenarios.MaxTensors {
 		return nil, fmt.Errorf("the step touches %d tensors, more than a scenario file holds (%d); import a shorter step (--step, --step-index)", len(spec.Tensors), scenarios.MaxTensors)
@@ -202,6 +228,11 @@ func Import(o Options) (*Result, error) {
 		spec.Programs = append(spec.Programs, scenarios.ProgramSpec{Ranks: scenarios.RankSet{Ranks: []int{p.rank}}, Streams: p.streams, Events: p.events, Ops: p.ops})
 	}
 	spec.Variants = []scenarios.Variant{{Name: "recorded", Doc: "the program as the trace recorded it; its nominal schedule has the recorded durations and host gaps"}}
+	if n > 1 {
+		res.Pairing = append(res.Pairing, disagreements(spec)...)
+	} else {
+		res.Pairing = nil
+	}
 	spec.Description = describe(res)
 	res.Spec = spec
 	res.YAML = scenarios.MarshalSpec(spec)
@@ -226,6 +257,9 @@ func describe(res *Result) string {
 		for _, n := range rk.Notes {
 			fmt.Fprintf(&b, "rank %d: %s.\n", r, strings.TrimSuffix(n, "."))
 		}
+	}
+	for _, l := range res.Pairing {
+		fmt.Fprintf(&b, "pairing: %s.\n", strings.TrimSuffix(l, "."))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -26,6 +26,11 @@ type cpuOp struct {
 	outNelems int64
 	dtype     string
 	hasRanks  bool
+	// seq is the process group's sequence number ("Seq"), -1 when the
+	// record has none; peer is a send's destination or a receive's source
+	// as a global rank ("Dst Rank" / "Src Rank"), else -1; groupRank is
+	// "Rank" (for a send or receive, the peer's rank in the group).
+	seq, peer, groupRank int64
 }
 
 type call struct {
@@ -71,13 +76,15 @@ const maxCalls = 16 * scenarios.MaxOps
 
 // rankTrace is the kept part of one rank's trace.
 type rankTrace struct {
-	file     string
-	gpu      string
-	step     string // the annotation imported ("" for the whole trace)
-	tid      ID
-	window   span
-	capture  *span // the graph capture before the step, if any
-	captures int   // graph captures seen before the step
+	file string
+	gpu  string
+	// rank and worldSize are distributedInfo's, -1 when absent.
+	rank, worldSize int
+	step            string // the annotation imported ("" for the whole trace)
+	tid             ID
+	window          span
+	capture         *span // the graph capture before the step, if any
+	captures        int   // graph captures seen before the step
 	// caps are every graph capture on the step's thread that ends before
 	// the step does, in host order: a replay inside the step is matched to
 	// one of them (eager.go, inlineReplay).
@@ -146,7 +153,7 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 	}
 	var caps []capRange
 	open := map[ID]float64{}
-	var meta Meta
+	meta := Meta{Rank: -1, WorldSize: -1}
 	rt.t0 = math.Inf(1)
 	err := ScanFile(path, &meta, func(e *Event) error {
 		rt.events++
@@ -175,7 +182,7 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt.gpu = meta.GPU
+	rt.gpu, rt.rank, rt.worldSize = meta.GPU, meta.Rank, meta.WorldSize
 	if len(cands) > 0 {
 		best := cands[0].pri
 		for _, c := range cands {
@@ -234,10 +241,11 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 	err = ScanFile(path, nil, func(e *Event) error {
 		switch {
 		case isHostOp(e) && inScope(e):
-			op := &cpuOp{idx: e.Index, name: e.Name, cat: e.Cat, ts: e.Ts, end: e.End(), ext: e.Args.ExternalID, rf: e.Args.RecordFn}
+			op := &cpuOp{idx: e.Index, name: e.Name, cat: e.Cat, ts: e.Ts, end: e.End(), ext: e.Args.ExternalID, rf: e.Args.RecordFn, seq: -1, peer: -1, groupRank: -1}
 			if e.Name == "record_param_comms" {
 				op.coll, op.pg, op.nelems, op.outNelems, op.dtype = e.Args.Collective, e.Args.PGName, e.Args.InNelems, e.Args.OutNelems, e.Args.DType
 				op.pgRanks, op.hasRanks = ranksOf(e.Args.PGRanksRaw)
+				op.seq, op.groupRank, op.peer = e.Args.Seq, e.Args.Rank, max(e.Args.DstRank, e.Args.SrcRank)
 			}
 			rt.ops = append(rt.ops, op)
 		case isRuntime(e) && inScope(e):
