@@ -29,8 +29,11 @@ import (
 // its process group and sequence number (so the same call on two ranks has
 // one name, and two ranks that issued different collectives at one
 // sequence number do not), with the host gaps between their creation
-// times. Running it shows the hang or mismatch the dump recorded, as a
-// wait-for cycle.
+// times. Sends and receives ("nccl:send 0->1", "nccl:recv 1<-0": the
+// ranks in the group) become the format's send and recv with their peer,
+// named by the ranks they connect and their position among this rank's
+// calls between them, as NCCL pairs them. Running it shows the hang or
+// mismatch the dump recorded, as a wait-for cycle.
 
 type frEntry struct {
 	RecordID    int64             `json:"record_id"`
@@ -199,20 +202,28 @@ func importFlight(o Options) (*Result, error) {
 			first[c] = max(first[c], v)
 		}
 	}
+	// addTensor declares a tensor and returns its name: a name another
+	// rank gave a tensor of another size is a tensor of its own here (a
+	// scenario's tensor has one size on every rank, and calls whose
+	// messages differ must show as calls of different signatures).
 	tensorIdx := map[string]int{}
-	addTensor := func(name string, bytes int64, chunks int, init bool) {
+	addTensor := func(name string, bytes int64, chunks int, init bool) string {
+		bytes = min(max(bytes, 1), scenarios.MaxTensorBytes)
+		if i, ok := tensorIdx[name]; ok && spec.Tensors[i].Bytes != bytes {
+			name = sizedName(name, bytes)
+		}
 		i, ok := tensorIdx[name]
 		if !ok {
 			i = len(spec.Tensors)
 			tensorIdx[name] = i
-			spec.Tensors = append(spec.Tensors, scenarios.TensorSpec{Name: name, Bytes: 1})
+			spec.Tensors = append(spec.Tensors, scenarios.TensorSpec{Name: name, Bytes: bytes})
 		}
 		t := &spec.Tensors[i]
-		t.Bytes = min(max(t.Bytes, bytes), scenarios.MaxTensorBytes)
 		t.Chunks = max(t.Chunks, chunks)
 		if init && len(t.Init) == 0 {
 			t.Init = []uint64{1, 2, 3, 4}
 		}
+		return name
 	}
 	used := map[string]bool{}
 	for r, d := range dumps {
@@ -224,6 +235,7 @@ func importFlight(o Options) (*Result, error) {
 		var prev int64 = -1
 		dropped, opaque := 0, 0
 		states := map[string]int{}
+		p2pN := map[string]int{}
 		for _, e := range es {
 			if len(e.PG) == 0 {
 				continue
@@ -258,15 +270,31 @@ func importFlight(o Options) (*Result, error) {
 			}
 			kind, ok := frCollective(e.Name)
 			rs, known := comms[comm]
-			if e.IsP2P || !ok || !known || slices.ContainsFunc(rs, func(x int) bool { return x >= n }) {
+			pk, src, dst, isP2P := frP2P(e.Name)
+			inGroup := func(i int) bool { return i >= 0 && i < len(rs) }
+			if e.IsP2P && isP2P && known && inGroup(src) && inGroup(dst) && src != dst && rs[src] < n && rs[dst] < n {
+				// A send or receive with its peer: the ranks it connects
+				// (global) and its position among this rank's calls
+				// between them, as the profiler-trace import names it.
+				pair := fmt.Sprintf("%s.p2p.%d-%d", comm, rs[src], rs[dst])
+				p2pN[pair]++
+				op.Kind, op.Comm = pk, comm
+				op.Name = fmt.Sprintf("%s.%d", pair, p2pN[pair])
+				key := addTensor(op.Name+".msg", elems*dt, 4, pk == scenarios.OpSend)
+				if pk == scenarios.OpSend {
+					op.In, op.Peer = key, strconv.Itoa(dst)
+				} else {
+					op.Out, op.Peer = key, strconv.Itoa(src)
+				}
+				used[comm] = true
+				rk.Collectives++
+			} else if e.IsP2P || !ok || !known || slices.ContainsFunc(rs, func(x int) bool { return x >= n }) {
 				// What the format cannot say from a dump (a send or
 				// receive names no peer here): an opaque kernel.
 				opaque++
 				op.Kind = scenarios.OpKernel
 				op.Name = sanitize(fmt.Sprintf("%s.%s.%d", comm, strings.TrimPrefix(e.Name, "nccl:"), e.RecordID))
-				key := "scratch." + comm
-				addTensor(key, 1, 0, false)
-				op.Writes = []string{key}
+				op.Writes = []string{addTensor("scratch."+comm, 1, 0, false)}
 			} else {
 				g := len(rs)
 				op.Kind = kind
@@ -275,20 +303,17 @@ func importFlight(o Options) (*Result, error) {
 				base := fmt.Sprintf("%s.%d", comm, e.Seq)
 				switch kind {
 				case scenarios.OpAllReduce, scenarios.OpBroadcast:
-					op.In, op.Out = base+".buf", base+".buf"
-					addTensor(op.In, elems*dt, 0, true)
+					op.In = addTensor(base+".buf", elems*dt, 0, true)
+					op.Out = op.In
 				case scenarios.OpAllGather:
-					op.In, op.Out = base+".in", base+".out"
-					addTensor(op.In, elems*dt, 4, true)
-					addTensor(op.Out, outElems*dt, 4*g, false)
+					op.In = addTensor(base+".in", elems*dt, 4, true)
+					op.Out = addTensor(base+".out", outElems*dt, 4*g, false)
 				case scenarios.OpReduceScatter:
-					op.In, op.Out = base+".in", base+".out"
-					addTensor(op.In, elems*dt, 4*g, true)
-					addTensor(op.Out, outElems*dt, 4, false)
+					op.In = addTensor(base+".in", elems*dt, 4*g, true)
+					op.Out = addTensor(base+".out", outElems*dt, 4, false)
 				case scenarios.OpAllToAll:
-					op.In, op.Out = base+".in", base+".out"
-					addTensor(op.In, elems*dt, 4*g, true)
-					addTensor(op.Out, outElems*dt, 4*g, false)
+					op.In = addTensor(base+".in", elems*dt, 4*g, true)
+					op.Out = addTensor(base+".out", outElems*dt, 4*g, false)
 				}
 				used[comm] = true
 				rk.Collectives++
@@ -309,7 +334,7 @@ func importFlight(o Options) (*Result, error) {
 			rk.Notes = append(rk.Notes, fmt.Sprintf("%d entries before the first sequence number every rank of their process group still holds: left out", dropped))
 		}
 		if opaque > 0 {
-			rk.Notes = append(rk.Notes, fmt.Sprintf("%d entries (point-to-point, or a collective or process group the dump does not describe) are opaque kernels", opaque))
+			rk.Notes = append(rk.Notes, fmt.Sprintf("%d entries (a collective, process group or peer the dump does not describe) are opaque kernels", opaque))
 		}
 		var st []string
 		for _, s := range sortedKeys(states) {
@@ -347,4 +372,34 @@ func importFlight(o Options) (*Result, error) {
 		return nil, fmt.Errorf("the imported scenario does not validate (an importer bug, please report it with the dumps): %w", err)
 	}
 	return res, nil
+}
+
+// frP2P reads a send's or receive's profiling name, ProcessGroupNCCL's
+// "nccl:send <rank>-><dst>" and "nccl:recv <rank><-<src>" (ranks in the
+// process group): the op and the group ranks of its source and
+// destination.
+func frP2P(name string) (kind scenarios.OpKind, src, dst int, ok bool) {
+	rest, isSend := strings.CutPrefix(name, "nccl:send ")
+	sep := "->"
+	kind = scenarios.OpSend
+	if !isSend {
+		var isRecv bool
+		if rest, isRecv = strings.CutPrefix(name, "nccl:recv "); !isRecv {
+			return "", 0, 0, false
+		}
+		sep, kind = "<-", scenarios.OpRecv
+	}
+	a, b, found := strings.Cut(strings.TrimSpace(rest), sep)
+	if !found {
+		return "", 0, 0, false
+	}
+	me, err1 := strconv.Atoi(strings.TrimSpace(a))
+	peer, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil {
+		return "", 0, 0, false
+	}
+	if kind == scenarios.OpSend {
+		return kind, me, peer, true
+	}
+	return kind, peer, me, true
 }

@@ -78,3 +78,64 @@ func TestFlightRecorderBad(t *testing.T) {
 	_, err := importer.Import(importer.Options{Traces: []string{p}, FlightRecorder: true})
 	require.ErrorContains(t, err, "bad.json:2:1: entry 1: ")
 }
+
+// frEntry is one entry of a dump written by frJob.
+type frEntry struct {
+	name  string // profiling name: "nccl:all_reduce", "nccl:send 0->1", …
+	elems int64
+	seq   int // collective_seq_id (p2p: p2p_seq_id)
+}
+
+// frJob writes one dump per rank of a two-rank job with the given entries.
+func frJob(t *testing.T, ranks ...[]frEntry) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var files []string
+	for r, es := range ranks {
+		var js []string
+		for i, e := range es {
+			p2p := strings.HasPrefix(e.name, "nccl:send") || strings.HasPrefix(e.name, "nccl:recv")
+			cs, ps := e.seq, 0
+			if p2p {
+				cs, ps = 0, e.seq
+			}
+			js = append(js, fmt.Sprintf(`{"record_id": %d, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": %d, "p2p_seq_id": %d, "profiling_name": %q, "time_created_ns": %d, "input_sizes": [[%d]], "input_dtypes": ["Float"], "output_sizes": [[%d]], "state": "completed", "is_p2p": %v}`,
+				i, cs, ps, e.name, 1000000+i*50000, e.elems, e.elems, p2p))
+		}
+		body := fmt.Sprintf(`{"version": "2.10", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}}, "entries": [%s]}`, strings.Join(js, ",\n"))
+		p := filepath.Join(dir, fmt.Sprintf("fr%d.json", r))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		files = append(files, p)
+	}
+	return files
+}
+
+// Flight Recorder's sends and receives import with their peers (the
+// profiling name's "a->b" / "a<-b"), paired per rank pair in issue order;
+// a message size that differs between the ranks is a mismatch when run,
+// and a receive no send meets hangs.
+func TestFlightRecorderPairs(t *testing.T) {
+	const M = 1 << 18
+	for _, tc := range []struct {
+		name    string
+		ranks   [][]frEntry
+		verdict []string
+	}{
+		{"p2p", [][]frEntry{{{"nccl:send 0->1", M, 1}}, {{"nccl:recv 1<-0", M, 1}}}, []string{"ok"}},
+		{"p2p-size", [][]frEntry{{{"nccl:send 0->1", M, 1}}, {{"nccl:recv 1<-0", M / 2, 1}}}, []string{"mismatch", "hang"}},
+		{"p2p-unmatched", [][]frEntry{{{"nccl:send 0->1", M, 1}}, {{"nccl:recv 1<-0", M, 1}, {"nccl:recv 1<-0", M, 2}}}, []string{"hang"}},
+		{"collective-size", [][]frEntry{{{"nccl:all_reduce", M, 1}}, {{"nccl:all_reduce", M / 2, 1}}}, []string{"mismatch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, rep := runFlight(t, frJob(t, tc.ranks...)...)
+			require.Contains(t, tc.verdict, rep.Verdict, "%s", res.YAML)
+			if tc.name == "p2p" {
+				send := res.Spec.Programs[0].Ops[0]
+				require.Equal(t, scenarios.OpSend, send.Kind)
+				require.Equal(t, "1", send.Peer)
+				require.Equal(t, "pg0.p2p.0-1.1", send.Name)
+				require.Equal(t, send.Name, res.Spec.Programs[1].Ops[0].Name)
+			}
+		})
+	}
+}
