@@ -1134,10 +1134,12 @@ func (b *builder) names() map[string]string {
 		t := b.tensors[k]
 		name := strings.Join(t.labels, "/")
 		if name == "" {
-			switch k[0] {
-			case 's':
+			switch {
+			case strings.HasPrefix(k, "scratch."), strings.HasPrefix(k, "c:"):
+				name = k
+			case k[0] == 's':
 				name = "t" + k[1:]
-			case 'a':
+			case k[0] == 'a':
 				name = "blk" + k[1:]
 			default:
 				name = k
