@@ -39,9 +39,13 @@
 //     (negative for a free), "Device Type" 1 for CUDA
 //     (torch/csrc/autograd/profiler_kineto.cpp, the memory-event handler).
 //   - "record_param_comms" operators: a collective's "Collective name",
-//     "Process Group Name", "Process Group Ranks", "In msg nelems", "dtype"
-//     (torch/csrc/distributed/c10d/ParamCommsUtils.hpp,
-//     RECORD_PARAM_COMMS_DATA).
+//     "Process Group Name", "Process Group Ranks", "In msg nelems", "dtype",
+//     the process group's sequence number "Seq", and a send's or receive's
+//     peer "Dst Rank" / "Src Rank" (torch/csrc/distributed/c10d/
+//     ParamCommsUtils.hpp, RECORD_PARAM_COMMS_DATA; torch/csrc/profiler/
+//     util.cpp, saveNcclMeta). How calls pair across ranks: pair.go.
+//   - "distributedInfo": the trace's "rank" and "world_size", checked
+//     against its place among the traces.
 //
 // The PyTorch execution trace (torch.profiler.ExecutionTraceObserver,
 // torch/csrc/profiler/standalone/execution_trace_observer.cpp; schema
