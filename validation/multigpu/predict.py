@@ -5,7 +5,9 @@
 For every row: the nominal schedule's verdict (`simctl run ... --budget 0`)
 and 200 random schedules with the measured noise (`simctl explore ...
 --strategy random --budget 200 --set jitter=measured`): how many schedules
-showed each kind of finding. Runs on a CPU (no GPU, no torch); from the
+showed each kind of finding; and the nominal step time of one all-reduce
+alone (NCCL and the one-shot kernel) at the sizes the programs time
+(scenarios/allreduce-alone.yaml). Runs on a CPU (no GPU, no torch); from the
 repository root. The rows name the program case each will be compared with
 (run_all.py's results.json: programs.PROGRAM.summary.CASE)."""
 import json
@@ -14,6 +16,8 @@ import sys
 
 D = "validation/multigpu/scenarios/"
 ONESHOT = D + "oneshot-two-streams.yaml"
+ALONE = D + "allreduce-alone.yaml"
+SIZES = [("4k", 4096), ("64k", 65536), ("128k", 131072), ("1m", 1 << 20), ("16m", 1 << 24), ("256m", 1 << 28)]
 
 # (row, program case it predicts, simctl target, variant, extra --set knobs)
 ROWS = [
@@ -78,7 +82,13 @@ def main():
                     "simctl": " ".join(["simctl run", target, "--variant", variant] + s),
                     "nominal": run["verdict"], "step_time_ns": run["step_time_ns"],
                     "explored": {"schedules": ex["schedules"], "verdict": ex["verdict"], "findings": ex["findings"]}})
-    json.dump({"rows": out}, sys.stdout, indent=1, sort_keys=True)
+    timings = []
+    for size, nbytes in SIZES:
+        d = simctl(exe, "run", ALONE, "--set", f"size={size}")
+        for v in d["variants"]:
+            timings.append({"bytes": nbytes, "strategy": v["name"], "step_time_ns": v["step_time_ns"],
+                            "simctl": f"simctl run {ALONE} --variant {v['name']} --set size={size}"})
+    json.dump({"rows": out, "allreduce_alone": timings}, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
 
 
