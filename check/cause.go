@@ -283,24 +283,24 @@ func describeCause(w *ranks.World, i int, exp opKey, ops map[opKey]int32) *Cause
 	if r.Buf.Rank != x.Rank {
 		bytes = fmt.Sprintf("rank %d's %s", r.Buf.Rank, bytes)
 	}
-	should := "the tensor's initial bytes"
+	should := "its initial bytes"
 	if exp.name != "" {
-		should = exp.name + "'s"
+		should = "the bytes " + exp.name + " wrote"
 		if exp.rank != x.Rank {
-			should = fmt.Sprintf("%s on rank %d's", exp.name, exp.rank)
+			should = fmt.Sprintf("the bytes %s on rank %d wrote", exp.name, exp.rank)
 		}
 	}
 	if r.Writer < 0 {
-		c.Text = fmt.Sprintf("on rank %d %s read %s before it was written; it should have read %s bytes", x.Rank, on(x), bytes, should)
+		c.Text = fmt.Sprintf("on rank %d %s read %s before anything wrote it; it should have read %s", x.Rank, on(x), bytes, should)
 	} else {
 		wt := w.Task(r.Writer)
 		c.Writer, c.WriterCall = wt, w.TaskCall(r.Writer)
-		wrote := "had written them"
+		wrote := "had written"
 		if r.Via != nil {
 			c.Via = r.Via.Name
-			wrote = fmt.Sprintf("had written %s into the same memory (the caching allocator gave %s's freed block to %s)", r.Via.Name, r.Buf.Name, r.Via.Name)
+			wrote = fmt.Sprintf("had written %s over (the caching allocator gave %s's freed block to %s)", r.Via.Name, r.Buf.Name, r.Via.Name)
 		}
-		c.Text = fmt.Sprintf("on rank %d %s read %s after %s %s; they should have been %s", x.Rank, on(x), bytes, on(wt), wrote, should)
+		c.Text = fmt.Sprintf("on rank %d %s read %s, which %s %s; it should have read %s", x.Rank, on(x), bytes, on(wt), wrote, should)
 	}
 	c.Edge = missingEdge(w, r, exp, ops, wroteBefore(w, i, exp))
 	c.Text += ". Missing: " + c.Edge
@@ -370,7 +370,7 @@ func missingEdge(w *ranks.World, r ranks.Read, exp opKey, ops map[opKey]int32, e
 	// written, or when it comes after the reader in program order.
 	if r.Writer >= 0 && (expWrote || exp.name == "" || ok && pn > xn) {
 		if r.Via != nil && wt.Rank == x.Rank {
-			return fmt.Sprintf("a record_stream of %s on stream %s before %s is freed, so its block is not handed out again before %s is done (or %s)",
+			return fmt.Sprintf("a record_stream of %s on stream %s before %s is freed, so its block is not handed out again before %s is done; or %s",
 				r.Buf.Name, x.Stream, r.Buf.Name, x.Name, order(x, wt, false))
 		}
 		if !ok {
