@@ -119,7 +119,7 @@ func (c *Comm) AppendLaunches(ks []*ranks.KernelSpec, st *ranks.KernelStore, ran
 	if c.StreamGuard {
 		for _, k := range ks[n0:] {
 			if (k.Coll != "" || mutant.On(mutant.GuardOrdersCopies)) && k.OrderKey == "" { // a pad kernel (NCCL's have their own order)
-				k.OrderKey = c.GuardKey()
+				k.OrderKey, k.OrderPerContext = c.GuardKey(), true
 			}
 		}
 	}

@@ -63,6 +63,13 @@ type KernelSpec struct {
 	// OrderEagerOnly limits OrderKey to eager launches: under graph capture
 	// the library adds no edge (RCCL's graph path, rocm/rccl #2179).
 	OrderEagerOnly bool
+	// OrderPerContext limits OrderKey to one capture context: the eager
+	// launches are one, each replay of a graph captured apart another, and
+	// no edge joins two (PyTorch's GroupStreamGuard keeps one frontier per
+	// capture context, and a replay runs none of its host code). A front
+	// end that issues a replay's nodes itself gives them a key of their
+	// own (scenarios/spec_graphs.go).
+	OrderPerContext bool
 	// Kind is a free-form label for reports ("gemm", "allreduce/multimem").
 	Kind string
 	// Sig is the call's signature as peers see it (op and count); ghost

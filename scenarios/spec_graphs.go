@@ -322,6 +322,16 @@ func (g *graphLowering) replay(c *capturedGraph, op *OpSpec, prog *ranks.Program
 				kc.OrderKey = ""
 				h.Kernel = &kc
 			}
+			if k := h.Kernel; k != nil && k.OrderPerContext && k.OrderKey != "" {
+				// GroupStreamGuard's edges were captured among this graph's
+				// own nodes; the replay runs no guard code, so nothing
+				// orders it with eager pad ops or another replay
+				// (GroupStreamGuard.cpp, init_: the wait is skipped across
+				// capture contexts).
+				kc := *k
+				kc.OrderKey = fmt.Sprintf("%s@%s#%d", k.OrderKey, op.Name, c.replays)
+				h.Kernel = &kc
+			}
 		}
 		prog.Ops = append(prog.Ops, h)
 	}
