@@ -423,6 +423,19 @@ func (b *builder) eager() error {
 	return b.finish(items)
 }
 
+// hasSyncEvents reports whether the trace holds any cuda_sync entry (it was
+// recorded with enable_cuda_sync_events=True).
+func (b *builder) hasSyncEvents() bool {
+	for _, as := range b.rt.dev {
+		for _, a := range as {
+			if a.cat == "cuda_sync" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // rel is a host time relative to the trace's first event, for notes.
 func (b *builder) rel(t float64) float64 {
 	if math.IsInf(b.rt.t0, 0) {
@@ -1074,7 +1087,14 @@ func (b *builder) pair(out []*item) error {
 			break
 		}
 		if rec < 0 {
-			p.notef("a %s at host time %.3f µs has no cudaEventRecord before it in the step: dropped", it.kind, b.rel(it.ts))
+			if it.kind == scenarios.OpSync {
+				// cudaEventSynchronize on an event recorded before the
+				// step: the host waited for something; kept as a device
+				// sync, which waits for at least that.
+				p.notef("a cudaEventSynchronize at host time %.3f µs waits on an event recorded before the step: imported as a device sync (it may wait for more than the host did)", b.rel(it.ts))
+			} else {
+				p.notef("a stream wait at host time %.3f µs has no cudaEventRecord before it in the step (recorded before the step, or never): dropped", b.rel(it.ts))
+			}
 			continue
 		}
 		r := out[rec]
@@ -1116,7 +1136,11 @@ func (b *builder) pair(out []*item) error {
 		p.notef("%d event records: the trace does not say which stream they were recorded on (wait_on_stream is -1); each is taken to be the stream the host launched to last before it, other than the waiting stream (a guess)", guessedRec)
 	}
 	if guessedWait > 0 {
-		p.notef("%d stream waits without a cuda_sync entry: each is taken to be on the stream of the next kernel (a guess; record with enable_cuda_sync_events=True)", guessedWait)
+		advice := "record with enable_cuda_sync_events=True"
+		if b.hasSyncEvents() {
+			advice = "the trace has cuda_sync entries, but none for these calls"
+		}
+		p.notef("%d stream waits without a cuda_sync entry: each is taken to be on the stream of the next kernel (a guess; %s)", guessedWait, advice)
 	}
 	if p.guesses > 0 {
 		p.notef("%d waits paired with the latest event record before them in host order (the trace has no record correlation id: a guess)", p.guesses)
