@@ -49,9 +49,10 @@ type Cause struct {
 // Pair returns the cause's two ops, the reader and the writer, by name.
 func (c *Cause) Pair() [2]string { return [2]string{c.Reader.Name, c.Writer.Name} }
 
-// maxCauseReads bounds the read log a root cause is looked for in: a
-// bigger run is not explained (its findings still are).
-const maxCauseReads = 4 << 20
+// maxCauseReads bounds the read and write logs a root cause is looked
+// for in (about 100 MiB for both runs' logs): a bigger run is not
+// explained (its findings still are).
+const maxCauseReads = 1 << 20
 
 // RootCause runs the schedule (mode, ch) of p and p's reference again with
 // their reads logged and explains the first wrong read behind a corrupted
@@ -78,7 +79,7 @@ func RootCauses(p Program, mode sim.Mode, ch sim.Chooser) ([]*Cause, error) {
 		if b.BuildFailed() {
 			return nil, nil
 		}
-		b.World.LogReads()
+		b.World.LogReads(maxCauseReads)
 		if _, err := b.World.Run(); err != nil {
 			return nil, nil // a capture error: nothing to explain
 		}
@@ -116,10 +117,10 @@ type opKey struct {
 }
 
 func explainReads(got, ref *Built) (out []*Cause) {
-	greads, rreads := got.World.Reads(), ref.World.Reads()
-	if len(greads) > maxCauseReads || len(rreads) > maxCauseReads {
-		return nil
+	if got.World.ReadLogFull() || ref.World.ReadLogFull() {
+		return nil // too big a run to explain: its findings still speak
 	}
+	greads, rreads := got.World.Reads(), ref.World.Reads()
 	// The writer each read of the reference saw, by read.
 	type seen struct {
 		writer opKey // name "": the initial value

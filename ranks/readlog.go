@@ -39,19 +39,26 @@ type Write struct {
 type readLog struct {
 	reads  []Read
 	writes []Write
+	limit  int  // most reads and writes kept, each
+	full   bool // one was not kept: the log is incomplete
 	// via[{buf, chunk}] is the buffer whose write last reached the chunk
 	// through an overlap (writeAliases); absent after a direct write.
 	via map[aliasRef]*Buffer
 }
 
 // LogReads makes w keep a log of every read and write (World.Reads,
-// World.Writes). It keeps
+// World.Writes), at most limit of each: past it the log stops
+// ([World.ReadLogFull]), so a big run costs bounded memory. It keeps
 // every task (KeepHistory) and runs every collective micro-op by
 // micro-op, so the log sees every read. Call it before Run.
-func (w *World) LogReads() {
-	w.rlog = &readLog{via: map[aliasRef]*Buffer{}}
+func (w *World) LogReads(limit int) {
+	w.rlog = &readLog{via: map[aliasRef]*Buffer{}, limit: limit}
 	w.keepHistory = true
 }
+
+// ReadLogFull reports whether the read log reached its limit and left
+// reads or writes out.
+func (w *World) ReadLogFull() bool { return w.rlog != nil && w.rlog.full }
 
 // Reads returns the read log, in the order the reads happened (nil
 // unless LogReads was called).
@@ -94,6 +101,10 @@ func (w *World) TaskNode(id int32) int { return int(w.tasks[id].node) }
 
 // logRead records t's read of chunk c of b (b already resolved).
 func (w *World) logRead(t *task, b *Buffer, c int) {
+	if len(w.rlog.reads) >= w.rlog.limit {
+		w.rlog.full = true
+		return
+	}
 	r := Read{Reader: t.id, Writer: -1, Buf: b, Chunk: c, Ordered: true, N: b.Vals[c].N}
 	switch {
 	case b.private:
@@ -111,7 +122,11 @@ func (w *World) logRead(t *task, b *Buffer, c int) {
 // logWrite records that t wrote chunk c of b directly (via is nil) or,
 // through an overlap, by a write to via.
 func (w *World) logWrite(t *task, b *Buffer, c int, via *Buffer) {
-	w.rlog.writes = append(w.rlog.writes, Write{Writer: t.id, Buf: b, Chunk: c, Before: len(w.rlog.reads)})
+	if len(w.rlog.writes) < w.rlog.limit {
+		w.rlog.writes = append(w.rlog.writes, Write{Writer: t.id, Buf: b, Chunk: c, Before: len(w.rlog.reads)})
+	} else {
+		w.rlog.full = true
+	}
 	k := aliasRef{b.id, int32(c)}
 	if via == nil {
 		delete(w.rlog.via, k)
