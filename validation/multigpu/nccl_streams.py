@@ -12,8 +12,9 @@ under s2 (the two-comms-opposite-order shape):
 
 Whether these hang depends on NCCL_LAUNCH_ORDER_IMPLICIT, which run_all.py
 sets per process (0 and 1). One communicator (the world group) used from two
-streams, X under aux and Y under main, 1 MiB each (nccl-order-mismatch and
-tp8-shared-expert's NCCL placements):
+streams, X under s1 and Y under s2, 1 MiB each (nccl-order-mismatch and
+tp8-shared-expert's NCCL placements; the scenario file names them aux and
+main):
 
   one-comm-consistent   every rank issues X (aux) then Y (main)
   one-comm-swapped      odd ranks issue Y then X: equal sizes

@@ -146,7 +146,7 @@ def trials(ctx, s, mode, placement, delay):
 
 def worker(ctx):
     s = Setup(ctx)
-    ctx.res["multimem"] = {"not_run": "MULTIMEM needs NVLink multicast (cuMulticastCreate), kept off on this machine"}
+    ctx.res["multimem"] = {"not_run": "MULTIMEM needs NVLink multicast (cuMulticastCreate), which these programs keep off"}
     if ctx.ws == 1:
         ctx.res["world_size_1"] = ("one rank: the one-shot reads only its own workspace and no peer can "
                                    "pair with the other op; the two streams still share the one workspace")

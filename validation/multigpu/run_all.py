@@ -126,6 +126,9 @@ def run_program(entry, ws, trials, out, log, limit):
     ranks = [load(f) for f in sorted(glob.glob(os.path.join(d, "rank*.json")))]
     r["ranks"] = ranks
     r["summary"] = summarize(ranks)
+    errors = [f"rank {x.get('rank')}: {x['error']}" for x in ranks if x.get("error")]
+    if errors:
+        r["rank_errors"] = errors
     running = sorted({x["running"] for x in ranks if x.get("running")})
     if running:
         r["killed_while_running"] = running
