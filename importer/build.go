@@ -708,7 +708,10 @@ func (b *builder) finish(items []*item) error {
 				out = append(out, it)
 				continue
 			}
-			it.name = c.coll // an opaque kernel named by its collective
+			// An opaque kernel named by its collective: it moves data the
+			// format cannot say, so it touches no tensor of its operator
+			// (only its stream's scratch below).
+			it.name, it.op = c.coll, nil
 		}
 		label := ""
 		if it.op != nil {

@@ -43,7 +43,9 @@
 //     the process group's sequence number "Seq", and a send's or receive's
 //     peer "Dst Rank" / "Src Rank" (torch/csrc/distributed/c10d/
 //     ParamCommsUtils.hpp, RECORD_PARAM_COMMS_DATA; torch/csrc/profiler/
-//     util.cpp, saveNcclMeta). How calls pair across ranks: pair.go.
+//     util.cpp, saveNcclMeta); without "Seq", the execution trace's
+//     record_param_comms node under the c10d operator gives the number (its
+//     (seq, isP2P) input). How calls pair across ranks: pair.go.
 //   - "distributedInfo": the trace's "rank" and "world_size", checked
 //     against its place among the traces.
 //

@@ -32,9 +32,16 @@ type ETOp struct {
 	// a Python number wrapped as a CPU tensor of one element, or a Double
 	// or Scalar argument. A CUDA graph freezes them at capture.
 	HostScalars int
+	// CommSeq is the process group's sequence number of the collective
+	// this operator (c10d::allreduce_, …) issued: its record_param_comms
+	// child's second input, the (seq, isP2P) tuple RECORD_PARAM_COMMS
+	// records; -1 when it has none or it is a send or receive.
+	CommSeq int64
 }
 
 type etNode struct {
+	ID      int64  `json:"id"`
+	Parent  int64  `json:"ctrl_deps"`
 	Name    string `json:"name"`
 	Inputs  etIO   `json:"inputs"`
 	Outputs etIO   `json:"outputs"`
@@ -78,6 +85,8 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 		return nil, fail(-1, "not an execution trace; expected a JSON object with \"nodes\"")
 	}
 	out := map[int64]*ETOp{}
+	idOf := map[int64]int64{}  // wanted rf → node id
+	seqOf := map[int64]int64{} // node id → its record_param_comms child's sequence number
 	seen := false
 	for dec.More() {
 		kt, err := dec.Token()
@@ -105,6 +114,16 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 				}
 				return nil, e
 			}
+			if n.Name == "record_param_comms" && len(n.Inputs.Values) > 1 && len(n.Inputs.Types) > 1 && n.Inputs.Types[1] == "Tuple[Int,Bool]" {
+				var tup []any
+				if json.Unmarshal(n.Inputs.Values[1], &tup) == nil && len(tup) == 2 {
+					seq, ok1 := tup[0].(float64)
+					p2p, ok2 := tup[1].(bool)
+					if ok1 && ok2 && !p2p && seq >= 0 {
+						seqOf[n.Parent] = int64(seq)
+					}
+				}
+			}
 			rf := int64(-1)
 			for _, a := range n.Attrs {
 				if a.Name == "rf_id" {
@@ -118,7 +137,8 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			if rf < 0 || (want != nil && !want[rf]) {
 				continue
 			}
-			op := &ETOp{Name: n.Name}
+			op := &ETOp{Name: n.Name, CommSeq: -1}
+			idOf[rf] = n.ID
 			op.HostScalars = hostScalars(n.Inputs)
 			for _, v := range n.Inputs.Values {
 				op.Inputs = tensors(v, op.Inputs, 0)
@@ -134,6 +154,11 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 	}
 	if !seen {
 		return nil, fail(-1, "no \"nodes\"; expected an execution trace from ExecutionTraceObserver")
+	}
+	for rf, id := range idOf {
+		if seq, ok := seqOf[id]; ok {
+			out[rf].CommSeq = seq
+		}
 	}
 	return out, nil
 }

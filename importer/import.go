@@ -84,6 +84,7 @@ func Import(o Options) (*Result, error) {
 	// Every rank's step first: how calls pair across ranks depends on what
 	// all of them recorded.
 	var rts []*rankTrace
+	var ets []map[int64]*ETOp
 	for r, path := range o.Traces {
 		rt, err := readRank(path, o.Step, o.StepIndex)
 		if err != nil {
@@ -92,14 +93,7 @@ func Import(o Options) (*Result, error) {
 		if rt.worldSize > 1 && rt.rank != r {
 			return nil, fmt.Errorf("%s: the trace is rank %d of %d (distributedInfo) but was given as rank %d; pass one trace per rank, rank 0 first", path, rt.rank, rt.worldSize, r)
 		}
-		rts = append(rts, rt)
-	}
-	bySeq, pairing := pairBy(rts)
-	res.Pairing = pairing
-	for r, rt := range rts {
-		path := rt.file
 		var et map[int64]*ETOp
-		var err error
 		if r < len(o.ET) && o.ET[r] != "" {
 			want := map[int64]bool{}
 			for _, op := range rt.ops {
@@ -110,7 +104,17 @@ func Import(o Options) (*Result, error) {
 			if et, err = ReadET(o.ET[r], want); err != nil {
 				return nil, err
 			}
+			seqFromET(rt, et)
 		}
+		rts = append(rts, rt)
+		ets = append(ets, et)
+	}
+	bySeq, pairing := pairBy(rts)
+	res.Pairing = pairing
+	for r, rt := range rts {
+		path := rt.file
+		et := ets[r]
+		var err error
 		b := newBuilder(rt, et, r)
 		b.bySeq = bySeq
 		var graphLaunch *call

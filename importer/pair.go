@@ -27,6 +27,29 @@ import (
 // hang. Result.Pairing says how each group was paired and lists the
 // disagreements the run will meet, for the reader.
 
+// seqFromET gives a record_param_comms without "Seq" the sequence number
+// the execution trace recorded for it: PyTorch versions whose profiler does
+// not write "Seq" still record the (seq, isP2P) tuple as an input of the
+// record_param_comms node under the c10d operator (ETOp.CommSeq). The
+// c10d operator is the innermost one around the record, as for its
+// tensors (collTensors).
+func seqFromET(rt *rankTrace, et map[int64]*ETOp) {
+	for _, c := range rt.ops {
+		if c.name != "record_param_comms" || c.seq >= 0 {
+			continue
+		}
+		var best *cpuOp
+		for _, op := range rt.ops {
+			if strings.HasPrefix(op.name, "c10d::") && c.ts >= op.ts && c.ts <= op.end && et[op.rf] != nil && (best == nil || op.end-op.ts < best.end-best.ts) {
+				best = op
+			}
+		}
+		if best != nil {
+			c.seq = et[best.rf].CommSeq
+		}
+	}
+}
+
 // pairBy decides, per communicator, whether its collectives are named by
 // sequence number: every rank's records on it carry one. It returns, for
 // those, the first sequence number every rank's step holds: a rank's
@@ -55,7 +78,9 @@ func pairBy(rts []*rankTrace) (map[string]int64, []string) {
 			first[c] = max(first[c], v)
 		}
 	}
-	for _, rt := range rts {
+	notIncreasing := map[string]int{} // a group whose numbers do not increase on a rank: that rank + 1
+	for r, rt := range rts {
+		last := map[string]int64{}
 		for _, op := range rt.ops {
 			if op.name != "record_param_comms" {
 				continue
@@ -64,19 +89,27 @@ func pairBy(rts []*rankTrace) (map[string]int64, []string) {
 				continue
 			}
 			c := sanitize("pg" + op.pg)
-			if op.seq >= 0 {
-				has[c] = true
-			} else {
+			if op.seq < 0 {
 				lacks[c] = true
+				continue
 			}
+			has[c] = true
+			if l, ok := last[c]; ok && op.seq <= l && notIncreasing[c] == 0 {
+				notIncreasing[c] = r + 1
+			}
+			last[c] = op.seq
 		}
 	}
 	by := map[string]int64{}
 	var lines []string
 	for _, c := range sortedKeys(has) {
+		if r := notIncreasing[c]; r > 0 && !lacks[c] {
+			lacks[c] = true
+			lines = append(lines, fmt.Sprintf("%s: the sequence numbers do not increase in issue order on rank %d", c, r-1))
+		}
 		if !lacks[c] {
 			by[c] = first[c]
-			lines = append(lines, fmt.Sprintf("%s: collectives paired across ranks by the process group's sequence number (the records' \"Seq\")", c))
+			lines = append(lines, fmt.Sprintf("%s: collectives paired across ranks by the process group's sequence number (the records' \"Seq\", or the execution trace's)", c))
 		}
 	}
 	for _, c := range sortedKeys(lacks) {
