@@ -372,7 +372,11 @@ func TestPairing(t *testing.T) {
 }
 
 // Relabelling the ranks of a job consistently — the files and the ranks
-// the records inside them name — changes no verdict.
+// the records inside them name (a process group's ranks, a send's or
+// receive's peer, the rank's own place in its groups) — changes no
+// verdict. The job: collectives on the world group and on a subgroup,
+// sends and receives between two ranks, each rank deviating from the
+// common script (a call missing, another size, two calls swapped).
 func TestPairingRelabel(t *testing.T) {
 	tp := loadTemplate(t, filepath.Join(traces, "d_comm.json"))
 	rapid.Check(t, func(rt *rapid.T) {
@@ -381,47 +385,91 @@ func TestPairingRelabel(t *testing.T) {
 		for i := range all {
 			all[i] = i
 		}
+		sub := rapid.SliceOfNDistinct(rapid.IntRange(0, n-1), 2, n, rapid.ID[int]).Draw(rt, "subgroup")
+		slices.Sort(sub)
 		withSeq := rapid.Bool().Draw(rt, "seq")
-		// One script every rank would run, then each rank's deviations.
-		base := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) rec {
+		// One script every rank would run: a call is a collective on a
+		// group, or a message from one rank to another.
+		type call struct {
+			pg       string
+			kind     string
+			size     int64
+			src, dst int
+		}
+		base := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) call {
+			size := int64(rapid.IntRange(1, 4).Draw(t, "size")) << 16
+			if rapid.IntRange(0, 3).Draw(t, "p2p") == 0 {
+				src := rapid.IntRange(0, n-1).Draw(t, "src")
+				dst := (src + rapid.IntRange(1, n-1).Draw(t, "to")) % n
+				return call{pg: "0", kind: "p2p", size: size, src: src, dst: dst}
+			}
 			pg := rapid.SampledFrom([]string{"0", "1"}).Draw(t, "pg")
 			kind := rapid.SampledFrom([]string{"allreduce", "_allgather_base"}).Draw(t, "kind")
-			return rec{pg: pg, ranks: all, coll: kind, nelems: int64(rapid.IntRange(1, 4).Draw(t, "size")) << 16, peer: -1}
+			return call{pg: pg, kind: kind, size: size}
 		}), 1, 4).Draw(rt, "base")
+		groups := map[string][]int{"0": all, "1": sub}
 		scripts := make([][]rec, n)
 		for r := range n {
-			s := slices.Clone(base)
-			switch rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("deviation%d", r)) {
-			case 1: // a call missing
-				i := rapid.IntRange(0, len(s)-1).Draw(rt, "drop")
-				s = slices.Delete(s, i, i+1)
-			case 2: // another size
-				i := rapid.IntRange(0, len(s)-1).Draw(rt, "resize")
-				s[i].nelems *= 2
-			case 3: // two calls swapped
-				if len(s) > 1 {
-					i := rapid.IntRange(0, len(s)-2).Draw(rt, "swap")
-					s[i], s[i+1] = s[i+1], s[i]
+			var s []rec
+			for _, c := range base {
+				switch {
+				case c.kind == "p2p" && c.src == r:
+					s = append(s, rec{pg: c.pg, ranks: all, coll: "send", nelems: c.size, peer: c.dst})
+				case c.kind == "p2p" && c.dst == r:
+					s = append(s, rec{pg: c.pg, ranks: all, coll: "recv", nelems: c.size, peer: c.src})
+				case c.kind != "p2p" && slices.Contains(groups[c.pg], r):
+					s = append(s, rec{pg: c.pg, ranks: groups[c.pg], coll: c.kind, nelems: c.size, peer: -1})
+				}
+			}
+			if len(s) > 0 {
+				switch rapid.IntRange(0, 3).Draw(rt, fmt.Sprintf("deviation%d", r)) {
+				case 1: // a call missing
+					i := rapid.IntRange(0, len(s)-1).Draw(rt, "drop")
+					s = slices.Delete(s, i, i+1)
+				case 2: // another size
+					i := rapid.IntRange(0, len(s)-1).Draw(rt, "resize")
+					s[i].nelems *= 2
+				case 3: // two calls swapped
+					if len(s) > 1 {
+						i := rapid.IntRange(0, len(s)-2).Draw(rt, "swap")
+						s[i], s[i+1] = s[i+1], s[i]
+					}
+				}
+			}
+			// Sequence numbers as ProcessGroupNCCL counts them: per
+			// group, in the rank's own issue order of its collectives.
+			k := map[string]int64{}
+			for i := range s {
+				s[i].seq = -1
+				if withSeq && s[i].peer < 0 {
+					k[s[i].pg]++
+					s[i].seq = k[s[i].pg]
 				}
 			}
 			scripts[r] = s
 		}
-		// Sequence numbers as ProcessGroupNCCL counts them: per group, in
-		// the rank's own issue order.
-		for r := range scripts {
-			k := map[string]int64{}
-			for i := range scripts[r] {
-				k[scripts[r][i].pg]++
-				scripts[r][i].seq = -1
-				if withSeq {
-					scripts[r][i].seq = k[scripts[r][i].pg]
-				}
-			}
-		}
+		// Rank r becomes perm[r]: its file, its groups' ranks (sorted, as
+		// torch.distributed.new_group keeps them) and its peers.
 		perm := rapid.Permutation(all).Draw(rt, "perm")
 		relabelled := make([][]rec, n)
 		for r, s := range scripts {
-			relabelled[perm[r]] = s // every group holds all ranks: the records name no other rank
+			var out []rec
+			for _, c := range s {
+				rs := make([]int, len(c.ranks))
+				for i, x := range c.ranks {
+					rs[i] = perm[x]
+				}
+				slices.Sort(rs)
+				c.ranks = rs
+				if c.peer >= 0 {
+					c.peer = perm[c.peer]
+				}
+				out = append(out, c)
+			}
+			relabelled[perm[r]] = out
+		}
+		if slices.ContainsFunc(scripts, func(s []rec) bool { return len(s) == 0 }) {
+			return // a rank with no communication: nothing of it to import
 		}
 		v1, _ := verdict(rt, tp, "", scripts)
 		v2, _ := verdict(rt, tp, "", relabelled)
