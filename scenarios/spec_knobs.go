@@ -198,7 +198,7 @@ func (s *Spec) CheckSets(sets []string) error {
 	used := s.usedKnobs()
 	for _, set := range sets {
 		k, v, _ := strings.Cut(set, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		k, v = knobs.Canonical(strings.TrimSpace(k)), strings.TrimSpace(v) // ranks=4 is tp=4, as in a file
 		if k == "patch" || s.param(k) != nil {
 			continue // a patch is checked when it is applied; params are declared by the file
 		}

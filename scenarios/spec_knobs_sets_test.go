@@ -59,3 +59,19 @@ func TestVariantConfigRefusesUnreadSets(t *testing.T) {
 		})
 	}
 }
+
+// TestSetTakesTheFileSpellings: --set ranks=N and --set hardware=H do what
+// a variant's set: {ranks: N} does (the file's top-level spellings of tp
+// and arch), where they were refused as unknown keys.
+func TestSetTakesTheFileSpellings(t *testing.T) {
+	sc, ok := scenarios.Lookup("symm-pad-aliasing")
+	require.True(t, ok)
+	v := sc.Variants[0]
+	for _, tt := range []struct{ file, knob string }{{"ranks=4", "tp=4"}, {"hardware=h100", "arch=h100"}} {
+		got, err := sc.VariantConfig(v, []string{tt.file})
+		require.NoError(t, err, tt.file)
+		want, err := sc.VariantConfig(v, []string{tt.knob})
+		require.NoError(t, err, tt.knob)
+		require.Equal(t, want, got, "%s is %s", tt.file, tt.knob)
+	}
+}

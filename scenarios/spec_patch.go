@@ -191,7 +191,13 @@ func applyPatch(progs []ProgramSpec, steps []PatchSpec, report func(Pos, string)
 				case st.Verb == "remove":
 					out[pi].Ops = slices.Delete(out[pi].Ops, oi, oi+1)
 				case st.Op != nil:
-					out[pi].Ops[oi] = *st.Op
+					op := *st.Op
+					if op.ID == "" {
+						// the replacement stands where the op stood: a later
+						// step (or another variant's) still names it by its id
+						op.ID = out[pi].Ops[oi].ID
+					}
+					out[pi].Ops[oi] = op
 				}
 			}
 		case "move":

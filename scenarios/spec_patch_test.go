@@ -110,3 +110,22 @@ func TestVariantPatchErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPatchReplaceKeepsID: an op replaced by one that gives no id keeps
+// the id it had, so a later step still names it: here the free (id drop)
+// is replaced by the same free, then moved after merge by its id.
+func TestPatchReplaceKeepsID(t *testing.T) {
+	src := patchedFile + `  - name: replaced-then-moved
+    expect: ok
+    patch:
+      - {replace: drop, with: {free: x_norm}}
+      - {move: drop, after: merge}
+`
+	sc, err := scenarios.Load("patched.yaml", []byte(src))
+	require.NoError(t, err)
+	v, ok := sc.Variant("replaced-then-moved")
+	require.True(t, ok)
+	rep, err := check.RunVariant(sc, v, check.Options{})
+	require.NoError(t, err)
+	require.Equal(t, check.OK, rep.Verdict, "%v", rep.Findings)
+}

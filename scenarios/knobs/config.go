@@ -139,6 +139,7 @@ var knobs = []knob{
 
 // Set sets knob key to value.
 func (c *Config) Set(key, value string) error {
+	key = Canonical(key)
 	for _, k := range knobs {
 		if k.key == key {
 			return k.set(c, value)
@@ -152,6 +153,19 @@ func (c *Config) Set(key, value string) error {
 		keys[i] = k.key
 	}
 	return fmt.Errorf("%w: unknown key %q (known: %s)", ErrBadKnob, key, strings.Join(keys, ", "))
+}
+
+// fileSpellings are the knobs a scenario file writes at its top level
+// under another name: a --set or a variant's set: may use either.
+var fileSpellings = map[string]string{"ranks": "tp", "hardware": "arch"}
+
+// Canonical is the knob key a --set key names: tp for ranks, arch for
+// hardware (a file's top-level spellings), any other key as it is.
+func Canonical(key string) string {
+	if k, ok := fileSpellings[key]; ok {
+		return k
+	}
+	return key
 }
 
 // ApplySets applies "key=value" strings in order.
