@@ -101,6 +101,14 @@ func (s *Spec) unusedKnob(used map[string]bool, key, value string) string {
 	if used[key] || value == knobDefault(key) {
 		return ""
 	}
+	if key == "pad" && len(s.Symm) > 0 {
+		// every allocation gives its own pad: (used has no pad otherwise)
+		var fixed []string
+		for _, sy := range s.Symm {
+			fixed = append(fixed, fmt.Sprintf("%q (pad: %s, line %d)", sy.Name, sy.Pad, sy.pos.at("pad").Line))
+		}
+		return fmt.Sprintf("knob \"pad\" would change nothing: every symmetric allocation of this file fixes its own pad scope (%s); leave pad: out of an allocation for the knob to choose it", strings.Join(fixed, ", "))
+	}
 	var names []string
 	for k := range used {
 		names = append(names, k)
