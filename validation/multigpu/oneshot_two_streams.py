@@ -17,8 +17,9 @@ torch.cuda._sleep injected before one stream's all-reduce:
 A replay is wrong when any element of either output differs from its sum
 (shared 100·Σ(r+1), routed Σ(r+1)). Timings: one all-reduce alone (copy in
 and the one-shot kernel, graph replay), and a whole step of each placement.
-The odd-rank delays can hang (the two ops' device order differs across
-ranks; the same signal-pad slots): they run last.
+The buggy odd-rank delays can hang (the two ops' device order differs
+across ranks; the same signal-pad slots): they run last, after every fixed
+case, since a hang ends the program.
 
 MULTIMEM (multimem_all_reduce_) is not run: it needs NVLink multicast
 objects, which these programs keep off."""
@@ -161,11 +162,14 @@ def worker(ctx):
             s.allreduce(t)
         return {"allreduce_alone_us": mg.time_us(c, g.replay), "bytes": 4 * N}
 
+    # Those that may hang last: every fixed case, then buggy at one order on every rank, then buggy with
+    # the odd ranks late (the two ops' device order differs across ranks).
     cases = [("alone", alone)]
-    order = [d for d in DELAYS if not d.endswith("-odd")] + [d for d in DELAYS if d.endswith("-odd")]
-    for delay in order:
-        for mode in ("graph", "eager"):
-            for placement in ("fixed", "buggy"):
+    even = [d for d in DELAYS if not d.endswith("-odd")]
+    odd = [d for d in DELAYS if d.endswith("-odd")]
+    for placement, delays in (("fixed", even + odd), ("buggy", even), ("buggy", odd)):
+        for delay in delays:
+            for mode in ("graph", "eager"):
                 cases.append((f"{mode}-{placement}-{delay}",
                               lambda c, m=mode, p=placement, d=delay: trials(c, s, m, p, d)))
     mg.run_cases(ctx, cases, ctx.args.cases)
