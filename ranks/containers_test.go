@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/collsim/collsim/ranks/findings"
 )
 
 // A FIFO is a queue: any sequence of pushes and pops returns the messages in
@@ -32,7 +34,7 @@ func TestFifoIsAQueue(t *testing.T) {
 	})
 }
 
-// keySet is a set: any sequence of adds reports "new" exactly when a map
+// The world's race key sets are sets: any sequence of adds reports "new" exactly when a map
 // would, across its growth, for both of its key types.
 func TestKeySetIsASet(t *testing.T) {
 	t.Run("race pairs", func(t *testing.T) {
@@ -49,18 +51,18 @@ func TestKeySetIsASet(t *testing.T) {
 	})
 }
 
-func checkKeySet[K setKey](t *testing.T, draw func(*rapid.T) K) {
+func checkKeySet[K findings.SetKey](t *testing.T, draw func(*rapid.T) K) {
 	rapid.Check(t, func(t *rapid.T) {
-		var s keySet[K]
+		var s findings.KeySet[K]
 		model := map[K]bool{}
 		for _, k := range rapid.SliceOf(rapid.Custom(draw)).Draw(t, "keys") {
-			if got, want := s.add(k, k.hash()), !model[k]; got != want {
+			if got, want := s.Add(k, k.Hash()), !model[k]; got != want {
 				t.Fatalf("add(%v) = %v, want %v", k, got, want)
 			}
 			model[k] = true
 		}
-		if s.n != len(model) {
-			t.Fatalf("n = %d, want %d", s.n, len(model))
+		if s.Len() != len(model) {
+			t.Fatalf("n = %d, want %d", s.Len(), len(model))
 		}
 	})
 }

@@ -252,7 +252,7 @@ func (w *World) syncRace(t *task, other int32, m pendingMsg, kind string) {
 		res += m.fifo.Name
 	}
 	key := raceDedupeKey{res: 1 + w.nameID(res), a: w.taskNameID(o), b: w.taskNameID(t), kinds: uint16(kind[0])<<8 | uint16(kind[0]), same: o.rank == t.rank}
-	if !w.raceDedupe.add(key, key.hash()) {
+	if !w.raceDedupe.Add(key, key.Hash()) {
 		return
 	}
 	w.noteTasks(other, t.id)
@@ -530,13 +530,13 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	// A small direct-mapped cache in front of the set: most lookups are of
 	// pairs seen a few chunks ago (the last one, for the next chunk of the
 	// same racing copy).
-	h := fast.hash()
+	h := fast.Hash()
 	rc := &w.raceCache[h>>26]
 	if *rc == fast {
 		return
 	}
 	*rc = fast
-	if !w.raceSeen.add(fast, h) {
+	if !w.raceSeen.Add(fast, h) {
 		return
 	}
 	o := w.task(other)
@@ -544,7 +544,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	// race on every rank and chunk is one bug. Names are interned, so the
 	// key is a few integers.
 	key := raceDedupeKey{res: w.bufNameID(b), a: w.taskNameID(o), b: w.taskNameID(t), kinds: fast.kinds, same: o.rank == t.rank}
-	if !w.raceDedupe.add(key, key.hash()) {
+	if !w.raceDedupe.Add(key, key.Hash()) {
 		return
 	}
 	a, bn := w.taskName(other), w.taskName(t.id)
@@ -672,66 +672,13 @@ type raceKey struct {
 	kinds     uint16
 }
 
-// keySet is a set of small comparable keys: open addressing with linear
-// probing, the zero key marking an empty slot (no real key is zero). A
-// racy schedule adds a few hundred race pairs and dedupe keys; a map
-// hashed each key through the runtime's generic path at several times the
-// cost.
-type keySet[K setKey] struct {
-	slots []K
-	n     int
-	mem   *slabs[K] // where grown tables come from (nil: the heap)
-}
-
-// setKey is a key of a keySet: never zero when real, with its own hash.
-type setKey interface {
-	comparable
-	hash() uint32
-}
-
-// add inserts k, whose hash is h (k.hash()), and reports whether it was
-// new.
-func (s *keySet[K]) add(k K, h uint32) bool {
-	if 4*(s.n+1) > 3*len(s.slots) {
-		s.grow()
-	}
-	var zero K
-	mask := uint32(len(s.slots) - 1)
-	for i := (h ^ h>>15) & mask; ; i = (i + 1) & mask {
-		switch s.slots[i] {
-		case k:
-			return false
-		case zero:
-			s.slots[i] = k
-			s.n++
-			return true
-		}
-	}
-}
-
-func (s *keySet[K]) grow() {
-	old := s.slots
-	n := max(256, 2*len(old))
-	if s.mem != nil {
-		s.slots = s.mem.get(n)
-	} else {
-		s.slots = make([]K, n)
-	}
-	s.n = 0
-	var zero K
-	for _, k := range old {
-		if k != zero {
-			s.add(k, k.hash())
-		}
-	}
-}
-
-// hash is the hash race() computes for a pair.
-func (k raceKey) hash() uint32 {
+// Hash is the hash race() computes for a pair.
+func (k raceKey) Hash() uint32 {
 	return uint32(k.buf)*0x9e3779b1 ^ uint32(k.a)*0x85ebca6b ^ uint32(k.b)*0xc2b2ae35 ^ uint32(k.kinds)
 }
 
-func (k raceDedupeKey) hash() uint32 {
+// Hash is a race de-duplication key's hash.
+func (k raceDedupeKey) Hash() uint32 {
 	h := uint32(k.res)*0x9e3779b1 ^ uint32(k.a)*0x85ebca6b ^ uint32(k.b)*0xc2b2ae35 ^ uint32(k.kinds)*0x27d4eb2f
 	if k.same {
 		h ^= 0x165667b1

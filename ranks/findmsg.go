@@ -135,13 +135,13 @@ func (w *World) FormatMessages(fs []Finding) {
 type findingState struct {
 	log      findings.Log // the findings, counted, capped and de-duplicated
 	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
-	raceSeen keySet[raceKey]
+	raceSeen findings.KeySet[raceKey]
 	// mismatches reported, by interned ids (exec.go)
 	mismatchSeen map[mismatchKey]bool
 	// recently looked-up keys, all in raceSeen (zero: empty; no real key is zero)
 	raceCache [64]raceKey
 	// races reported, by interned names (exec.go)
-	raceDedupe keySet[raceDedupeKey]
+	raceDedupe findings.KeySet[raceDedupeKey]
 	names      map[string]int32
 	bufName    []int32 // per buffer id: 1 + its name's id, 0: not yet
 	// deferMsgs: Run leaves race and mismatch messages to FormatMessages

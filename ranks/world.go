@@ -290,7 +290,7 @@ func (w *World) Run() (*Result, error) {
 	if w.mem == nil {
 		panic("ranks: World.Run called after Release")
 	}
-	w.raceSeen.mem, w.raceDedupe.mem = &w.mem.races, &w.mem.dedupes
+	w.raceSeen.Alloc, w.raceDedupe.Alloc = w.mem.races.get, w.mem.dedupes.get
 	w.ran = true
 	for r, p := range w.progs {
 		if p == nil {
