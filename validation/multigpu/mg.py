@@ -140,6 +140,9 @@ def run_cases(ctx, cases, wanted):
     An exception is recorded as the case's error and the next case runs; a hang is recorded and ends
     the program (the communicators it used are stuck), the cases left recorded as not run."""
     names = [n for n, _ in cases if not wanted or n in wanted]
+    for n in wanted:
+        if n not in [c for c, _ in cases]:
+            ctx.record(n, {"error": "no such case in this program"})
     for i, (name, fn) in enumerate([c for c in cases if c[0] in names]):
         if not ctx.barrier(f"start/{name}", timeout_s=max(60.0, ctx.hang_s)):
             ctx.record(name, {"not_run": "the ranks did not all reach this case (a peer hung or failed)"})

@@ -32,10 +32,20 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 IMPLICIT_OFF = {"NCCL_LAUNCH_ORDER_IMPLICIT": "0"}
 IMPLICIT_ON = {"NCCL_LAUNCH_ORDER_IMPLICIT": "1"}
 
+
+def _oneshot(placement, delays, modes=("graph", "eager")):
+    return [f"{m}-{placement}-{d}" for d in delays for m in modes]
+
+
+EVEN, ODD = ["none", "aux", "main"], ["aux-odd", "main-odd"]
+ONESHOT_SAFE = ",".join(["alone"] + _oneshot("fixed", EVEN + ODD) + _oneshot("buggy", EVEN))
+
 # (name, script, cases (empty: all), extra environment, limit in seconds)
 PROGRAMS = [
     ("race_probe", "race_probe.py", "", {"REPLAYS": "2000"}, 150),
-    ("oneshot", "oneshot_two_streams.py", "", {}, 200),
+    ("oneshot", "oneshot_two_streams.py", ONESHOT_SAFE, {}, 150),
+    ("oneshot-buggy-odd-graph", "oneshot_two_streams.py", ",".join(_oneshot("buggy", ODD, ["graph"])), {}, 90),
+    ("oneshot-buggy-odd-eager", "oneshot_two_streams.py", ",".join(_oneshot("buggy", ODD, ["eager"])), {}, 90),
     ("symm_pad_groups", "symm_pad_groups.py", "", {}, 120),
     ("nccl", "nccl_streams.py", "timing,one-comm-consistent,one-comm-swapped", IMPLICIT_OFF, 150),
     ("nccl-two-comms-consistent", "nccl_streams.py", "two-comms-consistent", IMPLICIT_OFF, 90),
@@ -46,9 +56,11 @@ PROGRAMS = [
     ("nccl-one-comm-op", "nccl_streams.py", "one-comm-op", IMPLICIT_OFF, 90),
 ]
 
-# At one rank nothing can hang: the NCCL cases run in one process per launch-order setting, and
-# a program gets at most 75 s (a stuck one must not eat the whole dry run).
-PROGRAMS_WS1 = [(n, sc, c, e, min(lim, 75)) for n, sc, c, e, lim in PROGRAMS if sc != "nccl_streams.py"] + [
+# At one rank nothing can hang: the one-shot cases run in one process, the NCCL cases in one per
+# launch-order setting, and a program gets at most 75 s (a stuck one must not eat the dry run).
+PROGRAMS_WS1 = [(n, sc, c, e, min(lim, 75)) for n, sc, c, e, lim in PROGRAMS
+                if sc not in ("nccl_streams.py", "oneshot_two_streams.py")] + [
+    ("oneshot", "oneshot_two_streams.py", "", {}, 75),
     ("nccl", "nccl_streams.py", "", IMPLICIT_OFF, 75),
     ("nccl-implicit", "nccl_streams.py", "two-comms-consistent,two-comms-opposite", IMPLICIT_ON, 60),
 ]

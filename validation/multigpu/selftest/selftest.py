@@ -5,7 +5,7 @@
 The stand-in (selftest/torch) runs each program's Python: spawning, the
 store's barriers, records per case, the driver's merge. Three runs (about a
 minute): every program at world size 1 (every case 200 trials, none wrong);
-two ranks with every event left unfinished (the watchdog reports a hang on
+every program at two ranks (each case named exists and both ranks report it); two ranks with every event left unfinished (the watchdog reports a hang on
 both ranks, and the cases after it are recorded as not run); and a program
 that blocks past the driver's limit (killed, with the case it was in). It
 says nothing about what real torch, NCCL or a GPU do: that is run_all.py's
@@ -48,6 +48,16 @@ def main():
         check(len(trials) == 32 and all(s["trials"] == 200 and s["wrong_max"] == 0 and not s["hang"]
                                         for s in trials.values()),
               f"{len(trials)} cases of 200 trials, none wrong or hung")
+
+        r = run(os.path.join(tmp, "ws2"), {"FAKE_GPUS": "2"}, "--world-size", "2")
+        sys.path.insert(0, os.path.dirname(RUN_ALL))
+        import run_all
+        progs = r["programs"]
+        check(sorted(progs) == sorted(p[0] for p in run_all.PROGRAMS), "world size 2 runs every program")
+        bad = [(n, c, s) for n, p in progs.items() for c, s in p.get("summary", {}).items()
+               if s.get("errors") or s.get("not_run") or s["ranks_reporting"] != 2]
+        check(not bad and all(p.get("rc") == 0 for p in progs.values()),
+              f"every case it names exists and reports from both ranks {bad[:2]}")
 
         r = run(os.path.join(tmp, "hang"), {"FAKE_GPUS": "2", "FAKE_HANG": "1", "MG_HANG_S": "1"},
                 "--world-size", "2", "--only", "symm_pad_groups")
