@@ -3,11 +3,13 @@
   python3 validation/multigpu/selftest/selftest.py
 
 The stand-in (selftest/torch) runs each program's Python: spawning, the
-store's barriers, records per case, the driver's merge. Three runs (about a
+store's barriers, records per case, the driver's merge. Four runs (about a
 minute): every program at world size 1 (every case 200 trials, none wrong);
-every program at two ranks (each case named exists and both ranks report it); two ranks with every event left unfinished (the watchdog reports a hang on
-both ranks, and the cases after it are recorded as not run); and a program
-that blocks past the driver's limit (killed, with the case it was in). It
+every program at two ranks (each case the driver names exists, both ranks
+report it); two ranks with every event left unfinished (the watchdog
+reports a hang on both ranks, and the cases after it are recorded as not
+run); and a program that blocks past the driver's limit (killed, with the
+case it was in). It
 says nothing about what real torch, NCCL or a GPU do: that is run_all.py's
 job on a GPU machine."""
 import json
