@@ -312,6 +312,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 	mapped := s.newMapping(cfg, ops)
 	gl.atReplay = mapped.atReplay
 	var alloc *ranks.Allocator
+	var managedSet map[string]bool // tensors an alloc op allocates, made at the first free or record_stream
 	for _, op := range ops {
 		if (op.Kind == OpAlloc || op.Kind == OpEmptyCache) && alloc == nil {
 			alloc = w.NewAllocator(r, cfg.Bug.Caching != "off")
@@ -418,6 +419,12 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			}
 			bufs[t.Name] = x
 		case OpFree, OpRecordStream:
+			if managedSet == nil {
+				managedSet = s.managed()
+			}
+			if op.Kind == OpRecordStream && !managedSet[op.Name] {
+				continue // a tensor that lives for the whole program: nothing to defer
+			}
 			x, err := buf(op.Name)
 			if err != nil {
 				return nil, nil, err

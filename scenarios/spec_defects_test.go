@@ -94,3 +94,36 @@ func TestReplayInputsAreData(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordStreamOnAStaticTensor: record_stream of a tensor no alloc op
+// allocates is accepted and does nothing (the tensor lives for the whole
+// program, so no free waits on it; PyTorch accepts record_stream on any
+// CUDA tensor); a free of one is still an error.
+func TestRecordStreamOnAStaticTensor(t *testing.T) {
+	file := `name: rs-static
+ranks: 1
+tensors:
+  - {name: x, bytes: 64, chunks: 1, init: [1]}
+  - {name: y, bytes: 64, chunks: 1, output: true}
+programs:
+  - ranks: all
+    streams: [main, aux]
+    events: [e]
+    ops:
+      - {record: e}
+      - {wait: e, stream: aux}
+      - {kernel: k, stream: aux, reads: [x], writes: [y]}
+      - OP
+      - {record: e, stream: aux}
+      - {wait: e}
+variants:
+  - {name: base}
+`
+	sc, err := scenarios.Load("rs.yaml", []byte(strings.Replace(file, "OP", "{record_stream: x, stream: aux}", 1)))
+	require.NoError(t, err)
+	rep, err := check.RunVariant(sc, sc.Variants[0], check.Options{Extra: []string{"budget=2"}})
+	require.NoError(t, err)
+	require.Equal(t, check.OK, rep.Verdict, "%v", rep.Findings)
+	_, err = scenarios.Load("rs.yaml", []byte(strings.Replace(file, "OP", "{free: x}", 1)))
+	require.ErrorContains(t, err, `free of "x", which no alloc op allocates`)
+}

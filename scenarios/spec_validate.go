@@ -717,6 +717,13 @@ func (s *Spec) validateLifetime(ops []OpSpec, managed map[string]bool, report fu
 		case OpFree, OpRecordStream:
 			switch state[op.Name] {
 			case unborn:
+				if !managed[op.Name] && op.Kind == OpRecordStream {
+					// A tensor no alloc op allocates lives for the whole
+					// program: it is never freed, so marking a stream's use
+					// of it defers nothing (tensor.record_stream on a
+					// parameter is legal and does nothing either).
+					continue
+				}
 				if !managed[op.Name] {
 					e.add(op.pos.at("name"), "%s of %q, which no alloc op allocates; only tensors from alloc have a lifetime", op.Kind, op.Name)
 				} else {
