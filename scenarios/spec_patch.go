@@ -132,33 +132,68 @@ func (d *decoder) patch(n ast.Node) PatchSpec {
 }
 
 // applyPatch applies steps to a copy of progs, reporting each step that
-// names no op, or an op that is ambiguous, at its line.
+// names no op, or an op that is ambiguous, at its line. A step reaches the
+// ops of a capture block as well as the program's own: each op lives in a
+// list (the program's, or a capture block's), and a step removes,
+// replaces or inserts in the list where its op is.
 func applyPatch(progs []ProgramSpec, steps []PatchSpec, report func(Pos, string)) []ProgramSpec {
 	out := make([]ProgramSpec, len(progs))
 	for i, p := range progs {
 		out[i] = p
 		out[i].Ops = slices.Clone(p.Ops)
+		for j := range out[i].Ops {
+			if c := out[i].Ops[j].Capture; c != nil {
+				cc := *c // a copy: the file's own block stays as written
+				cc.Ops = slices.Clone(c.Ops)
+				out[i].Ops[j].Capture = &cc
+			}
+		}
 	}
-	// find returns, per candidate program, the index of the op ref names
-	// there (-1: none), or false after reporting a problem.
-	find := func(st *PatchSpec, ref, field string) ([]int, bool) {
-		idx := make([]int, len(out))
+	// loc is where an op is: index i of list ops (i < 0: nowhere); top:
+	// ops is the program's own list, not a capture block's.
+	type loc struct {
+		ops *[]OpSpec
+		i   int
+		top bool
+	}
+	// fits reports whether op may go into l's list: a capture block holds
+	// plain ops (no repeat, capture, replay, fill or empty_cache), as the
+	// file's own blocks do.
+	fits := func(st *PatchSpec, l loc, op *OpSpec, field string) bool {
+		if l.top || (op.Repeat == nil && op.Capture == nil && op.Kind != OpReplay && op.Kind != OpFill && op.Kind != OpEmptyCache) {
+			return true
+		}
+		report(st.pos.at(field), fmt.Sprintf("patch: a %s cannot go into a capture block: a capture block holds plain ops", op.Kind))
+		return false
+	}
+	// find returns, per candidate program, where the op ref names is, or
+	// false after reporting a problem.
+	find := func(st *PatchSpec, ref, field string) ([]loc, bool) {
+		at := make([]loc, len(out))
 		found := false
 		for pi := range out {
-			idx[pi] = -1
+			at[pi].i = -1
 			if st.Program >= 0 && pi != st.Program {
 				continue
 			}
-			for oi := range out[pi].Ops {
-				if opRef(&out[pi].Ops[oi]) != ref {
-					continue
+			lists := []*[]OpSpec{&out[pi].Ops}
+			for j := range out[pi].Ops {
+				if c := out[pi].Ops[j].Capture; c != nil {
+					lists = append(lists, &c.Ops)
 				}
-				if idx[pi] >= 0 {
-					report(st.pos.at(field), fmt.Sprintf("patch: %q names more than one op of the program at line %d; give the one you mean an id", ref, out[pi].pos.at("").Line))
-					return nil, false
+			}
+			for li, ops := range lists {
+				for oi := range *ops {
+					if opRef(&(*ops)[oi]) != ref {
+						continue
+					}
+					if at[pi].i >= 0 {
+						report(st.pos.at(field), fmt.Sprintf("patch: %q names more than one op of the program at line %d; give the one you mean an id", ref, out[pi].pos.at("").Line))
+						return nil, false
+					}
+					at[pi] = loc{ops, oi, li == 0}
+					found = true
 				}
-				idx[pi] = oi
-				found = true
 			}
 		}
 		if !found {
@@ -169,7 +204,7 @@ func applyPatch(progs []ProgramSpec, steps []PatchSpec, report func(Pos, string)
 			report(st.pos.at(field), fmt.Sprintf("patch: no op named %q in %s (an op is named by its id, or by its name when it has none)", ref, where))
 			return nil, false
 		}
-		return idx, true
+		return at, true
 	}
 	for i := range steps {
 		st := &steps[i]
@@ -181,36 +216,36 @@ func applyPatch(progs []ProgramSpec, steps []PatchSpec, report func(Pos, string)
 		case "ranks":
 			out[st.Program].Ranks = st.Ranks
 		case "remove", "replace":
-			idx, ok := find(st, st.Ref, st.Verb)
+			at, ok := find(st, st.Ref, st.Verb)
 			if !ok {
 				continue
 			}
-			for pi, oi := range idx {
+			for _, l := range at {
 				switch {
-				case oi < 0:
+				case l.i < 0:
 				case st.Verb == "remove":
-					out[pi].Ops = slices.Delete(out[pi].Ops, oi, oi+1)
-				case st.Op != nil:
+					*l.ops = slices.Delete(*l.ops, l.i, l.i+1)
+				case st.Op != nil && fits(st, l, st.Op, "with"):
 					op := *st.Op
 					if op.ID == "" {
 						// the replacement stands where the op stood: a later
 						// step (or another variant's) still names it by its id
-						op.ID = out[pi].Ops[oi].ID
+						op.ID = (*l.ops)[l.i].ID
 					}
-					out[pi].Ops[oi] = op
+					(*l.ops)[l.i] = op
 				}
 			}
 		case "move":
-			idx, ok := find(st, st.Ref, "move")
+			from, ok := find(st, st.Ref, "move")
 			if !ok || st.Anchor == "" {
 				continue
 			}
 			moved := make([]*OpSpec, len(out))
-			for pi, oi := range idx {
-				if oi >= 0 {
-					op := out[pi].Ops[oi]
+			for pi, l := range from {
+				if l.i >= 0 {
+					op := (*l.ops)[l.i]
 					moved[pi] = &op
-					out[pi].Ops = slices.Delete(out[pi].Ops, oi, oi+1)
+					*l.ops = slices.Delete(*l.ops, l.i, l.i+1)
 				}
 			}
 			at, ok := find(st, st.Anchor, anchorKey(st))
@@ -221,11 +256,15 @@ func applyPatch(progs []ProgramSpec, steps []PatchSpec, report func(Pos, string)
 				if op == nil {
 					continue
 				}
-				if at[pi] < 0 {
+				if at[pi].i < 0 {
 					report(st.pos.at(anchorKey(st)), fmt.Sprintf("patch: %q is not in the program at line %d, where %q is", st.Anchor, out[pi].pos.at("").Line, st.Ref))
 					continue
 				}
-				out[pi].Ops = slices.Insert(out[pi].Ops, at[pi]+btoi(st.After), *op)
+				l := at[pi]
+				if !fits(st, l, op, "move") {
+					continue
+				}
+				*l.ops = slices.Insert(*l.ops, l.i+btoi(st.After), *op)
 			}
 		case "add":
 			if st.Op == nil {
@@ -241,9 +280,9 @@ func applyPatch(progs []ProgramSpec, steps []PatchSpec, report func(Pos, string)
 			if !ok {
 				continue
 			}
-			for pi, oi := range at {
-				if oi >= 0 {
-					out[pi].Ops = slices.Insert(out[pi].Ops, oi+btoi(st.After), *st.Op)
+			for _, l := range at {
+				if l.i >= 0 && fits(st, l, st.Op, "add") {
+					*l.ops = slices.Insert(*l.ops, l.i+btoi(st.After), *st.Op)
 				}
 			}
 		}

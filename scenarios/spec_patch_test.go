@@ -1,6 +1,7 @@
 package scenarios_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -128,4 +129,36 @@ func TestPatchReplaceKeepsID(t *testing.T) {
 	rep, err := check.RunVariant(sc, v, check.Options{})
 	require.NoError(t, err)
 	require.Equal(t, check.OK, rep.Verdict, "%v", rep.Findings)
+}
+
+// TestPatchReachesCaptureBlocks: a patch names the ops of a capture block
+// as it names the program's own. graphs-piecewise's no-join variant races
+// (the attention graph's attn reads kv while the eager kv_write writes
+// it); removing attn from the capture takes the race away, and adding a
+// replay inside a capture block is refused, as the file's own blocks are.
+func TestPatchReachesCaptureBlocks(t *testing.T) {
+	data, err := os.ReadFile("testdata/ok/graphs-piecewise.yaml")
+	require.NoError(t, err)
+	src := string(data) + `  - name: no-join-no-attn
+    expect: ok
+    set: {join: "off"}
+    patch:
+      - {remove: attn}
+`
+	sc, err := scenarios.Load("p.yaml", []byte(src))
+	require.NoError(t, err)
+	for _, c := range [][2]string{{"joined", check.OK}, {"no-join", "race|corruption"}, {"no-join-no-attn", check.OK}} {
+		name, want := c[0], c[1]
+		v, ok := sc.Variant(name)
+		require.True(t, ok)
+		rep, err := check.RunVariant(sc, v, check.Options{})
+		require.NoError(t, err)
+		require.True(t, check.Meets(rep.Verdict, want), "%s: %s, want %s: %v", name, rep.Verdict, want, rep.Findings)
+	}
+	bad := string(data) + `  - name: nested
+    patch:
+      - {add: {replay: mlp}, after: up}
+`
+	_, err = scenarios.Load("p.yaml", []byte(bad))
+	require.ErrorContains(t, err, "cannot go into a capture block")
 }
