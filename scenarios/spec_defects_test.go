@@ -127,3 +127,34 @@ variants:
 	_, err = scenarios.Load("rs.yaml", []byte(strings.Replace(file, "OP", "{free: x}", 1)))
 	require.ErrorContains(t, err, `free of "x", which no alloc op allocates`)
 }
+
+// TestAnchorsAndAliases: an alias stands for its anchor's value, so
+// even- and odd-rank programs can share their ops; the file loads as the
+// same file with the ops written twice.
+func TestAnchorsAndAliases(t *testing.T) {
+	aliased := `name: anchors
+ranks: 4
+tensors:
+  - {name: x, bytes: 64, chunks: 1, init: [1]}
+  - {name: y, bytes: 64, chunks: 1, output: true}
+programs:
+  - ranks: [0, 2]
+    ops: &even
+      - {kernel: k, reads: [x], writes: [y]}
+  - ranks: [1, 3]
+    ops: *even
+variants:
+  - {name: base}
+`
+	written := strings.Replace(strings.Replace(aliased, "ops: &even", "ops:", 1), "ops: *even", "ops:\n      - {kernel: k, reads: [x], writes: [y]}", 1)
+	a, err := scenarios.LoadSpec("a.yaml", []byte(aliased))
+	require.NoError(t, err)
+	w, err := scenarios.LoadSpec("w.yaml", []byte(written))
+	require.NoError(t, err)
+	require.Len(t, a.Programs, 2)
+	for i := range a.Programs {
+		require.Len(t, a.Programs[i].Ops, 1)
+		require.Equal(t, w.Programs[i].Ops[0].Name, a.Programs[i].Ops[0].Name)
+		require.Equal(t, w.Programs[i].Ops[0].Reads, a.Programs[i].Ops[0].Reads)
+	}
+}

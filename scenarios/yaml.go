@@ -66,6 +66,9 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 		return nil, e.err()
 	}
 	d := &decoder{errs: e}
+	if !d.collectAnchors(body) {
+		return nil, e.err()
+	}
 	s := d.spec(body)
 	s.File = file
 	if err := e.err(); err != nil {
@@ -101,6 +104,69 @@ type decoder struct {
 	// params are the file's declared knobs, read before anything that may
 	// name one.
 	params []ParamSpec
+	// aliases maps each alias (*name) to the value of the anchor (&name)
+	// defined last before it (collectAnchors): a name defined again later
+	// cannot make an alias stand for a value that holds it.
+	aliases map[*ast.AliasNode]ast.Node
+}
+
+// MaxExpandedNodes bounds a file's YAML nodes with every alias expanded:
+// aliases of anchors that hold aliases grow exponentially ("billion
+// laughs"), and the limit keeps a small file from exhausting memory.
+const MaxExpandedNodes = 1 << 18
+
+// collectAnchors records body's anchors, in document order, and checks
+// that every alias names an anchor defined before it and that the file,
+// aliases expanded, stays under MaxExpandedNodes nodes.
+func (d *decoder) collectAnchors(body ast.Node) bool {
+	d.aliases = map[*ast.AliasNode]ast.Node{}
+	anchors := map[string]ast.Node{}
+	sizes := map[string]int{}
+	ok := true
+	var size func(n ast.Node) int
+	size = func(n ast.Node) int {
+		switch x := n.(type) {
+		case nil:
+			return 0
+		case *ast.MappingNode:
+			t := 1
+			for _, v := range x.Values {
+				t += size(v)
+			}
+			return t
+		case *ast.MappingValueNode:
+			return 1 + size(x.Key) + size(x.Value)
+		case *ast.SequenceNode:
+			t := 1
+			for _, v := range x.Values {
+				t += size(v)
+			}
+			return t
+		case *ast.TagNode:
+			return 1 + size(x.Value)
+		case *ast.AnchorNode:
+			t := size(x.Value)
+			name := x.Name.String()
+			anchors[name], sizes[name] = x.Value, t
+			return 1 + t
+		case *ast.AliasNode:
+			name := x.Value.String()
+			t, def := sizes[name]
+			if !def {
+				d.add(posOf(n), "YAML alias *%s names no anchor defined before it; define &%s first", name, name)
+				ok = false
+				return 1
+			}
+			d.aliases[x] = anchors[name]
+			return 1 + t
+		}
+		return 1
+	}
+	if total := size(body); total > MaxExpandedNodes {
+		d.add(posOf(body), "the file holds %d YAML values with its aliases expanded; at most %d are accepted (an alias of an anchor that holds aliases multiplies them)", total, MaxExpandedNodes)
+		return false
+	}
+	return ok
 }
 
 func posOf(n ast.Node) Pos {
@@ -141,20 +207,22 @@ func typeName(n ast.Node) string {
 	return "a " + strings.ToLower(n.Type().String())
 }
 
-// value strips comments and rejects YAML features the format does not use
-// (tags, anchors, aliases, merge keys), which also keeps a file from
-// expanding exponentially.
+// value strips comments, stands an anchor for its value and an alias for
+// its anchor's, and rejects the YAML features the format does not use
+// (tags, merge keys).
 func (d *decoder) value(n ast.Node) (ast.Node, bool) {
 	switch x := n.(type) {
 	case *ast.TagNode:
 		d.add(posOf(n), "YAML tags (%s) are not supported; write the plain value", x.Start.Value)
 		return nil, false
 	case *ast.AnchorNode:
-		d.add(posOf(n), "YAML anchors (&%s) are not supported; write the value out", x.Name.String())
-		return nil, false
+		return d.value(x.Value)
 	case *ast.AliasNode:
-		d.add(posOf(n), "YAML aliases (*%s) are not supported; write the value out", x.Value.String())
-		return nil, false
+		v, ok := d.aliases[x]
+		if !ok {
+			return nil, false // reported by collectAnchors
+		}
+		return d.value(v)
 	case *ast.MergeKeyNode:
 		d.add(posOf(n), "YAML merge keys (<<) are not supported")
 		return nil, false

@@ -215,7 +215,8 @@ func TestParseErrors(t *testing.T) {
 		{"variant breaks ranks", "name: t\nranks: 2\ncommunicators: [{name: c, ranks: [0, 1]}]\ntensors: [{name: x, bytes: 8}]\nprograms: [{ranks: all, ops: []}]\nvariants:\n  - name: small\n    set: {ranks: 1}\n",
 			[]string{"8:11: variant \"small\": with tp=1, communicator \"c\": rank 1 is out of range"}},
 		{"limit", "name: t\nranks: 65\nvariants: [{name: a}]\ngraph: {builder: moe}\n", []string{"2:8: ranks: 65 is out of range"}},
-		{"alias", "name: &n t\nranks: 2\nvariants: [{name: a}]\ngraph: {builder: moe}\n", []string{"1:7: YAML anchors"}},
+		{"anchor redefined around its own alias (terminates)", "name: t\nranks: 1\na: &a 1\nb: &a [*a]\nvariants: *a\n", []string{"3:1: unknown key \"a\""}},
+		{"alias before its anchor", "name: *n\nranks: 2\nvariants: [{name: a}]\ngraph: {builder: moe}\n", []string{"1:7: YAML alias *n names no anchor defined before it"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
