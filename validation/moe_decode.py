@@ -7,7 +7,7 @@ moe_kernels.cu, runMoe): the tokens' rows are expanded and sorted by expert
 every active expert (CUTLASS, fc1 = gate and up projection), a gated
 activation kernel (SwiGLU), the second grouped GEMM (fc2), and
 finalizeMoeRoutingKernel scales each row by its routing weight and sums a
-token's top-k rows. TensorRT-LLM is not installed on the device machine, so
+token's top-k rows. TensorRT-LLM is not installed where this was measured, so
 this times the same sequence with PyTorch's own CUTLASS grouped GEMM
 (torch._grouped_mm, sm90) and plain kernels for the rest; it also times the
 router's softmax and top-k. Shape: tp8-shared-expert's decode layer (8
