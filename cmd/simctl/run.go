@@ -221,34 +221,43 @@ const maxGroupsShown = 3
 // (the root cause's first; at most maxGroupsShown of a kind), with how
 // many more are like it, and how many findings of each kind are not shown.
 func writeGroups(w io.Writer, v *check.VariantReport) {
-	if c := v.RootCause; c != nil {
+	writeCauseAndGroups(w, "   ", v.RootCause, v.Groups, v.Counts, func(k string) string { return moreWhere(v, k) })
+}
+
+// writeCauseAndGroups is the text of a root cause and its grouped findings,
+// each line indented by indent: the cause and the missing edge, one line
+// per group (at most maxGroupsShown of a kind, with "N more like it"), how
+// many of each kind in counts are not shown and where they are (rest), and
+// the provenance legend when a line uses it.
+func writeCauseAndGroups(w io.Writer, indent string, c *check.Cause, gs []check.Group, counts map[string]int, rest func(kind string) string) {
+	if c != nil {
 		sentence, _, _ := strings.Cut(c.Text, ". Missing: ")
-		fmt.Fprintf(w, "   cause: %s\n", quoteName(sentence))
-		fmt.Fprintf(w, "   missing: %s\n", quoteName(c.Edge))
+		fmt.Fprintf(w, "%scause: %s\n", indent, quoteName(sentence))
+		fmt.Fprintf(w, "%smissing: %s\n", indent, quoteName(c.Edge))
 	}
 	legend := false
-	groups, findings := map[string]int{}, map[string]int{}
-	for _, g := range v.Groups {
+	groups, shown := map[string]int{}, map[string]int{}
+	for _, g := range gs {
 		if groups[g.Kind] == maxGroupsShown {
 			continue
 		}
 		groups[g.Kind]++
-		findings[g.Kind] += 1 + g.More
+		shown[g.Kind] += 1 + g.More
 		msg := shortProvenance(g.Message)
 		legend = legend || provTermRe.MatchString(msg)
 		more := ""
 		if g.More > 0 {
 			more = fmt.Sprintf(" (%d more like it)", g.More)
 		}
-		fmt.Fprintf(w, "   [%s] %s%s\n", g.Kind, quoteName(msg), more)
+		fmt.Fprintf(w, "%s[%s] %s%s\n", indent, g.Kind, quoteName(msg), more)
 	}
-	for _, k := range sortedKinds(v.Counts) {
-		if n := v.Counts[k] - findings[k]; n > 0 {
-			fmt.Fprintf(w, "   [%s] … and %d more (%s)\n", k, n, moreWhere(v, k))
+	for _, k := range sortedKinds(counts) {
+		if n := counts[k] - shown[k]; n > 0 {
+			fmt.Fprintf(w, "%s[%s] … and %d more (%s)\n", indent, k, n, rest(k))
 		}
 	}
 	if legend {
-		fmt.Fprintln(w, "   (r0:T[c] is chunk c of tensor T as rank 0 computed it; 7·r0:T[c] counts it 7 times)")
+		fmt.Fprintf(w, "%s(r0:T[c] is chunk c of tensor T as rank 0 computed it; 7·r0:T[c] counts it 7 times)\n", indent)
 	}
 }
 

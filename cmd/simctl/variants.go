@@ -62,39 +62,11 @@ func moreWhere(v *check.VariantReport, kind string) string {
 // are like it, and how many of each kind are not shown and where they are
 // (rest: "--format json").
 func writeFindingSample(w io.Writer, fs []ranks.Finding, c *check.Cause, rest string) {
-	if c != nil {
-		sentence, _, _ := strings.Cut(c.Text, ". Missing: ")
-		fmt.Fprintf(w, "  cause: %s\n", quoteName(sentence))
-		fmt.Fprintf(w, "  missing: %s\n", quoteName(c.Edge))
-	}
 	count := map[string]int{}
 	for _, f := range fs {
 		count[f.Kind]++
 	}
-	groups, shown := map[string]int{}, map[string]int{}
-	legend := false
-	for _, g := range check.GroupFindings(fs, c) {
-		if groups[g.Kind] == maxGroupsShown {
-			continue
-		}
-		groups[g.Kind]++
-		shown[g.Kind] += 1 + g.More
-		msg := shortProvenance(g.Message)
-		legend = legend || provTermRe.MatchString(msg)
-		more := ""
-		if g.More > 0 {
-			more = fmt.Sprintf(" (%d more like it)", g.More)
-		}
-		fmt.Fprintf(w, "  [%s] %s%s\n", g.Kind, quoteName(msg), more)
-	}
-	for _, k := range sortedKinds(count) {
-		if n := count[k] - shown[k]; n > 0 {
-			fmt.Fprintf(w, "  [%s] … and %d more (%s)\n", k, n, rest)
-		}
-	}
-	if legend {
-		fmt.Fprintln(w, "  (r0:T[c] is chunk c of tensor T as rank 0 computed it; 7·r0:T[c] counts it 7 times)")
-	}
+	writeCauseAndGroups(w, "  ", c, check.GroupFindings(fs, c), count, func(string) string { return rest })
 }
 
 // singleVariant is the --variant of a command that takes one variant
