@@ -1159,3 +1159,683 @@ class GraphTwoSideStreams(GraphBase):
 
     def check(self, outs):
         return [(outs[0], self.y_ref), (outs[1], self.u_ref)]
+
+
+# --- 9. held out, second batch: other idioms, written before anything was mended for them ----------
+# Each names its own pattern; none shares FreeWhileRead's step. Their labels are what the GPU showed.
+
+class WriteAfterRead(Base):
+    """main reads buf; aux overwrites buf with no wait on main's read (a write-after-read race)."""
+    mechanism = "held-out-b"
+    intent = "racy"
+    delay = "main, before its read"
+    fixed = False
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux, buf = self.main, self.aux, self.buf
+        torch.mul(self.src, 2.0, out=buf)
+        nap(sleep)
+        y = buf.sin()
+        if self.fixed:
+            aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            buf.fill_(0.0)
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class WriteAfterReadRacy(WriteAfterRead):
+    pass
+
+
+@program
+class WriteAfterReadWaited(WriteAfterRead):
+    intent = "clean"
+    fixed = True
+
+
+class AuxAllocMainFree(Base):
+    """aux allocates t (aux's pool); main reads t; t is freed while main reads; aux's next alloc takes it."""
+    mechanism = "held-out-b"
+    intent = "racy"
+    delay = "main, before its read"
+    fixed = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            t = self.src * 2.0
+        main.wait_stream(aux)
+        nap(sleep)
+        y = t.sin()
+        if self.fixed:
+            t.record_stream(main)
+        del t
+        with torch.cuda.stream(aux):
+            w = self.src.cos()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class AuxAllocMainFreeRacy(AuxAllocMainFree):
+    pass
+
+
+@program
+class AuxAllocMainFreeRecordStream(AuxAllocMainFree):
+    intent = "clean"
+    fixed = True
+
+
+class Halves(Base):
+    """aux reads the first half of x while main rewrites a half of x in place."""
+    mechanism = "held-out-b"
+    delay = "aux, before its read"
+    half = 1          # the half main rewrites: 1 = the other half (clean), 0 = the half aux reads (racy)
+
+    def extra(self):
+        H = N // 2
+        self.out = torch.empty(N, device="cuda")
+        self.want = torch.cat([(self.src[:H] * 2.0).sin(), (self.src[H:] * 2.0).cos()])
+
+    def step(self, sleep):
+        main, aux, out, H = self.main, self.aux, self.out, N // 2
+        out.zero_()
+        x = self.src * 2.0
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            torch.sin(x[:H], out=out[:H])
+        torch.cos(x[H:], out=out[H:])
+        if self.half == 1:
+            x[H:].mul_(3.0)
+        else:
+            x[:H].mul_(3.0)
+        main.wait_stream(aux)
+        return [(out, self.want)]
+
+
+@program
+class HalvesDisjoint(Halves):
+    intent = "clean"
+
+
+@program
+class HalvesOverlap(Halves):
+    intent = "racy"
+    half = 0
+
+
+class SetStream(Base):
+    """torch.cuda.set_stream switches to aux to read buf, which main just wrote."""
+    mechanism = "held-out-b"
+    delay = "main, before it writes buf"
+    fork = False
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux, buf = self.main, self.aux, self.buf
+        buf.zero_()
+        nap(sleep)
+        torch.mul(self.src, 2.0, out=buf)
+        if self.fork:
+            aux.wait_stream(main)
+        torch.cuda.set_stream(aux)
+        y = buf.sin()
+        torch.cuda.set_stream(main)
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class SetStreamNoFork(SetStream):
+    intent = "racy"
+
+
+@program
+class SetStreamForked(SetStream):
+    intent = "clean"
+    fork = True
+
+
+class HostSyncThenAux(Base):
+    """main writes buf; the host waits for it in some way; aux then reads buf with no device-side wait."""
+    mechanism = "held-out-b"
+    intent = "clean"
+    delay = "main, before it writes buf"
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.y_ref = (self.src * 2.0).sin()
+
+    def wait(self):
+        raise NotImplementedError
+
+    def step(self, sleep):
+        main, aux, buf = self.main, self.aux, self.buf
+        buf.zero_()
+        nap(sleep)
+        torch.mul(self.src, 2.0, out=buf)
+        self.wait()
+        with torch.cuda.stream(aux):
+            y = buf.sin()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class StreamSynchronizeThenAux(HostSyncThenAux):
+    def wait(self):
+        self.main.synchronize()
+
+
+@program
+class EventSynchronizeThenAux(HostSyncThenAux):
+    def wait(self):
+        self.ev.record(self.main)
+        self.ev.synchronize()
+
+
+@program
+class ItemThenAux(HostSyncThenAux):
+    def wait(self):
+        self.s = self.buf[:16].sum().item()
+
+
+@program
+class EventQueryPollThenAux(HostSyncThenAux):
+    def wait(self):
+        self.ev.record(self.main)
+        while not self.ev.query():
+            pass
+
+
+class D2HHostRead(Base):
+    """y goes to pinned host memory with non_blocking=True; the host reads it at once."""
+    mechanism = "held-out-b"
+    delay = "main, before the copy"
+    synced = False
+
+    def extra(self):
+        self.h = torch.empty(N).pin_memory()
+        self.h_ref = (self.src * 2.0).sin().cpu()
+
+    def step(self, sleep):
+        self.h.zero_()
+        y = (self.src * 2.0).sin()
+        nap(sleep)
+        self.h.copy_(y, non_blocking=True)
+        if self.synced:
+            self.main.synchronize()
+        snap = self.h.clone()
+        return [(snap, self.h_ref)]
+
+
+@program
+class D2HHostReadNoSync(D2HHostRead):
+    intent = "racy"
+
+
+@program
+class D2HHostReadSynced(D2HHostRead):
+    intent = "clean"
+    synced = True
+
+
+class HostBufferReuse(Base):
+    """The host refills a pinned staging buffer while the non_blocking copy out of it may still run."""
+    mechanism = "held-out-b"
+    delay = "main, before the first copy"
+    synced = False
+
+    def extra(self):
+        self.h = torch.empty(N).pin_memory()
+        self.b1 = torch.randn(N)
+        self.b2 = torch.randn(N)
+        self.d1 = torch.empty(N, device="cuda")
+        self.d2 = torch.empty(N, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.r1 = self.b1.cuda()
+        self.r2 = self.b2.cuda()
+
+    def step(self, sleep):
+        self.h.copy_(self.b1)
+        nap(sleep)
+        self.d1.copy_(self.h, non_blocking=True)
+        if self.synced:
+            self.ev.record()
+            self.ev.synchronize()
+        self.h.copy_(self.b2)
+        self.d2.copy_(self.h, non_blocking=True)
+        return [(self.d1, self.r1), (self.d2, self.r2)]
+
+
+@program
+class HostBufferReuseRacy(HostBufferReuse):
+    intent = "racy"
+
+
+@program
+class HostBufferReuseSynced(HostBufferReuse):
+    intent = "clean"
+    synced = True
+
+
+class ThreadHandoff(Base):
+    """A second host thread writes buf on aux and tells the main thread by a threading.Event only."""
+    mechanism = "held-out-b"
+    delay = "aux (the producer thread), before it writes buf"
+    fixed = False
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        import threading
+        main, aux, buf = self.main, self.aux, self.buf
+        buf.zero_()
+        done = threading.Event()
+
+        def producer():
+            with torch.cuda.stream(aux):
+                aux.wait_stream(main)
+                nap(sleep)
+                torch.mul(self.src, 2.0, out=buf)
+                if self.fixed:
+                    self.ev.record(aux)
+            done.set()
+
+        t = threading.Thread(target=producer)
+        t.start()
+        done.wait()
+        if self.fixed:
+            main.wait_event(self.ev)
+        y = buf.sin()
+        t.join()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class ThreadHandoffNoEvent(ThreadHandoff):
+    intent = "racy"
+
+
+@program
+class ThreadHandoffEvent(ThreadHandoff):
+    intent = "clean"
+    fixed = True
+
+
+class MicrobatchLoop(Base):
+    """Three microbatches in a loop: aux reads each x_i; x_i is dropped and x_{i+1} may take its block."""
+    mechanism = "held-out-b"
+    delay = "aux, before each read"
+    fixed = False
+
+    def extra(self):
+        self.refs = [(self.src * float(i + 1)).sin() for i in range(3)]
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        ys = []
+        for i in range(3):
+            x = self.src * float(i + 1)
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                ys.append(x.sin())
+            if self.fixed:
+                x.record_stream(aux)
+            c = self.A @ self.B
+            x = None
+        main.wait_stream(aux)
+        return list(zip(ys, self.refs))
+
+
+@program
+class MicrobatchLoopRacy(MicrobatchLoop):
+    intent = "racy"
+
+
+@program
+class MicrobatchLoopRecordStream(MicrobatchLoop):
+    intent = "clean"
+    fixed = True
+
+
+class OwnStreams(Base):
+    """The whole step runs on two created streams (none is the default stream); x is freed while s1 reads."""
+    mechanism = "held-out-b"
+    delay = "s1, before its read"
+    fixed = False
+
+    def extra(self):
+        self.s0 = torch.cuda.Stream()
+        self.s1 = torch.cuda.Stream()
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        s0, s1 = self.s0, self.s1
+        s0.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s0):
+            x = self.src * 2.0
+            s1.wait_stream(s0)
+            with torch.cuda.stream(s1):
+                nap(sleep)
+                y = x.sin()
+            if self.fixed:
+                x.record_stream(s1)
+            c = self.A @ self.B
+            del x
+            w = self.src.cos()
+            s0.wait_stream(s1)
+        torch.cuda.current_stream().wait_stream(s0)
+        return [(y, self.y_ref)]
+
+
+@program
+class OwnStreamsRacy(OwnStreams):
+    intent = "racy"
+
+
+@program
+class OwnStreamsRecordStream(OwnStreams):
+    intent = "clean"
+    fixed = True
+
+
+class BackwardThenAux(Base):
+    """loss.backward() writes w.grad (on the autograd engine's thread); aux reads the gradient."""
+    mechanism = "held-out-b"
+    delay = "main, before backward"
+    fork = False
+
+    def extra(self):
+        self.w = torch.randn(N, device="cuda", requires_grad=True)
+        self.n = 0
+
+    def step(self, sleep):
+        # the loss scale alternates, so a read of the previous step's gradient is a wrong value
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.w.grad = None
+        loss = torch.sin(self.w * self.src).sum() * k
+        nap(sleep)
+        loss.backward()
+        if self.fork:
+            aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            g = self.w.grad * 2.0
+        main.wait_stream(aux)
+        with torch.no_grad():
+            want = torch.cos(self.w * self.src) * self.src * (2.0 * k)
+        return [(g, want)]
+
+
+@program
+class BackwardThenAuxNoFork(BackwardThenAux):
+    intent = "racy"
+
+
+@program
+class BackwardThenAuxForked(BackwardThenAux):
+    intent = "clean"
+    fork = True
+
+
+class DoubleBuffer(Base):
+    """A copy stream prefetches four batches into two device buffers; main computes on each."""
+    mechanism = "held-out-b"
+    delay = "main, before each compute"
+    fixed = False
+
+    def extra(self):
+        g = torch.Generator().manual_seed(1)
+        self.host = [torch.randn(N, generator=g).pin_memory() for _ in range(4)]
+        self.dbuf = [torch.empty(N, device="cuda") for _ in range(2)]
+        self.refs = [h.cuda().sin() for h in self.host]
+        self.cs = torch.cuda.Stream()
+
+    def step(self, sleep):
+        main, cs = self.main, self.cs
+        copied = [torch.cuda.Event() for _ in range(4)]
+        consumed = [torch.cuda.Event() for _ in range(4)]
+        cs.wait_stream(main)
+        outs = []
+        for i in range(4):
+            b = self.dbuf[i % 2]
+            with torch.cuda.stream(cs):
+                if self.fixed and i >= 2:
+                    cs.wait_event(consumed[i - 2])
+                b.copy_(self.host[i], non_blocking=True)
+                copied[i].record(cs)
+            main.wait_event(copied[i])
+            nap(sleep)
+            outs.append(b.sin())
+            consumed[i].record(main)
+        main.wait_stream(cs)
+        return list(zip(outs, self.refs))
+
+
+@program
+class DoubleBufferNoConsumedWait(DoubleBuffer):
+    intent = "racy"
+
+
+@program
+class DoubleBufferConsumedWait(DoubleBuffer):
+    intent = "clean"
+    fixed = True
+
+
+@program
+class EmptyCacheAfterDel(FreeWhileRead):
+    """FreeWhileRead with torch.cuda.empty_cache() between the del and the next allocation."""
+    mechanism = "held-out-b"
+    intent = "clean"
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        x = self.make_x()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = self.read(x)
+        c = self.A @ self.B
+        del x
+        torch.cuda.empty_cache()
+        w = self.make_w()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+class WarmGraph(Base):
+    """A graph captured during warm-up (outside the recorded region, as the recording docs advise)."""
+    kind = "graph"
+    mechanism = "held-out-b"
+
+    def body(self):
+        raise NotImplementedError
+
+    def extra(self):
+        self.static_in = self.src.clone()
+        self.n = 0
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                self.body()
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        self.g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.g):
+            self.outs = self.body()
+        torch.cuda.synchronize()
+
+
+class WarmGraphAuxRead(WarmGraph):
+    """main replays the warm graph; aux reads its static output; the input alternates per step."""
+    delay = "main, before the replay"
+    fork = False
+
+    def body(self):
+        return [(self.static_in * 2.0).sin()]
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.static_in)
+        nap(sleep)
+        self.g.replay()
+        if self.fork:
+            aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            r = self.outs[0].exp()
+        main.wait_stream(aux)
+        return [(r, (self.src * k * 2.0).sin().exp())]
+
+
+@program
+class WarmGraphAuxReadNoFork(WarmGraphAuxRead):
+    intent = "racy"
+
+
+@program
+class WarmGraphAuxReadForked(WarmGraphAuxRead):
+    intent = "clean"
+    fork = True
+
+
+class WarmGraphSideReplay(WarmGraph):
+    """The warm graph replays on a side stream; main refills the static input for the next step."""
+    delay = "side, before the replay"
+    fixed = False
+
+    def body(self):
+        return [self.static_in.sin()]
+
+    def step(self, sleep):
+        main, side = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.static_in)
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            nap(sleep)
+            self.g.replay()
+        if self.fixed:
+            main.wait_stream(side)
+        torch.mul(self.src, 5.0, out=self.static_in)    # the next step's input, too early
+        main.wait_stream(side)
+        return [(self.outs[0], (self.src * k).sin())]
+
+
+@program
+class WarmGraphSideReplayOverwrite(WarmGraphSideReplay):
+    intent = "racy"
+
+
+@program
+class WarmGraphSideReplayJoined(WarmGraphSideReplay):
+    intent = "clean"
+    fixed = True
+
+
+@program
+class WarmGraphInternalFree(WarmGraph):
+    """The free-while-read program inside a graph captured at warm-up; the region holds replays only."""
+    intent = "racy"
+    delay = "aux, inside the graph, before its read"
+
+    def body(self, sleep=0):
+        main = torch.cuda.current_stream()
+        x = self.static_in * 2.0
+        self.aux.wait_stream(main)
+        with torch.cuda.stream(self.aux):
+            nap(sleep)
+            y = x.sin()
+        c = self.A @ self.B
+        del x
+        w = self.static_in.cos()
+        main.wait_stream(self.aux)
+        return [y]
+
+    def extra(self):
+        super().extra()
+        self.gs = {0: (self.g, self.outs)}
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        if sleep not in self.gs:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                outs = self.body(sleep)
+            self.gs[sleep] = (g, outs)
+        g, outs = self.gs[sleep]
+        self.static_in.copy_(self.src)
+        g.replay()
+        return [(outs[0], self.y_ref)]
+
+
+class AsyncCollective(Base):
+    """all_gather_into_tensor with async_op=True on a one-rank NCCL group; main reads out."""
+    kind = "nccl"
+    mechanism = "held-out-b"
+    delay = "NCCL's stream: a large collective issued before it"
+    waited = False
+
+    def extra(self):
+        import torch.distributed as dist
+        if not dist.is_initialized():
+            dist.init_process_group("nccl", init_method="file://" + os.path.join(tempfile.mkdtemp(), "pg"), rank=0, world_size=1,
+                                    device_id=torch.device("cuda", 0))
+        self.dist = dist
+        self.out = torch.empty(N, device="cuda")
+        self.big_in = torch.empty(64 * N, device="cuda")
+        self.big_out = torch.empty(64 * N, device="cuda")
+        self.o_ref = (self.src * 2.0).sin()
+        dist.all_gather_into_tensor(self.big_out, self.big_in)
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        main = self.main
+        x = self.src * 2.0
+        self.out.zero_()
+        if sleep:
+            self.dist.all_gather_into_tensor(self.big_out, self.big_in, async_op=True)
+        work = self.dist.all_gather_into_tensor(self.out, x, async_op=True)
+        if self.waited:
+            work.wait()
+        r = self.out.sin()
+        work.wait()
+        return [(r, self.o_ref)]
+
+
+@program
+class AsyncCollectiveNoWait(AsyncCollective):
+    intent = "racy"
+
+
+@program
+class AsyncCollectiveWaited(AsyncCollective):
+    intent = "clean"
+    waited = True
