@@ -68,7 +68,7 @@ type KernelSpec struct {
 	// no edge joins two (PyTorch's GroupStreamGuard keeps one frontier per
 	// capture context, and a replay runs none of its host code). A front
 	// end that issues a replay's nodes itself gives them a key of their
-	// own (scenarios/spec_graphs.go).
+	// own (scenarios/format/spec_graphs.go).
 	OrderPerContext bool
 	// Kind is a free-form label for reports ("gemm", "allreduce/multimem").
 	Kind string

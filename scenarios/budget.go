@@ -117,7 +117,7 @@ func (s *Scenario) opsPerLayer(cfg Config) int64 {
 	if len(sp.Programs) > 0 {
 		var most int64
 		for i := range sp.Programs {
-			most = max(most, int64(sp.Programs[i].expandedLen(cfg))) // repeated blocks counted, not expanded
+			most = max(most, int64(sp.Programs[i].ExpandedLen(cfg))) // repeated blocks counted, not expanded
 		}
 		return max(most, 1)
 	}
@@ -140,14 +140,14 @@ func (s *Scenario) multipliers(cfg Config) (tp, dp, layers, replays int64) {
 	if sp == nil {
 		return tp, dp, layers, replays
 	}
-	used := sp.usedKnobs()
+	used := sp.UsedKnobs()
 	if !used["dp"] {
 		dp = 1
 	}
 	if !used["layers"] || len(sp.Programs) > 0 || sp.Graph != nil && sp.Graph.Builder == "" {
 		layers = 1 // the file's programs or op graph are the whole program (repeats counted in ops)
 	}
-	if !used["replays"] || !used["mode"] || sp.graphProgram() {
+	if !used["replays"] || !used["mode"] || sp.GraphProgram() {
 		replays = 1
 	}
 	return tp, dp, layers, replays

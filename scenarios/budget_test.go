@@ -247,7 +247,7 @@ func TestEstimateProgramFilesIgnoreDP(t *testing.T) {
 	require.NoError(t, err)
 	sc, err := Load("graphs-piecewise.yaml", data)
 	require.NoError(t, err)
-	require.True(t, sc.Spec.graphProgram())
+	require.True(t, sc.Spec.GraphProgram())
 	cfg, err := sc.VariantConfig(sc.Variants[0], nil)
 	require.NoError(t, err)
 	cfg.Mode = "graph"

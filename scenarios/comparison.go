@@ -2,13 +2,6 @@ package scenarios
 
 import "strings"
 
-// Comparison asks the text report to print one variant's step time against
-// another's ("fixed costs +29µs against buggy").
-type Comparison struct {
-	Variant, Against string
-	Label            string // what the difference is ("the join before the collective")
-}
-
 // OneLine is the first sentence of the scenario's description, on one line,
 // for listings.
 func (s *Scenario) OneLine() string {

@@ -73,7 +73,7 @@ func (p program) References() (*check.References, error) {
 		refs.Eager = sc.program(ec, p.sets())
 	}
 	if sc.Spec != nil {
-		if err := sc.Spec.references(p, refs); err != nil {
+		if err := (lower{sc.Spec}).references(p, refs); err != nil {
 			return nil, err
 		}
 	}

@@ -3,23 +3,29 @@ package scenarios
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/collsim/collsim/collectives"
 	"github.com/collsim/collsim/ranks"
+	"github.com/collsim/collsim/scenarios/format"
 	"github.com/collsim/collsim/scenarios/forms"
 	"github.com/collsim/collsim/scenarios/knobs"
 	"github.com/collsim/collsim/sim"
 	"github.com/collsim/collsim/streamsched"
 )
 
-// Scenario returns the runnable scenario of a validated spec. Its Build
+// lower is a validated spec being turned into worlds: the lowering of
+// each of the format's sections to ranks' programs, memory and
+// communicators (this file and lower_*.go).
+type lower struct{ *Spec }
+
+// ScenarioOf returns the runnable scenario of a validated spec. Its Build
 // follows the spec's form: a Go graph form (package forms), the user op graph, or the
 // per-rank programs.
-func (s *Spec) Scenario() *Scenario {
-	s.kernelWeights() // before any build: builds only read it
-	sc := &Scenario{Name: s.Name, Description: s.Description, Base: s.Base, Variants: append([]Variant(nil), s.Variants...), Compare: append([]Comparison(nil), s.Compare...), Spec: s,
+func ScenarioOf(sp *Spec) *Scenario {
+	s := lower{sp}
+	s.KernelWeights() // before any build: builds only read it
+	sc := &Scenario{Name: s.Name, Description: s.Description, Base: s.Base, Variants: append([]Variant(nil), s.Variants...), Compare: append([]Comparison(nil), s.Compare...), Spec: sp,
 		GraphMatchesEager: slices.Contains(s.References, "eager")}
 	switch {
 	case s.Graph != nil && s.Graph.Builder != "":
@@ -33,7 +39,7 @@ func (s *Spec) Scenario() *Scenario {
 	return sc
 }
 
-func (s *Spec) world(cfg Config, opt BuildOptions, eng *sim.Engine, mode ranks.Mode) (*ranks.World, ranks.Profile, error) {
+func (s lower) world(cfg Config, opt BuildOptions, eng *sim.Engine, mode ranks.Mode) (*ranks.World, ranks.Profile, error) {
 	hw, err := cfg.Profile()
 	if err != nil {
 		return nil, hw, err
@@ -45,19 +51,19 @@ func (s *Spec) world(cfg Config, opt BuildOptions, eng *sim.Engine, mode ranks.M
 		return nil, hw, fmt.Errorf("chunks %d: expected 1..%d", cfg.Chunks, MaxChunks)
 	}
 	replays := cfg.Replays
-	if s.graphProgram() {
+	if s.GraphProgram() {
 		replays = 1 // the program's replay ops are its replays
 	}
 	w := ranks.NewWorld(cfg.TP, knobs.WorldConfig(cfg, hw, ranks.Config{Mode: mode, Replays: replays, Timeline: opt.Timeline, SMs: hw.SMs}), eng)
 	// Each replay a step on inputs of its own, checked on its own
 	// (ranks/replays.go), unless the file says its steps carry state
 	// (spec_host.go).
-	w.SetIndependentReplays(!s.carried())
+	w.SetIndependentReplays(!s.Carried())
 	return w, hw, nil
 }
 
 // comms makes the spec's communicators on w.
-func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*collectives.Comm, error) {
+func (s lower) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*collectives.Comm, error) {
 	out := map[string]*collectives.Comm{}
 	for _, c := range s.Comms {
 		group, err := c.Ranks.Resolve(cfg.TP)
@@ -72,14 +78,14 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 		// Size the symmetric workspace and signal pad for the largest call
 		// (set before the first call; a file whose calls all fit the
 		// defaults leaves them as they were).
-		for _, p := range s.allPrograms() {
-			for _, op := range p.flat() {
-				if op.Comm != c.Name || !op.Kind.collective() || op.Symmetric != "" {
+		for _, p := range s.AllPrograms() {
+			for _, op := range p.Flat() {
+				if op.Comm != c.Name || !op.Kind.Collective() || op.Symmetric != "" {
 					continue
 				}
-				tin, tout := s.tensor(op.In), s.tensor(op.Out)
+				tin, tout := s.Tensor(op.In), s.Tensor(op.Out)
 				if tin != nil && tout != nil {
-					cm.WorkspaceChunks = max(cm.WorkspaceChunks, tin.chunks(cfg), tout.chunks(cfg))
+					cm.WorkspaceChunks = max(cm.WorkspaceChunks, tin.ChunksIn(cfg), tout.ChunksIn(cfg))
 				}
 				cm.PadSlots = max(cm.PadSlots, op.Blocks*len(group))
 			}
@@ -92,25 +98,18 @@ func (s *Spec) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 	return out, nil
 }
 
-func (s *Spec) tensor(name string) *TensorSpec {
-	for i := range s.Tensors {
-		if s.Tensors[i].Name == name {
-			return &s.Tensors[i]
-		}
-	}
-	return nil
-}
-
 // buildGraph builds the user op graph like BuildMoE builds its own: place it
 // with the placement knob, lower it through the stream helpers.
-func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
+func (s lower) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	strat, err := cfg.ParsedStrategy()
 	if err != nil {
 		return nil, err
 	}
-	if s, err = s.sized(cfg); err != nil {
+	sized, err := s.Sized(cfg)
+	if err != nil {
 		return nil, err
 	}
+	s = lower{sized}
 	g := &streamsched.Graph{}
 	produced := map[string]bool{}
 	for _, op := range s.Graph.Ops {
@@ -136,8 +135,8 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 		return nil, err
 	}
 	initv := func(tensor string, rank, chunk int) uint64 {
-		if t := s.tensor(tensor); t != nil {
-			if v, ok := t.initValue(rank, chunk); ok {
+		if t := s.Tensor(tensor); t != nil {
+			if v, ok := t.InitValue(rank, chunk); ok {
 				return v
 			}
 		}
@@ -163,7 +162,7 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 	for r := range cfg.TP {
 		var cmp []*ranks.Buffer
 		for _, op := range g.Ops {
-			if t := s.tensor(op.Output); !flagged || (t != nil && t.Output) {
+			if t := s.Tensor(op.Output); !flagged || (t != nil && t.Output) {
 				cmp = append(cmp, lo.Tensors.Of(r, op.Output))
 			}
 		}
@@ -184,16 +183,17 @@ func (s *Spec) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 
 // buildPrograms builds the explicit per-rank programs. The reference puts
 // every op of a rank on its first stream, eager.
-func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
+func (s lower) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built, error) {
 	if _, err := cfg.ParsedStrategy(); err != nil {
 		return nil, err
 	}
-	s, err := s.sized(cfg)
+	sized, err := s.Sized(cfg)
 	if err != nil {
 		return nil, err
 	}
+	s = lower{sized}
 	mode := ranks.Eager
-	if cfg.Mode == "graph" && !opt.Reference && !s.graphProgram() {
+	if cfg.Mode == "graph" && !opt.Reference && !s.GraphProgram() {
 		mode = ranks.Graph // the whole program captured; with capture blocks the program says (spec_graphs.go)
 	}
 	w, hw, err := s.world(cfg, opt, eng, mode)
@@ -203,7 +203,7 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	n := cfg.TP
 	bufs := make([]map[string]*ranks.Buffer, n)
 	flagged := false
-	managed := s.managed()
+	managed := s.Managed()
 	for r := range n {
 		bufs[r] = map[string]*ranks.Buffer{}
 		for i := range s.Tensors {
@@ -212,14 +212,14 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 			if managed[t.Name] {
 				continue // its alloc op takes it from the allocator
 			}
-			b := w.Alloc(r, t.Name, t.Bytes, t.chunks(cfg))
+			b := w.Alloc(r, t.Name, t.Bytes, t.ChunksIn(cfg))
 			b.Output = t.Output
 			if len(t.PerReplay) > 0 {
 				perReplayInit(w, b, t)
 			}
-			if t.hasInit() {
-				if _, ok := t.initValue(r, 0); ok {
-					w.Init(b, func(c int) uint64 { v, _ := t.initValue(r, c); return v })
+			if t.HasInit() {
+				if _, ok := t.InitValue(r, 0); ok {
+					w.Init(b, func(c int) uint64 { v, _ := t.InitValue(r, c); return v })
 				}
 			}
 			bufs[r][t.Name] = b
@@ -236,11 +236,11 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	b := &Built{World: w, Compare: make([][]*ranks.Buffer, n)}
 	noted := map[string]bool{}
 	have := make([]bool, n)
-	progs, err := s.programsFor(cfg)
+	progs, err := s.ProgramsFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkParams(cfg); err != nil {
+	if err := s.CheckParams(cfg); err != nil {
 		return nil, err
 	}
 	if !opt.Reference {
@@ -278,7 +278,7 @@ func (s *Spec) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	return b, nil
 }
 
-func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms map[string]*collectives.Comm, symms map[string]*collectives.SymmAlloc,
+func (s lower) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms map[string]*collectives.Comm, symms map[string]*collectives.SymmAlloc,
 	bufs map[string]*ranks.Buffer, p *ProgramSpec, r int, reference bool, b *Built, noted map[string]bool) (*ranks.Program, map[string]bool, error) {
 	prog := &ranks.Program{Streams: append([]string(nil), p.Streams...), Events: append([]string(nil), p.Events...)}
 	index := func(list []string, name, what string) (int, error) {
@@ -299,16 +299,16 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 		return nil, fmt.Errorf("rank %d: undefined tensor %q", r, name)
 	}
 	written := map[string]bool{}
-	issue, copies := s.passes(cfg, reference)
-	ops := graphWork(repeatOps(p.opsFor(cfg), issue), cfg)
+	issue, copies := s.Passes(cfg, reference)
+	ops := format.GraphWork(format.RepeatOps(p.OpsFor(cfg), issue), cfg)
 	gl := &graphLowering{reference: reference, graphs: map[string]*capturedGraph{}}
 	issues := issueNames{}
 	fills := 0
 	hs := s.newHostState()
 	if r == 0 && !reference {
-		defer func() { b.Notes = append(b.Notes, hs.notes(s, cfg.Mode == "graph")...) }()
+		defer func() { b.Notes = append(b.Notes, hs.notes(s.Spec, cfg.Mode == "graph")...) }()
 	}
-	defer func() { prog.Ops = repeatOps(prog.Ops, copies) }()
+	defer func() { prog.Ops = format.RepeatOps(prog.Ops, copies) }()
 	mapped := s.newMapping(cfg, ops)
 	gl.atReplay = mapped.atReplay
 	var alloc *ranks.Allocator
@@ -318,7 +318,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			alloc = w.NewAllocator(r, cfg.Bug.Caching != "off")
 		}
 	}
-	if alloc != nil && cfg.Mode == "graph" && !reference && !p.hasCaptures() {
+	if alloc != nil && cfg.Mode == "graph" && !reference && !p.HasCaptures() {
 		// Allocations during capture come from the graph's private pool.
 		alloc.BeginCapture()
 		defer alloc.EndCapture()
@@ -347,7 +347,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 		if reference {
 			st = 0
 		}
-		if op.Kind.comm() {
+		if op.Kind.Comm() {
 			op.Name = issues.name(op.Kind, op.Name)
 		}
 		if ok, err := gl.step(&op, prog, alloc, st); ok {
@@ -363,7 +363,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			if err != nil {
 				return nil, nil, err
 			}
-			dur, err := s.opTime(&op, cfg, hw, hw.KStart+ranks.Bytes(x.Bytes, hw.HBM))
+			dur, err := s.OpTime(&op, cfg, hw, hw.KStart+ranks.Bytes(x.Bytes, hw.HBM))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -377,7 +377,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			if err != nil {
 				return nil, nil, err
 			}
-			dur, err := s.opTime(&op, cfg, hw, hw.KStart+ranks.Bytes(2*x.Bytes, hw.HBM))
+			dur, err := s.OpTime(&op, cfg, hw, hw.KStart+ranks.Bytes(2*x.Bytes, hw.HBM))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -405,11 +405,11 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Sync, Stream: -1, Host: sim.Time(op.HostNs)})
 			alloc.EmptyCache()
 		case OpAlloc:
-			t := s.tensor(op.Name)
+			t := s.Tensor(op.Name)
 			if t == nil {
 				return nil, nil, fmt.Errorf("rank %d: undefined tensor %q", r, op.Name)
 			}
-			x, err := alloc.Malloc(t.Name, p.Streams[st], t.Bytes, t.chunks(cfg))
+			x, err := alloc.Malloc(t.Name, p.Streams[st], t.Bytes, t.ChunksIn(cfg))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -420,7 +420,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			bufs[t.Name] = x
 		case OpFree, OpRecordStream:
 			if managedSet == nil {
-				managedSet = s.managed()
+				managedSet = s.Managed()
 			}
 			if op.Kind == OpRecordStream && !managedSet[op.Name] {
 				continue // a tensor that lives for the whole program: nothing to defer
@@ -457,7 +457,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			}
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 		case OpKernel:
-			if s.kernelRefs(&op) {
+			if s.KernelRefs(&op) {
 				k, err := s.lowerRefKernel(cfg, hw, &op, r, bufs, symms, mapped, written)
 				if err != nil {
 					return nil, nil, err
@@ -465,7 +465,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 				continue
 			}
-			k := &ranks.KernelSpec{Name: op.Name, Kind: op.kernelKind(), Blocks: op.Blocks, Spins: op.Spin}
+			k := &ranks.KernelSpec{Name: op.Name, Kind: op.KernelKind(), Blocks: op.Blocks, Spins: op.Spin}
 			var srcs []ranks.Src
 			var moved int64
 			for i, name := range op.Reads {
@@ -502,7 +502,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				moved += out.Bytes
 				written[name] = true
 			}
-			total, err := s.opTime(&op, cfg, hw, hw.KStart+ranks.Bytes(moved, hw.HBM))
+			total, err := s.OpTime(&op, cfg, hw, hw.KStart+ranks.Bytes(moved, hw.HBM))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -510,7 +510,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: !op.Sum,
 					Dur: total / sim.Time(len(outs))})
 			}
-			k.Loads = loads(s.opLoad(&op, cfg, hw, moved), len(k.Instrs))
+			k.Loads = loads(s.OpLoad(&op, cfg, hw, moved), len(k.Instrs))
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
 		case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast:
 			c, ok := comms[op.Comm]
@@ -525,7 +525,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			if err != nil {
 				return nil, nil, err
 			}
-			got := callStrategy(cfg, hw, &op, c.Size(), in.Bytes, out.Bytes)
+			got := format.CallStrategy(cfg, hw, &op, c.Size(), in.Bytes, out.Bytes)
 			var ks []*ranks.KernelSpec
 			if a := symms[op.Symmetric]; a != nil {
 				got = "symm-oneshot"
@@ -535,7 +535,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			} else {
 				// One kernel, or a split MULTIMEM all-reduce's copy-in,
 				// multimem_all_reduce_ and copy-out (collectives/multimem.go).
-				ks, err = c.Launches(r, collectives.Call{Name: op.Name, Op: collOp(op.Kind), Strategy: got, In: in, Out: out, Root: op.Root, Blocks: op.Blocks})
+				ks, err = c.Launches(r, collectives.Call{Name: op.Name, Op: format.CollOp(op.Kind), Strategy: got, In: in, Out: out, Root: op.Root, Blocks: op.Blocks})
 			}
 			if err != nil {
 				return nil, nil, err
@@ -558,7 +558,7 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				return nil, nil, fmt.Errorf("%s %q: undefined communicator %q", op.Kind, op.Name, op.Comm)
 			}
 			i := slices.Index(c.Group, r)
-			peer := peerIndex(op.Peer, i, c.Size())
+			peer := format.PeerIndex(op.Peer, i, c.Size())
 			var k *ranks.KernelSpec
 			if op.Kind == OpSend {
 				in, err := buf(op.In)
@@ -588,54 +588,11 @@ func (s *Spec) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 	return prog, written, nil
 }
 
-// collOp is the collectives.Op of a collective op kind.
-func collOp(k OpKind) collectives.Op {
-	switch k {
-	case OpAllGather:
-		return collectives.AllGather
-	case OpReduceScatter:
-		return collectives.ReduceScatter
-	case OpAllToAll:
-		return collectives.AllToAll
-	case OpBroadcast:
-		return collectives.Broadcast
+// loads is l for each of n micro-ops that split a kernel's time evenly.
+func loads(l ranks.Load, n int) []ranks.Load {
+	out := make([]ranks.Load, n)
+	for i := range out {
+		out[i] = ranks.Load{SMs: l.SMs, Bytes: l.Bytes / int64(max(n, 1))}
 	}
-	return collectives.AllReduce
-}
-
-// callStrategy is the concrete strategy of collective op on a group of n
-// ranks under cfg: the op's own strategy, else the strategy knob; auto
-// resolves as the libraries do. An all-reduce keeps TensorRT-LLM's choice
-// (collectives.Resolve, by its output's size) as files always had it; the
-// other collectives take NCCL's tuner choice (collectives.ResolveOp).
-func callStrategy(cfg Config, hw ranks.Profile, op *OpSpec, n int, in, out int64) collectives.Strategy {
-	want := collectivesStrategy(cfg.Strategy, op.Strategy)
-	if op.Kind == OpAllReduce {
-		return collectives.Resolve(want, hw.Arch, n, out)
-	}
-	return collectives.ResolveOp(collOp(op.Kind), want, hw, n, max(in, out))
-}
-
-// peerIndex is the communicator index a send or receive at index i of a
-// group of n names with peer (next, prev or an index); -1 when unreadable.
-func peerIndex(peer string, i, n int) int {
-	switch peer {
-	case "next":
-		return (i + 1) % n
-	case "prev":
-		return (i - 1 + n) % n
-	}
-	v, err := strconv.Atoi(peer)
-	if err != nil {
-		return -1
-	}
-	return v
-}
-
-// collectivesStrategy is an op's strategy, or the knob's when it names none.
-func collectivesStrategy(knob, op string) collectives.Strategy {
-	if op != "" {
-		return collectives.Strategy(op)
-	}
-	return collectives.Strategy(knob)
+	return out
 }

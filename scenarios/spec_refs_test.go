@@ -195,7 +195,7 @@ func FuzzReferences(f *testing.F) {
 		back, err := scenarios.LoadSpec("fuzz.yaml", out)
 		require.NoError(t, err, "export of a valid file does not load:\n%s", out)
 		require.Equal(t, string(out), string(scenarios.MarshalSpec(back)))
-		sc := spec.Scenario()
+		sc := scenarios.ScenarioOf(spec)
 		for _, v := range sc.Variants {
 			su, err := sc.Setup(v, nil)
 			if err != nil {

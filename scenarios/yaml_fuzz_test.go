@@ -46,7 +46,7 @@ func FuzzParseSpec(f *testing.F) {
 		if spec.Validate() != nil {
 			return
 		}
-		sc := spec.Scenario()
+		sc := scenarios.ScenarioOf(spec)
 		out, err := scenarios.ExportYAML(sc)
 		require.NoError(t, err)
 		back, err := scenarios.Load("fuzz.yaml", out)
@@ -74,7 +74,7 @@ func FuzzValidate(f *testing.F) {
 			require.ErrorIs(t, err, scenarios.ErrInvalid)
 			return
 		}
-		sc := spec.Scenario()
+		sc := scenarios.ScenarioOf(spec)
 		for _, v := range sc.Variants {
 			cfg, err := sc.VariantConfig(v, nil)
 			require.NoError(t, err, "a validated variant's knobs apply")

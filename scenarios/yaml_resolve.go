@@ -3,6 +3,8 @@ package scenarios
 import (
 	"fmt"
 	"strings"
+
+	"github.com/collsim/collsim/scenarios/format"
 )
 
 // ReadFunc reads a file; the command line passes os.ReadFile. The scenarios
@@ -20,7 +22,7 @@ func Resolve(arg string, read ReadFunc) (*Scenario, error) {
 	}
 	if read == nil || !looksLikePath(arg) {
 		hint := ""
-		if near := nearest(arg, Names()); near != "" {
+		if near := Nearest(arg, Names()); near != "" {
 			hint = fmt.Sprintf(" (did you mean %q?)", near)
 		}
 		return nil, fmt.Errorf("unknown scenario %q%s: not a built-in (%s) and not a file name (*.yaml)", arg, hint, strings.Join(Names(), ", "))
@@ -42,5 +44,5 @@ func looksLikePath(arg string) bool {
 }
 
 // Nearest returns the word of allowed closest to key when it is close
-// enough to be a misspelling of it (edit distance under 3), else "".
-func Nearest(key string, allowed []string) string { return nearest(key, allowed) }
+// enough to be a misspelling of it ([format.Nearest]).
+var Nearest = format.Nearest

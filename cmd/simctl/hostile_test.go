@@ -117,7 +117,7 @@ func TestHostileInputs(t *testing.T) {
 		want []string // in stderr (or stdout for exit 0 and 1)
 		skip bool
 	}{
-		// YAML front end (scenarios/yamlscan.go)
+		// YAML front end (scenarios/format/yamlscan.go)
 		{"128 KB of nested block sequences", []string{"validate", deepBlock}, 2, []string{deepBlock + ":1:", "nesting deeper than 32"}, false},
 		{"apostrophe in a plain scalar does not hide what follows", []string{"validate", apostrophe}, 2, []string{apostrophe + ":2:", "nesting deeper than 32"}, false},
 		{"unbalanced quote in a block scalar does not hide what follows", []string{"validate", blockQuote}, 2, []string{blockQuote + ":4:", "nesting deeper than 32"}, false},

@@ -42,11 +42,11 @@ type Config struct {
 	// SMs overrides the profile's SM count for residency (0: the profile's).
 	SMs int `json:"sms,omitempty"`
 	// Patch names the variant whose patch the programs of a scenario file
-	// take (the format's patches, scenarios/spec_patch.go); empty: the file's own programs.
+	// take (the format's patches, scenarios/format/spec_patch.go); empty: the file's own programs.
 	Patch string `json:"patch,omitempty"`
 	// Params holds the knobs a scenario file declares itself (params:), as
 	// name=value pairs joined by commas in declaration order
-	// (scenarios/spec_params.go; [Config.Param]).
+	// (scenarios/format/spec_params.go; [Config.Param]).
 	Params string `json:"params,omitempty"`
 	// Jitter is the duration noise exploration draws from (hostcost.go):
 	// "measured" (the default: the H200's measured spread of kernel

@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"errors"
@@ -87,16 +87,6 @@ func LoadSpec(file string, data []byte) (*Spec, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// Load parses and validates a scenario file and returns the runnable
-// scenario.
-func Load(file string, data []byte) (*Scenario, error) {
-	s, err := LoadSpec(file, data)
-	if err != nil {
-		return nil, err
-	}
-	return s.Scenario(), nil
 }
 
 type decoder struct {
@@ -1041,7 +1031,7 @@ func (d *decoder) op(n ast.Node) OpSpec {
 		}
 		op.Blocks = int(o.int("blocks", 1, MaxKernelBlocks))
 		op.Spin = o.bool("spin")
-	case op.Kind.collective():
+	case op.Kind.Collective():
 		o.require("comm", "in", "out")
 		op.Comm = o.name("comm")
 		op.In = o.name("in")
@@ -1251,3 +1241,7 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Nearest returns the word of allowed closest to key when it is close
+// enough to be a misspelling of it (edit distance under 3), else "".
+func Nearest(key string, allowed []string) string { return nearest(key, allowed) }

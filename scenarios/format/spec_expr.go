@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"fmt"
@@ -416,9 +416,9 @@ func (d *decoder) timeOrExpr(n ast.Node, what string) (int64, *Expr) {
 	return d.duration(v, what), nil
 }
 
-// opTime is op's time under cfg: its expression's value, its fixed time,
+// OpTime is op's time under cfg: its expression's value, its fixed time,
 // or def when it gives none.
-func (s *Spec) opTime(op *OpSpec, cfg Config, hw ranks.Profile, def sim.Time) (sim.Time, error) {
+func (s *Spec) OpTime(op *OpSpec, cfg Config, hw ranks.Profile, def sim.Time) (sim.Time, error) {
 	switch {
 	case op.TimeExpr != nil:
 		v, err := op.TimeExpr.eval(exprEnv{cfg: &cfg, params: s.Params, hw: &hw})
@@ -432,9 +432,9 @@ func (s *Spec) opTime(op *OpSpec, cfg Config, hw ranks.Profile, def sim.Time) (s
 	return def, nil
 }
 
-// sized returns s with every tensor's bytes evaluated under cfg: s itself
+// Sized returns s with every tensor's bytes evaluated under cfg: s itself
 // when no tensor has an expression, else a copy.
-func (s *Spec) sized(cfg Config) (*Spec, error) {
+func (s *Spec) Sized(cfg Config) (*Spec, error) {
 	has := false
 	for _, t := range s.Tensors {
 		has = has || t.BytesExpr != nil
@@ -484,8 +484,8 @@ func (s *Spec) validateExprs(cfg Config, report func(Pos, string)) bool {
 		return ok
 	}
 	env.hw = &hw
-	for _, p := range s.allPrograms() {
-		for _, op := range p.flat() {
+	for _, p := range s.AllPrograms() {
+		for _, op := range p.Flat() {
 			if op.TimeExpr == nil {
 				continue
 			}
@@ -498,10 +498,10 @@ func (s *Spec) validateExprs(cfg Config, report func(Pos, string)) bool {
 	return ok
 }
 
-// kernelKind is a program kernel's kind: "gemm" when its time is a GEMM's
+// KernelKind is a program kernel's kind: "gemm" when its time is a GEMM's
 // or it says launch: gemm (its launch then costs what the profile measured
 // for a GEMM launch, ranks.Config.GEMMLaunchCost), else "kernel".
-func (op *OpSpec) kernelKind() string {
+func (op *OpSpec) KernelKind() string {
 	if op.Launch == "gemm" || op.TimeExpr.calls("gemm") {
 		return "gemm"
 	}

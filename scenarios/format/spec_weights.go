@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"strconv"
@@ -41,10 +41,10 @@ type weightTable struct {
 	repeated  []int            // the templates a repeat block substitutes, by index
 }
 
-// kernelWeights returns the file's weight table, made at the first use
+// KernelWeights returns the file's weight table, made at the first use
 // (Validate and Scenario make it before any build, so builds running at
 // once only read it).
-func (s *Spec) kernelWeights() *weightTable {
+func (s *Spec) KernelWeights() *weightTable {
 	if s.weights == nil {
 		s.weights = s.makeWeightTable()
 	}
@@ -85,7 +85,7 @@ func (s *Spec) makeWeightTable() *weightTable {
 			add(op.Name, "")
 		}
 	}
-	for _, p := range s.allPrograms() {
+	for _, p := range s.AllPrograms() {
 		walk(p.Ops, "")
 	}
 	for _, r := range s.Refs {
@@ -143,7 +143,7 @@ func (tp weightTemplate) iteration(name string) (int, bool) {
 // per rank and per kernel of the file. A name the file never gives a
 // kernel gets a key past every template's.
 func (s *Spec) KernelWeight(kernel string, rank int) int64 {
-	t := s.kernelWeights()
+	t := s.KernelWeights()
 	k, ok := t.key(kernel)
 	if !ok {
 		k = len(t.templates) * MaxRepeat

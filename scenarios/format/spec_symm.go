@@ -1,11 +1,10 @@
-package scenarios
+package format
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/collsim/collsim/collectives"
-	"github.com/collsim/collsim/ranks"
 )
 
 // Symmetric allocations shared by several communicators. A file may declare
@@ -59,7 +58,8 @@ func (d *decoder) symm(o *obj) SymmSpec {
 	return sy
 }
 
-func (s *Spec) symmSpec(name string) *SymmSpec {
+// Symmetric returns the symmetric allocation named name, or nil.
+func (s *Spec) Symmetric(name string) *SymmSpec {
 	for i := range s.Symm {
 		if s.Symm[i].Name == name {
 			return &s.Symm[i]
@@ -68,8 +68,8 @@ func (s *Spec) symmSpec(name string) *SymmSpec {
 	return nil
 }
 
-// padScope is sy's pad scope under cfg.
-func (sy *SymmSpec) padScope(cfg Config) collectives.PadScope {
+// PadScope is sy's pad scope under cfg.
+func (sy *SymmSpec) PadScope(cfg Config) collectives.PadScope {
 	if sy.Pad != "" {
 		return collectives.PadScope(sy.Pad)
 	}
@@ -81,29 +81,11 @@ func (sy *SymmSpec) padScope(cfg Config) collectives.PadScope {
 	return collectives.PadScope(cfg.Bug.Pad)
 }
 
-// symmAllocs makes the file's symmetric allocations on w, in file order.
-func (s *Spec) symmAllocs(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*collectives.SymmAlloc, error) {
-	out := map[string]*collectives.SymmAlloc{}
-	for i := range s.Symm {
-		sy := &s.Symm[i]
-		on, err := sy.Ranks.Resolve(cfg.TP)
-		if err != nil {
-			return nil, fmt.Errorf("%w: symmetric %q: %w", ErrBadKnob, sy.Name, err)
-		}
-		a, err := collectives.NewSymmAlloc(w, sy.Name, on, sy.Chunks, sy.padScope(cfg), hw)
-		if err != nil {
-			return nil, err
-		}
-		out[sy.Name] = a
-	}
-	return out, nil
-}
-
 // checkSymmCall checks an allreduce on a symmetric allocation on rank r:
 // every member of its communicator has a copy, the region fits, the
 // blocks' slots fit a pad.
 func (s *Spec) checkSymmCall(cfg Config, op *OpSpec, group []int, report func(Pos, string)) {
-	sy := s.symmSpec(op.Symmetric)
+	sy := s.Symmetric(op.Symmetric)
 	if sy == nil {
 		return
 	}
@@ -117,8 +99,8 @@ func (s *Spec) checkSymmCall(cfg Config, op *OpSpec, group []int, report func(Po
 			return
 		}
 	}
-	if t := s.tensor(op.In); t != nil {
-		if c := t.chunks(cfg); op.Offset+c > sy.Chunks {
+	if t := s.Tensor(op.In); t != nil {
+		if c := t.ChunksIn(cfg); op.Offset+c > sy.Chunks {
 			report(op.pos.at("offset"), fmt.Sprintf("allreduce %q: region [%d, %d) of symmetric allocation %q, which has %d chunks", op.Name, op.Offset, op.Offset+c, sy.Name, sy.Chunks))
 		}
 	}
@@ -129,47 +111,4 @@ func (s *Spec) checkSymmCall(cfg Config, op *OpSpec, group []int, report func(Po
 	if sy.Pad == "" && cfg.Bug.Pad == "" {
 		report(sy.pos.at(""), fmt.Sprintf("symmetric %q has no pad, and the pad knob is unset: give pad: allocation or per-group", sy.Name))
 	}
-}
-
-// symmNotes says, for each symmetric allocation several communicators use,
-// which pad slots their barriers alias (collectives.SymmAlloc.Aliases): the
-// note a reader needs to see why two groups' signals can complete each
-// other's waits. Nothing is noted when no slot is shared.
-func (s *Spec) symmNotes(progs []ProgramSpec, cfg Config, symms map[string]*collectives.SymmAlloc) []string {
-	var notes []string
-	for i := range s.Symm {
-		name := s.Symm[i].Name
-		a := symms[name]
-		if a == nil {
-			continue
-		}
-		used := map[string]bool{}
-		blocks := 1
-		for _, p := range progs {
-			for _, op := range p.Ops {
-				if op.Symmetric == name {
-					used[op.Comm] = true
-					blocks = max(blocks, op.Blocks)
-				}
-			}
-		}
-		var groups []collectives.Group
-		for _, c := range s.Comms {
-			if !used[c.Name] {
-				continue
-			}
-			rs, err := c.Ranks.Resolve(cfg.TP)
-			if err != nil {
-				continue
-			}
-			groups = append(groups, collectives.Group{Name: c.Name, Ranks: rs})
-		}
-		if len(groups) < 2 {
-			continue
-		}
-		for _, al := range a.Aliases(groups, blocks) {
-			notes = append(notes, "aliased slot: "+al)
-		}
-	}
-	return notes
 }

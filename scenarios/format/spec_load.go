@@ -1,8 +1,8 @@
-package scenarios
+package format
 
 import "github.com/collsim/collsim/ranks"
 
-// opLoad is a program kernel's load on its GPU (ranks/share.go): what its
+// OpLoad is a program kernel's load on its GPU (ranks/share.go): what its
 // grid and its bytes ask of the GPU it shares with other streams' kernels.
 // It comes from the kernel's time: gemm(m, k, n) is a decode GEMM's grid
 // and bytes (ranks.Share.GEMMLoad), mem(bytes) an elementwise kernel's
@@ -11,7 +11,7 @@ import "github.com/collsim/collsim/ranks"
 // times the bytes. A kernel without a time moves the bytes it reads and
 // writes, as an elementwise kernel; one with a fixed time takes no share
 // (nothing says what it asks of the GPU).
-func (s *Spec) opLoad(op *OpSpec, cfg Config, hw ranks.Profile, moved int64) ranks.Load {
+func (s *Spec) OpLoad(op *OpSpec, cfg Config, hw ranks.Profile, moved int64) ranks.Load {
 	sh := hw.Share()
 	switch {
 	case op.TimeExpr != nil:
@@ -57,13 +57,4 @@ func exprLoad(n *exprNode, env exprEnv, sh *ranks.Share) (ranks.Load, bool) {
 		return ranks.Load{SMs: call.SMs, Bytes: call.Bytes * k}, true
 	}
 	return ranks.Load{SMs: max(l.SMs, r.SMs), Bytes: l.Bytes + r.Bytes}, lc || rc
-}
-
-// loads is l for each of n micro-ops that split a kernel's time evenly.
-func loads(l ranks.Load, n int) []ranks.Load {
-	out := make([]ranks.Load, n)
-	for i := range out {
-		out[i] = ranks.Load{SMs: l.SMs, Bytes: l.Bytes / int64(max(n, 1))}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"errors"
@@ -155,17 +155,17 @@ type TensorSpec struct {
 	pos    posMap
 }
 
-// chunks is the tensor's value-chunk count under cfg.
-func (t *TensorSpec) chunks(cfg Config) int {
+// ChunksIn is the tensor's value-chunk count under cfg.
+func (t *TensorSpec) ChunksIn(cfg Config) int {
 	if t.Chunks > 0 {
 		return t.Chunks
 	}
 	return cfg.Chunks
 }
 
-// initValue is the initial value of chunk c on rank r, and whether the
+// InitValue is the initial value of chunk c on rank r, and whether the
 // tensor is initialised at all.
-func (t *TensorSpec) initValue(r, c int) (uint64, bool) {
+func (t *TensorSpec) InitValue(r, c int) (uint64, bool) {
 	if r < len(t.InitPerRank) && len(t.InitPerRank[r]) > 0 {
 		v := t.InitPerRank[r]
 		return v[c%len(v)], true
@@ -176,7 +176,8 @@ func (t *TensorSpec) initValue(r, c int) (uint64, bool) {
 	return 0, false
 }
 
-func (t *TensorSpec) hasInit() bool { return len(t.Init) > 0 || len(t.InitPerRank) > 0 }
+// HasInit reports whether the file gives the tensor initial values.
+func (t *TensorSpec) HasInit() bool { return len(t.Init) > 0 || len(t.InitPerRank) > 0 }
 
 // ProgramSpec is the host program of the ranks it selects.
 type ProgramSpec struct {
@@ -228,9 +229,9 @@ var opKinds = []OpKind{OpKernel, OpAllReduce, OpAllGather, OpReduceScatter, OpAl
 // memory reports whether k is a caching-allocator op.
 func (k OpKind) memory() bool { return k == OpAlloc || k == OpFree || k == OpRecordStream }
 
-// collective reports whether k is a collective of the family (not send or
+// Collective reports whether k is a collective of the family (not send or
 // receive).
-func (k OpKind) collective() bool {
+func (k OpKind) Collective() bool {
 	switch k {
 	case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast:
 		return true
@@ -238,9 +239,9 @@ func (k OpKind) collective() bool {
 	return false
 }
 
-// comm reports whether k runs on a communicator: a collective, a send or a
+// Comm reports whether k runs on a communicator: a collective, a send or a
 // receive.
-func (k OpKind) comm() bool { return k.collective() || k == OpSend || k == OpRecv }
+func (k OpKind) Comm() bool { return k.Collective() || k == OpSend || k == OpRecv }
 
 // SyncDevice is the name a sync op gives for cudaDeviceSynchronize.
 const SyncDevice = "device"
@@ -335,9 +336,9 @@ func (op *OpSpec) holds(cfg Config) bool {
 	return true
 }
 
-// opsFor is the program's ops in a configuration: those whose when holds.
+// OpsFor is the program's ops in a configuration: those whose when holds.
 // A program without conditions is returned as is.
-func (p *ProgramSpec) opsFor(cfg Config) []OpSpec {
+func (p *ProgramSpec) OpsFor(cfg Config) []OpSpec {
 	cond := false
 	for i := range p.Ops {
 		cond = cond || len(p.Ops[i].When) > 0 || p.Ops[i].Repeat != nil
@@ -483,3 +484,10 @@ const (
 	// graph replays.
 	MaxTasks = 1 << 20
 )
+
+// Comparison asks the text report to print one variant's step time against
+// another's ("fixed costs +29µs against buggy").
+type Comparison struct {
+	Variant, Against string
+	Label            string // what the difference is ("the join before the collective")
+}

@@ -1,11 +1,8 @@
-package scenarios
+package format
 
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/sim"
 )
 
 // Host values in the program form: what a step reads from the host, what
@@ -88,8 +85,8 @@ func init() {
 	opAllowed[OpIncrement] = []string{"increment", "stream", "by", "time"}
 }
 
-// carried reports whether s's replays are successive steps of one run.
-func (s *Spec) carried() bool { return s.Steps == StepsCarried }
+// Carried reports whether s's replays are successive steps of one run.
+func (s *Spec) Carried() bool { return s.Steps == StepsCarried }
 
 // hostScalar returns the declaration of name, or nil.
 func (s *Spec) hostScalar(name string) *HostScalarSpec {
@@ -187,7 +184,7 @@ func (s *Spec) validateHost(e *errs, managed map[string]bool) {
 		}
 		return
 	}
-	if s.Steps != "" && s.graphProgram() {
+	if s.Steps != "" && s.GraphProgram() {
 		e.add(s.pos.at("steps"), "steps: %s: this file's capture blocks and replay ops say what runs when, and the run is checked as one; steps is for a program captured whole (remove it)", s.Steps)
 	}
 	for _, t := range s.Tensors {
@@ -195,59 +192,37 @@ func (s *Spec) validateHost(e *errs, managed map[string]bool) {
 			continue
 		}
 		switch {
-		case t.hasInit():
+		case t.HasInit():
 			e.add(t.pos.at("per_replay"), "tensor %q has per_replay and init: per_replay gives every replay's values; remove init", t.Name)
 		case managed[t.Name]:
 			e.add(t.pos.at("per_replay"), "tensor %q is allocated by an alloc op, so the host cannot re-fill it before each replay; give per_replay to a tensor declared without alloc", t.Name)
-		case s.carried():
+		case s.Carried():
 			e.add(t.pos.at("per_replay"), "tensor %q: per_replay re-fills an input for independent steps; with steps: carried the program itself must write what each step reads", t.Name)
 		}
 	}
-	for _, p := range s.allPrograms() {
-		for _, op := range p.flat() {
+	for _, p := range s.AllPrograms() {
+		for _, op := range p.Flat() {
 			switch {
 			case op.Kind == OpKernel && op.Scale != "" && s.hostScalar(op.Scale) == nil:
 				e.add(op.pos.at("scale"), "kernel %q scales by undefined host scalar %q (declare it under host_scalars)", op.Name, op.Scale)
 			case op.Kind == OpAdvance && s.hostScalar(op.Name) == nil:
 				e.add(op.pos.at("name"), "advance of undefined host scalar %q (declare it under host_scalars)", op.Name)
-			case op.Kind == OpIncrement && s.tensor(op.Name) == nil:
+			case op.Kind == OpIncrement && s.Tensor(op.Name) == nil:
 				e.add(op.pos.at("name"), "increment of undefined tensor %q (declare it under tensors)", op.Name)
-			case op.Kind == OpIncrement && !s.carried() && !s.graphProgram():
+			case op.Kind == OpIncrement && !s.Carried() && !s.GraphProgram():
 				e.add(op.pos.at("name"), "increment %q: a device counter carries state from step to step; declare steps: carried (each replay then continues the count)", op.Name)
 			}
 		}
 	}
 }
 
-// hostState is one rank's host scalars while its program is built.
-type hostState map[string]*ranks.HostScalar
-
-func (s *Spec) newHostState() hostState {
-	hs := hostState{}
-	for _, h := range s.HostScalars {
-		hs[h.Name] = &ranks.HostScalar{Name: h.Name, V: h.Value}
-	}
-	return hs
-}
-
-// notes says which values the host scalars' readers saw (rank 0).
-func (hs hostState) notes(s *Spec, captured bool) []string {
-	var out []string
-	for _, h := range s.HostScalars {
-		if x := hs[h.Name]; x != nil && len(x.Reads) > 0 {
-			out = append(out, x.Describe(captured))
-		}
-	}
-	return out
-}
-
-// passes is how the host issues a rank's program: issue is how many times
+// Passes is how the host issues a rank's program: issue is how many times
 // its ops are lowered in a row (carried steps in eager mode: one per
 // step), copies how many times the lowered ops are repeated (a carried
 // graph's reference runs the captured program once per replay, with the
 // values it froze).
-func (s *Spec) passes(cfg Config, reference bool) (issue, copies int) {
-	if !s.carried() || s.graphProgram() {
+func (s *Spec) Passes(cfg Config, reference bool) (issue, copies int) {
+	if !s.Carried() || s.GraphProgram() {
 		return 1, 1
 	}
 	R := max(cfg.Replays, 1)
@@ -260,37 +235,8 @@ func (s *Spec) passes(cfg Config, reference bool) (issue, copies int) {
 	return 1, 1
 }
 
-// counterOne returns the constant buffer an increment of t by `by` adds on
-// rank r, allocating it on first use. Its name cannot be a tensor's (it has
-// spaces), so it never collides with one.
-func counterOne(w *ranks.World, bufs map[string]*ranks.Buffer, r int, t *ranks.Buffer, by int64) *ranks.Buffer {
-	name := fmt.Sprintf("%s += %d", t.Name, by)
-	if b, ok := bufs[name]; ok {
-		return b
-	}
-	b := w.Alloc(r, name, 8, t.Chunks())
-	w.Init(b, func(int) uint64 { return uint64(by) % ranks.Modulus })
-	bufs[name] = b
-	return b
-}
-
-// incrementKernel is the device counter's kernel: t = t + by, in place.
-func incrementKernel(op *OpSpec, t, one *ranks.Buffer, dur sim.Time) *ranks.KernelSpec {
-	return &ranks.KernelSpec{Name: op.Name + ".increment", Kind: "increment", Instrs: []ranks.Instr{{Op: ranks.OpCompute, Phase: "increment", Dst: t, N: t.Chunks(),
-		Srcs: []ranks.Src{{Buf: t, Coef: 1}, {Buf: one, Coef: 1}}, Fresh: true, Dur: dur}}}
-}
-
-// perReplayInit makes t's buffer b a per-replay input.
-func perReplayInit(w *ranks.World, b *ranks.Buffer, t *TensorSpec) {
-	rows := t.PerReplay
-	w.InitPerReplay(b, func(k, c int) uint64 {
-		row := rows[k%len(rows)]
-		return row[c%len(row)]
-	})
-}
-
-// repeatOps is ops n times in a row.
-func repeatOps[T any](ops []T, n int) []T {
+// RepeatOps is ops n times in a row.
+func RepeatOps[T any](ops []T, n int) []T {
 	if n <= 1 {
 		return ops
 	}

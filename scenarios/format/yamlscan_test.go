@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"os"
@@ -61,7 +61,7 @@ func TestScanLimits(t *testing.T) {
 
 // TestScanLimitsBuiltins: every built-in and example file passes the scan.
 func TestScanLimitsBuiltins(t *testing.T) {
-	for _, dir := range []string{"builtin", "testdata/ok", "../docs/examples"} {
+	for _, dir := range []string{"../builtin", "../testdata/ok", "../../docs/examples"} {
 		ents, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		for _, e := range ents {
@@ -114,7 +114,7 @@ func FuzzScanLimits(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	for _, dir := range []string{"builtin", "testdata/ok", "testdata/bad"} {
+	for _, dir := range []string{"../builtin", "../testdata/ok", "../testdata/bad"} {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if data, err := os.ReadFile(dir + "/" + e.Name()); err == nil {

@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"fmt"
@@ -315,9 +315,9 @@ func (s *Spec) patchAll(report func(Pos, string)) {
 	}
 }
 
-// programsFor is the programs a configuration runs: the file's, or a
+// ProgramsFor is the programs a configuration runs: the file's, or a
 // variant's patched ones.
-func (s *Spec) programsFor(cfg Config) ([]ProgramSpec, error) {
+func (s *Spec) ProgramsFor(cfg Config) ([]ProgramSpec, error) {
 	if cfg.Patch == "" {
 		return s.Programs, nil
 	}
@@ -331,10 +331,10 @@ func (s *Spec) programsFor(cfg Config) ([]ProgramSpec, error) {
 	return p, nil
 }
 
-// allPrograms is the file's programs and every variant's patched ones, for
+// AllPrograms is the file's programs and every variant's patched ones, for
 // what holds over all of them (knobs read, tensors allocated, workspace
 // sizes).
-func (s *Spec) allPrograms() []ProgramSpec {
+func (s *Spec) AllPrograms() []ProgramSpec {
 	out := slices.Clone(s.Programs)
 	if s.patched == nil && len(s.patches) > 0 {
 		s.patchAll(func(Pos, string) {})

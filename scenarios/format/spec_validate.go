@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"fmt"
@@ -41,10 +41,10 @@ func (s *Spec) Validate() error {
 		s.validateGraph(e, tensors, comms)
 	}
 	s.validateRefs(e, tensors) // spec_refs.go
-	managed := s.managed()
+	managed := s.Managed()
 	s.validateHost(e, managed)
 	for name := range managed {
-		if t := tensors[name]; t != nil && t.hasInit() {
+		if t := tensors[name]; t != nil && t.HasInit() {
 			key := "init"
 			if len(t.InitPerRank) > 0 {
 				key = "init_per_rank"
@@ -70,7 +70,7 @@ func (s *Spec) Validate() error {
 			}
 		}
 	}
-	s.kernelWeights() // made once the patches are, before any build
+	s.KernelWeights() // made once the patches are, before any build
 	baseMsgs := map[string]bool{}
 	s.validateConfig(s.Base, func(p Pos, msg string) {
 		baseMsgs[msg] = true
@@ -246,7 +246,7 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			e.add(op.pos.at(field), "%s %q %s undefined tensor %q (declare it under tensors)", op.Kind, op.Name, role, name)
 		}
 	}
-	flat := p.flat()
+	flat := p.Flat()
 	for i := range flat {
 		op := &flat[i]
 		if op.Kind == "" {
@@ -261,12 +261,12 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 		case OpKernel:
 			s.validateKernelRefs(e, op)
 			for i, r := range op.Reads {
-				if _, ok := s.parseMemRef(r); !ok {
+				if _, ok := s.ParseMemRef(r); !ok {
 					tensor(op, item("reads", i), r, "reads")
 				}
 			}
 			for i, w := range op.Writes {
-				if _, ok := s.parseMemRef(w); !ok {
+				if _, ok := s.ParseMemRef(w); !ok {
 					tensor(op, item("writes", i), w, "writes")
 				}
 			}
@@ -280,7 +280,7 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			if op.Comm != "" && comms[op.Comm] == nil {
 				e.add(op.pos.at("comm"), "%s %q uses undefined communicator %q", op.Kind, op.Name, op.Comm)
 			}
-			if op.Symmetric != "" && s.symmSpec(op.Symmetric) == nil {
+			if op.Symmetric != "" && s.Symmetric(op.Symmetric) == nil {
 				e.add(op.pos.at("symmetric"), "%s %q uses undefined symmetric allocation %q (declare it under symmetric)", op.Kind, op.Name, op.Symmetric)
 			}
 		case OpSync:
@@ -306,7 +306,7 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	if !s.validateExprs(cfg, report) {
 		return
 	}
-	s, _ = s.sized(cfg)
+	s, _ = s.Sized(cfg)
 	n := cfg.TP
 	if n > MaxRanks {
 		report(s.pos.at("ranks"), fmt.Sprintf("ranks: %d; at most %d", n, MaxRanks))
@@ -357,7 +357,7 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 			report(t.pos.at("init_per_rank"), fmt.Sprintf("tensor %q: init_per_rank has %d rows but the world has %d ranks", t.Name, len(t.InitPerRank), n))
 		}
 	}
-	progs, err := s.programsFor(cfg)
+	progs, err := s.ProgramsFor(cfg)
 	if err != nil {
 		report(s.pos.at("variants"), knobMsg(err))
 		return
@@ -370,7 +370,7 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 		owner[i] = -1
 	}
 	tasks := 0
-	managed := s.managed()
+	managed := s.Managed()
 	for pi, p := range progs {
 		for _, op := range p.Ops {
 			if r := op.Repeat; r != nil && r.CountKnob != "" {
@@ -379,16 +379,16 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 				}
 			}
 		}
-		if n := p.expandedLen(cfg) * replays; n > MaxTasks {
+		if n := p.ExpandedLen(cfg) * replays; n > MaxTasks {
 			report(p.pos.at("ops"), fmt.Sprintf("%d ops to run per rank (repeated blocks expanded, over replays); at most %d", n, MaxTasks))
 			continue
 		}
-		issue, _ := s.passes(cfg, false)
-		ops := graphWork(repeatOps(p.opsFor(cfg), issue), cfg)
+		issue, _ := s.Passes(cfg, false)
+		ops := GraphWork(RepeatOps(p.OpsFor(cfg), issue), cfg)
 		// Names and event order as one step issues them, a graph once.
 		once := cfg
 		once.Mode = "graph"
-		checkOrder(&p, graphWork(p.opsFor(cfg), once), report)
+		checkOrder(&p, GraphWork(p.OpsFor(cfg), once), report)
 		s.validateLifetime(ops, managed, report)
 		rs, err := p.Ranks.Resolve(n)
 		if err != nil {
@@ -421,7 +421,7 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	}
 	if cfg.Mode == "graph" {
 		for i := range progs {
-			if progs[i].hasCaptures() {
+			if progs[i].HasCaptures() {
 				s.checkCaptures(cfg, &progs[i], commRanks, report)
 			} else {
 				s.checkCapture(cfg, &progs[i], commRanks, report)
@@ -435,21 +435,21 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 // writes (a longer read contributes its first chunks). A shorter one has
 // no chunk to give: it was accepted, then failed the run.
 func (s *Spec) checkKernelChunks(cfg Config, op *OpSpec, report func(Pos, string)) {
-	if op.Kind != OpKernel || s.kernelRefs(op) {
+	if op.Kind != OpKernel || s.KernelRefs(op) {
 		return
 	}
 	for _, wn := range op.Writes {
-		wt := s.tensor(wn)
+		wt := s.Tensor(wn)
 		if wt == nil {
 			continue
 		}
 		for _, rn := range op.Reads {
-			rt := s.tensor(rn)
-			if rt == nil || rt.chunks(cfg) >= wt.chunks(cfg) {
+			rt := s.Tensor(rn)
+			if rt == nil || rt.ChunksIn(cfg) >= wt.ChunksIn(cfg) {
 				continue
 			}
 			report(op.pos.at("reads"), fmt.Sprintf("kernel %q reads %q (%d chunks) and writes %q (%d chunks): a kernel computes chunk by chunk, so every tensor it reads needs at least the chunks of those it writes; give %q chunks: %d, or write a tensor of %d",
-				op.Name, rn, rt.chunks(cfg), wn, wt.chunks(cfg), rn, wt.chunks(cfg), rt.chunks(cfg)))
+				op.Name, rn, rt.ChunksIn(cfg), wn, wt.ChunksIn(cfg), rn, wt.ChunksIn(cfg), rt.ChunksIn(cfg)))
 			return
 		}
 	}
@@ -461,7 +461,7 @@ func (s *Spec) checkKernelChunks(cfg Config, op *OpSpec, report func(Pos, string
 // recorded in the capture, and every op must be joined back into the
 // origin (first) stream by the end (cudaErrorStreamCaptureUnjoined).
 func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]int, report func(Pos, string)) {
-	ops := p.opsFor(cfg)
+	ops := p.OpsFor(cfg)
 	if len(p.Streams) == 0 || len(ops) == 0 {
 		return
 	}
@@ -509,13 +509,13 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 		case OpKernel, OpIncrement, OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv, OpPut, OpAwait, OpReset:
 			h.Kind, h.Kernel = ranks.Launch, &ranks.KernelSpec{Name: op.Name}
 			group := commRanks[op.Comm]
-			tin, tout := s.tensor(op.In), s.tensor(op.Out)
+			tin, tout := s.Tensor(op.In), s.Tensor(op.Out)
 			switch {
 			case len(group) == 0:
 			case op.Kind == OpSend || op.Kind == OpRecv:
 				h.Kernel.OrderKey = ncclOrderKey(cfg, op.Comm)
-			case op.Kind.collective() && tin != nil && tout != nil && op.Symmetric == "":
-				st := callStrategy(cfg, hw, &op, len(group), tin.Bytes, tout.Bytes)
+			case op.Kind.Collective() && tin != nil && tout != nil && op.Symmetric == "":
+				st := CallStrategy(cfg, hw, &op, len(group), tin.Bytes, tout.Bytes)
 				if st == collectives.NCCL || st == collectives.NCCLTree {
 					h.Kernel.OrderKey = ncclOrderKey(cfg, op.Comm)
 				}
@@ -551,7 +551,7 @@ func (s *Spec) checkCapture(cfg Config, p *ProgramSpec, commRanks map[string][]i
 // it resolves to implements the op; blocks only for a symmetric-memory
 // kernel; a broadcast's root and a transfer's peer are other members.
 func (s *Spec) checkCall(cfg Config, op *OpSpec, r int, commRanks map[string][]int, report func(Pos, string)) {
-	if !op.Kind.comm() {
+	if !op.Kind.Comm() {
 		return
 	}
 	group, ok := commRanks[op.Comm]
@@ -568,16 +568,16 @@ func (s *Spec) checkCall(cfg Config, op *OpSpec, r int, commRanks map[string][]i
 		if op.Peer == "" {
 			return
 		}
-		if p := peerIndex(op.Peer, i, n); p < 0 || p >= n || p == i {
+		if p := PeerIndex(op.Peer, i, n); p < 0 || p >= n || p == i {
 			report(op.pos.at("peer"), fmt.Sprintf("%s %q on rank %d: peer %s is communicator index %d; expected the index of another of %q's %d ranks %v", op.Kind, op.Name, r, op.Peer, p, op.Comm, n, group))
 		}
 		return
 	}
-	tin, tout := s.tensor(op.In), s.tensor(op.Out)
+	tin, tout := s.Tensor(op.In), s.Tensor(op.Out)
 	if tin == nil || tout == nil {
 		return
 	}
-	ci, co := tin.chunks(cfg), tout.chunks(cfg)
+	ci, co := tin.ChunksIn(cfg), tout.ChunksIn(cfg)
 	if op.Symmetric != "" {
 		if ci != co {
 			report(op.pos.at("out"), fmt.Sprintf("%s %q: in %q has %d chunks, out %q %d; expected equal", op.Kind, op.Name, op.In, ci, op.Out, co))
@@ -610,9 +610,9 @@ func (s *Spec) checkCall(cfg Config, op *OpSpec, r int, commRanks map[string][]i
 	if err != nil {
 		return
 	}
-	st := callStrategy(cfg, hw, op, n, tin.Bytes, tout.Bytes)
-	if !collectives.Supports(collOp(op.Kind), st) {
-		report(op.pos.at("strategy"), fmt.Sprintf("%s %q: strategy %s does not implement %s; expected one of %s", op.Kind, op.Name, st, op.Kind, supporting(collOp(op.Kind))))
+	st := CallStrategy(cfg, hw, op, n, tin.Bytes, tout.Bytes)
+	if !collectives.Supports(CollOp(op.Kind), st) {
+		report(op.pos.at("strategy"), fmt.Sprintf("%s %q: strategy %s does not implement %s; expected one of %s", op.Kind, op.Name, st, op.Kind, supporting(CollOp(op.Kind))))
 	}
 	if op.Blocks > 0 && (st == collectives.NCCL || st == collectives.NCCLTree) {
 		report(op.pos.at("blocks"), fmt.Sprintf("%s %q: blocks applies to symmetric-memory kernels, and this call resolves to %s; remove blocks or name a symmetric strategy", op.Kind, op.Name, st))
@@ -643,13 +643,13 @@ func ncclOrderKey(cfg Config, comm string) string {
 	return "nccl:" + comm
 }
 
-// managed lists the tensors some alloc op allocates: their storage comes
+// Managed lists the tensors some alloc op allocates: their storage comes
 // from the rank's caching allocator while they are live, and they exist
 // only between their alloc and their free.
-func (s *Spec) managed() map[string]bool {
+func (s *Spec) Managed() map[string]bool {
 	out := map[string]bool{}
-	for _, p := range s.allPrograms() {
-		for _, op := range p.flat() {
+	for _, p := range s.AllPrograms() {
+		for _, op := range p.Flat() {
 			if op.Kind == OpAlloc {
 				out[op.Name] = true
 			}
@@ -703,7 +703,7 @@ func (s *Spec) validateLifetime(ops []OpSpec, managed map[string]bool, report fu
 	line := map[string]int{}
 	for i := range ops {
 		op := &ops[i]
-		if op.Kind.memory() && s.tensor(op.Name) == nil {
+		if op.Kind.memory() && s.Tensor(op.Name) == nil {
 			e.add(op.pos.at("name"), "%s of undefined tensor %q (declare it under tensors)", op.Kind, op.Name)
 			continue
 		}
@@ -736,7 +736,7 @@ func (s *Spec) validateLifetime(ops []OpSpec, managed map[string]bool, report fu
 			}
 			if op.Kind == OpFree {
 				state[op.Name], line[op.Name] = dead, op.pos.at("name").Line
-				if t := s.tensor(op.Name); t.Output {
+				if t := s.Tensor(op.Name); t.Output {
 					e.add(op.pos.at("name"), "free of %q, an output: an output is compared at the end, when its block may hold another tensor; keep it live", op.Name)
 				}
 			}
@@ -779,7 +779,7 @@ func checkOrder(p *ProgramSpec, ops []OpSpec, report func(Pos, string)) {
 			if slices.Contains(p.Events, op.Name) && !recorded[op.Name] {
 				e.add(op.pos.at("name"), "wait on event %q, which is never recorded before it: a wait binds to the most recent record issued before it, so this one would order nothing", op.Name)
 			}
-		case op.Kind.comm():
+		case op.Kind.Comm():
 			class := "collective"
 			if op.Kind == OpSend || op.Kind == OpRecv {
 				class = string(op.Kind)

@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"fmt"
@@ -41,8 +41,8 @@ func (s *Spec) param(name string) *ParamSpec {
 	return nil
 }
 
-// checkParams reports a param value the file does not allow under cfg.
-func (s *Spec) checkParams(cfg Config) error {
+// CheckParams reports a param value the file does not allow under cfg.
+func (s *Spec) CheckParams(cfg Config) error {
 	for _, p := range s.Params {
 		v, _ := cfg.Param(p.Name)
 		if !slices.Contains(p.Values, v) {

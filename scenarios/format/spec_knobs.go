@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"fmt"
@@ -32,8 +32,8 @@ var (
 	programKnobs  = []string{"mode", "replays", "strategy", "workspace", "symm-guard", "nccl-order"}
 )
 
-// usedKnobs is the set of knobs s's form reads.
-func (s *Spec) usedKnobs() map[string]bool {
+// UsedKnobs is the set of knobs s's form reads.
+func (s *Spec) UsedKnobs() map[string]bool {
 	used := map[string]bool{}
 	add := func(keys []string) {
 		for _, k := range keys {
@@ -51,11 +51,11 @@ func (s *Spec) usedKnobs() map[string]bool {
 		add(graphOpsKnobs)
 	default:
 		add(programKnobs)
-		if len(s.managed()) > 0 {
+		if len(s.Managed()) > 0 {
 			used["caching"] = true
 		}
-		for _, p := range s.allPrograms() {
-			for _, op := range p.flat() {
+		for _, p := range s.AllPrograms() {
+			for _, op := range p.Flat() {
 				for _, c := range op.When {
 					used[c.Key] = true
 				}
@@ -136,14 +136,14 @@ func (s *Spec) validateKnobs(e *errs) {
 			return // an unknown builder is reported by the parser
 		}
 	}
-	used := s.usedKnobs()
+	used := s.UsedKnobs()
 	for _, p := range s.Params {
 		if p.Name != "" && !used[p.Name] {
 			e.add(p.pos.at("name"), "param %q is never used: name it in an op's when: or a repeat count", p.Name)
 		}
 	}
-	for _, p := range s.allPrograms() {
-		for _, op := range p.flat() {
+	for _, p := range s.AllPrograms() {
+		for _, op := range p.Flat() {
 			for _, c := range op.When {
 				if knobs.Get(&s.Base, c.Key) == "" {
 					e.add(op.pos.at("when"), "%s %q: when %s: the knob has no default value, so the base configuration would decide nothing; set it under knobs:", op.Kind, op.Name, c.Key)
@@ -203,7 +203,7 @@ func (s *Spec) CheckSets(sets []string) error {
 			return nil // an unknown builder is reported by the parser
 		}
 	}
-	used := s.usedKnobs()
+	used := s.UsedKnobs()
 	for _, set := range sets {
 		k, v, _ := strings.Cut(set, "=")
 		k, v = knobs.Canonical(strings.TrimSpace(k)), strings.TrimSpace(v) // ranks=4 is tp=4, as in a file

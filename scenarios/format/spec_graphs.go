@@ -1,13 +1,10 @@
-package scenarios
+package format
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/goccy/go-yaml/ast"
-
-	"github.com/collsim/collsim/ranks"
-	"github.com/collsim/collsim/sim"
 )
 
 // CUDA graphs inside a program. A program may capture some of its ops into
@@ -137,8 +134,8 @@ func (d *decoder) fillOp(o *obj, op *OpSpec) {
 	}
 }
 
-// hasCaptures reports whether p holds a capture block.
-func (p *ProgramSpec) hasCaptures() bool {
+// HasCaptures reports whether p holds a capture block.
+func (p *ProgramSpec) HasCaptures() bool {
 	for i := range p.Ops {
 		if p.Ops[i].Kind == OpCapture {
 			return true
@@ -147,11 +144,11 @@ func (p *ProgramSpec) hasCaptures() bool {
 	return false
 }
 
-// graphProgram reports whether any program of s captures graphs of its
+// GraphProgram reports whether any program of s captures graphs of its
 // own: the world then runs every program as an eager host program.
-func (s *Spec) graphProgram() bool {
+func (s *Spec) GraphProgram() bool {
 	for i := range s.Programs {
-		if s.Programs[i].hasCaptures() {
+		if s.Programs[i].HasCaptures() {
 			return true
 		}
 	}
@@ -170,15 +167,15 @@ func captureOf(ops []OpSpec, name string) *OpSpec {
 
 // Markers the lowering sees around a capture block's ops.
 const (
-	opCaptureBegin OpKind = "capture-begin"
-	opCaptureEnd   OpKind = "capture-end"
+	OpCaptureBegin OpKind = "capture-begin"
+	OpCaptureEnd   OpKind = "capture-end"
 )
 
-// graphWork is ops as the host issues them under cfg: in graph mode a
+// GraphWork is ops as the host issues them under cfg: in graph mode a
 // capture block becomes its ops between a begin and an end marker and a
 // replay stays a replay; in eager mode (and everything eager) a capture
 // block disappears and each replay becomes the block's ops.
-func graphWork(ops []OpSpec, cfg Config) []OpSpec {
+func GraphWork(ops []OpSpec, cfg Config) []OpSpec {
 	has := false
 	for i := range ops {
 		has = has || ops[i].Kind == OpCapture || ops[i].Kind == OpReplay
@@ -199,9 +196,9 @@ func graphWork(ops []OpSpec, cfg Config) []OpSpec {
 			}
 			blocks[op.Name] = in
 			if cfg.Mode == "graph" {
-				out = append(out, OpSpec{Kind: opCaptureBegin, Name: op.Name, Stream: op.Stream, pos: op.pos})
+				out = append(out, OpSpec{Kind: OpCaptureBegin, Name: op.Name, Stream: op.Stream, pos: op.pos})
 				out = append(out, in...)
-				out = append(out, OpSpec{Kind: opCaptureEnd, Name: op.Name, Stream: op.Stream, pos: op.pos})
+				out = append(out, OpSpec{Kind: OpCaptureEnd, Name: op.Name, Stream: op.Stream, pos: op.pos})
 			}
 		case OpReplay:
 			// A replay of a block when: leaves out issues nothing.
@@ -215,137 +212,6 @@ func graphWork(ops []OpSpec, cfg Config) []OpSpec {
 		}
 	}
 	return out
-}
-
-// graphLowering is one rank's captures while its program is lowered.
-type graphLowering struct {
-	reference bool
-	// open is the capture being recorded ("" when none), saved the ops
-	// issued before it.
-	open   string
-	origin int
-	saved  []ranks.HostOp
-	graphs map[string]*capturedGraph
-	// atReplay, when set, gives the kernel a replay issued now runs in
-	// place of the captured one (spec_flags.go: peer addresses resolved at
-	// the replay).
-	atReplay func(*ranks.KernelSpec) *ranks.KernelSpec
-}
-
-// capturedGraph is what a capture recorded: its nodes (host ops over the
-// program's streams and events), its origin stream, and the streams and
-// events of its own it was given at its first replay.
-type capturedGraph struct {
-	ops     []ranks.HostOp
-	origin  int
-	streams map[int]int // program stream → the graph's own stream
-	events  map[int]int
-	replays int
-}
-
-// step handles the graph ops of the lowering (markers and replays),
-// reporting whether op was one.
-func (g *graphLowering) step(op *OpSpec, prog *ranks.Program, alloc *ranks.Allocator, origin int) (bool, error) {
-	switch op.Kind {
-	case opCaptureBegin:
-		g.open, g.origin, g.saved, prog.Ops = op.Name, origin, prog.Ops, nil
-		if alloc != nil && !g.reference {
-			alloc.BeginCapture() // the graph's private pool
-		}
-	case opCaptureEnd:
-		g.graphs[g.open] = &capturedGraph{ops: prog.Ops, origin: g.origin}
-		g.open, prog.Ops, g.saved = "", g.saved, nil
-		if alloc != nil && !g.reference {
-			alloc.EndCapture()
-		}
-	case OpReplay:
-		c := g.graphs[op.Name]
-		if c == nil {
-			return true, fmt.Errorf("replay of %q before its capture", op.Name)
-		}
-		g.replay(c, op, prog, origin)
-	default:
-		return false, nil
-	}
-	return true, nil
-}
-
-// replay appends one launch of c to prog: its nodes with their captured
-// dependencies, the origin's on the launch stream, the rest on the graph's
-// own streams, all issued at once.
-func (g *graphLowering) replay(c *capturedGraph, op *OpSpec, prog *ranks.Program, launch int) {
-	if op.Stream == "" {
-		launch = c.origin
-	}
-	if c.streams == nil && !g.reference {
-		c.streams, c.events = map[int]int{}, map[int]int{}
-		for _, h := range c.ops {
-			if h.Stream >= 0 && h.Stream != c.origin && c.streams[h.Stream] == 0 {
-				c.streams[h.Stream] = len(prog.Streams)
-				prog.Streams = append(prog.Streams, op.Name+"/"+prog.Streams[h.Stream])
-			}
-			if (h.Kind == ranks.Record || h.Kind == ranks.Wait) && c.events[h.Event] == 0 {
-				c.events[h.Event] = len(prog.Events)
-				prog.Events = append(prog.Events, op.Name+"/"+prog.Events[h.Event])
-			}
-		}
-	}
-	c.replays++
-	for i, h := range c.ops {
-		if k := h.Kernel; k != nil && k.Coll != "" && c.replays > 1 {
-			// Each replay's collective is an instance of its own, as
-			// graph mode's replay index makes it.
-			kc := *k
-			kc.Coll = fmt.Sprintf("%s#%d", k.Coll, c.replays)
-			h.Kernel = &kc
-		}
-		if !g.reference {
-			switch {
-			case h.Stream == c.origin:
-				h.Stream = launch
-			case h.Stream >= 0:
-				h.Stream = c.streams[h.Stream]
-			}
-			if h.Kind == ranks.Record || h.Kind == ranks.Wait {
-				h.Event = c.events[h.Event]
-			}
-			if i > 0 {
-				h.Host = 1 // one cudaGraphLaunch issues every node
-			}
-			if h.Kernel != nil && g.atReplay != nil {
-				h.Kernel = g.atReplay(h.Kernel)
-			}
-			h.GraphNode = true // the device's gap between nodes (ranks.Config.GraphGap)
-			if k := h.Kernel; k != nil && k.OrderEagerOnly && k.OrderKey != "" {
-				// The library adds no order edge to captured work.
-				kc := *k // (a copy of the copy above, if any)
-				kc.OrderKey = ""
-				h.Kernel = &kc
-			}
-			if k := h.Kernel; k != nil && k.OrderPerContext && k.OrderKey != "" {
-				// GroupStreamGuard's edges were captured among this graph's
-				// own nodes; the replay runs no guard code, so nothing
-				// orders it with eager pad ops or another replay
-				// (GroupStreamGuard.cpp, init_: the wait is skipped across
-				// capture contexts).
-				kc := *k
-				kc.OrderKey = fmt.Sprintf("%s@%s#%d", k.OrderKey, op.Name, c.replays)
-				h.Kernel = &kc
-			}
-		}
-		prog.Ops = append(prog.Ops, h)
-	}
-}
-
-// fillKernel is a fill's copy kernel: Values, staged in host memory (a
-// buffer of its own on rank r, named so no tensor can share it), copied
-// into t.
-func fillKernel(w *ranks.World, r int, op *OpSpec, t *ranks.Buffer, seq int, dur sim.Time) *ranks.KernelSpec {
-	host := w.Alloc(r, fmt.Sprintf("%s (host copy %d)", t.Name, seq), t.Bytes, t.Chunks())
-	vals := op.Values
-	w.Init(host, func(c int) uint64 { return vals[c%len(vals)] % ranks.Modulus })
-	return &ranks.KernelSpec{Name: op.Name + ".fill", Kind: "copy", Instrs: []ranks.Instr{{Op: ranks.OpCompute, Phase: "copy", Dst: t, N: t.Chunks(),
-		Srcs: []ranks.Src{{Buf: host, Coef: 1}}, Dur: dur}}}
 }
 
 // validateGraphs checks a program's captures and replays: names unique,
@@ -391,8 +257,8 @@ func (s *Spec) validateGraphs(e *errs, p *ProgramSpec) {
 		}
 	}
 	device := "" // the first op that queues device work
-	for _, op := range p.flat() {
-		if op.Kind == OpFill && op.Name != "" && s.tensor(op.Name) == nil {
+	for _, op := range p.Flat() {
+		if op.Kind == OpFill && op.Name != "" && s.Tensor(op.Name) == nil {
 			e.add(op.pos.at("name"), "fill of undefined tensor %q (declare it under tensors)", op.Name)
 		}
 		if op.Kind == OpAlloc && len(op.Values) > 0 && device != "" {
@@ -488,29 +354,11 @@ func writeCapture(p func(int, string, ...any), op OpSpec) {
 	}
 }
 
-// issueNames renames a collective, send or receive the host issues again
-// (a carried step issued once per replay, an eager replay of a capture
-// block): the k-th issue of NAME is NAME#k, the same on every rank, so
-// each is an instance of its own (a send and a receive count apart).
-type issueNames map[string]int
-
-func (n issueNames) name(kind OpKind, name string) string {
-	key := name
-	if kind == OpSend || kind == OpRecv {
-		key = string(kind) + "\x00" + name
-	}
-	n[key]++
-	if k := n[key]; k > 1 {
-		return fmt.Sprintf("%s#%d", name, k)
-	}
-	return name
-}
-
 // replaysUnread reports whether the replays knob changes nothing in s: its
 // programs say where graphs replay (capture blocks), its steps are
 // independent, and no repeat count or expression names replays.
 func (s *Spec) replaysUnread() bool {
-	if !s.graphProgram() || s.carried() {
+	if !s.GraphProgram() || s.Carried() {
 		return false
 	}
 	for _, t := range s.Tensors {
@@ -518,8 +366,8 @@ func (s *Spec) replaysUnread() bool {
 			return false
 		}
 	}
-	for _, p := range s.allPrograms() {
-		for _, op := range p.flat() {
+	for _, p := range s.AllPrograms() {
+		for _, op := range p.Flat() {
 			if op.Repeat != nil && op.Repeat.CountKnob == "replays" || slices.Contains(op.TimeExpr.names(), "replays") {
 				return false
 			}

@@ -1,4 +1,4 @@
-package scenarios
+package format
 
 import (
 	"strconv"
@@ -65,8 +65,8 @@ func (r *RepeatSpec) expand(cfg Config) []OpSpec {
 	return out
 }
 
-// expandedLen is how many ops p runs under cfg, without expanding.
-func (p *ProgramSpec) expandedLen(cfg Config) int {
+// ExpandedLen is how many ops p runs under cfg, without expanding.
+func (p *ProgramSpec) ExpandedLen(cfg Config) int {
 	n := 0
 	for i := range p.Ops {
 		op := &p.Ops[i]
@@ -88,9 +88,9 @@ func (p *ProgramSpec) expandedLen(cfg Config) int {
 	return n
 }
 
-// flat lists every op of p as written: a repeated block, then its ops
+// Flat lists every op of p as written: a repeated block, then its ops
 // (unexpanded), in file order.
-func (p *ProgramSpec) flat() []OpSpec {
+func (p *ProgramSpec) Flat() []OpSpec {
 	out := make([]OpSpec, 0, len(p.Ops))
 	for _, op := range p.Ops {
 		out = append(out, op)

@@ -1,10 +1,11 @@
-package scenarios
+package format
 
 import (
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/collsim/collsim/scenarios/knobs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +18,7 @@ func docKnobRows() map[string]string {
 	for top, knob := range topKnob {
 		rows[top] = knob
 	}
-	for _, k := range EnumKnobs() {
+	for _, k := range knobs.Enums() {
 		if _, ok := rows[k]; !ok {
 			rows[k] = k
 		}
@@ -32,7 +33,7 @@ func docKnobRows() map[string]string {
 // exist. A value added to a knob table (package knobs: config.go, family.go, …) without
 // its line in the doc fails here.
 func TestFormatDocListsEveryValue(t *testing.T) {
-	data, err := os.ReadFile("../docs/scenario-format.md")
+	data, err := os.ReadFile("../../docs/scenario-format.md")
 	require.NoError(t, err)
 	rows := docKnobRows()
 	seen := map[string]bool{}
@@ -46,7 +47,7 @@ func TestFormatDocListsEveryValue(t *testing.T) {
 			continue
 		}
 		seen[cell] = true
-		for _, v := range KnobValues(knob) {
+		for _, v := range knobs.Values(knob) {
 			require.Contains(t, line, "`"+v+"`", "docs/scenario-format.md: the %q row does not list %q, which the %s knob accepts", cell, v, knob)
 		}
 	}
