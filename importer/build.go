@@ -43,6 +43,9 @@ type item struct {
 	// are the capture's (addresses fixed then), never allocations of the
 	// step.
 	captured bool
+	// opaque: the number of the graph launch, for the kernels of a replay
+	// whose capture is not in the trace (opaqueReplays gives them tensors).
+	opaque int
 }
 
 // tensor is one block of device memory the program touches: an
@@ -113,6 +116,7 @@ type builder struct {
 	probes                              []*cpuOp // collsim::record_stream annotations (validation/collsim_record.py)
 	probeStream                         map[*cpuOp]int64
 	replays                             int
+	opaqueAt                            map[int]float64 // an opaque graph launch (its number) → its host time
 	// bySeq holds the communicators whose calls are named by the process
 	// group's sequence number: every rank's records on them carry one
 	// (Import decides, over all ranks).
@@ -124,7 +128,7 @@ type builder struct {
 
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{},
-		probeStream: map[*cpuOp]int64{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
+		probeStream: map[*cpuOp]int64{}, opaqueAt: map[int]float64{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
 	for _, op := range rt.ops {
 		if op.ext >= 0 {
 			if _, dup := b.byExt[op.ext]; !dup || op.cat == "cpu_op" {
@@ -188,7 +192,7 @@ func (b *builder) access(it *item, label string) {
 				it.reads = appendOnce(it.reads, key)
 				b.tensor(key, r.Bytes())
 			}
-			for _, w := range eo.Outputs {
+			for _, w := range append(append([]TensorRef(nil), eo.Outputs...), eo.Mutated...) {
 				key := "s" + strconv.FormatInt(w.Storage, 10)
 				it.writes = appendOnce(it.writes, key)
 				b.tensor(key, w.Bytes())
@@ -601,7 +605,7 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 		t.managed = true
 		allocs = append(allocs, &item{kind: scenarios.OpAlloc, ts: got.ts, issue: got.ts, stream: it.stream, tensorKey: key, mem: got})
 	}
-	for _, w := range eo.Outputs {
+	for _, w := range append(append([]TensorRef(nil), eo.Outputs...), eo.Mutated...) {
 		claim(w)
 		key := keyOf(w.Storage)
 		it.writes = appendOnce(it.writes, key)
@@ -747,6 +751,7 @@ func (b *builder) finish(items []*item) error {
 		p.kernels++
 		out = append(out, it)
 	}
+	b.opaqueReplays(out)
 	if !b.lifetime {
 		out = b.recordStream(out)
 	}

@@ -28,6 +28,12 @@ type ETOp struct {
 	Name    string
 	Inputs  []TensorRef
 	Outputs []TensorRef
+	// Mutated is the first argument's tensors of an in-place operator (its
+	// name ends in "_", PyTorch's naming rule for ops that write self:
+	// aten::add_, aten::copy_, aten::_foreach_copy_). An in-place op that
+	// returns nothing (the _foreach_ family) has no outputs in the trace, so
+	// this is the only place its write shows.
+	Mutated []TensorRef
 	// HostScalars counts the arguments that come from the host as values:
 	// a Python number wrapped as a CPU tensor of one element, or a Double
 	// or Scalar argument. A CUDA graph freezes them at capture.
@@ -146,6 +152,9 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			for _, v := range n.Outputs.Values {
 				op.Outputs = tensors(v, op.Outputs, 0)
 			}
+			if inPlace(n.Name) && len(n.Inputs.Values) > 0 {
+				op.Mutated = tensors(n.Inputs.Values[0], nil, 0)
+			}
 			out[rf] = op
 		}
 		if _, err := dec.Token(); err != nil {
@@ -161,6 +170,16 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 		}
 	}
 	return out, nil
+}
+
+// inPlace reports whether an operator's name says it writes its first
+// argument: PyTorch names in-place operators with a trailing underscore
+// (aten::mul_, aten::_foreach_add_); a dunder name (__iand__) is not one.
+func inPlace(name string) bool {
+	if i := strings.LastIndex(name, "::"); i >= 0 {
+		name = name[i+2:]
+	}
+	return len(name) > 1 && strings.HasSuffix(name, "_") && !strings.HasSuffix(name, "__")
 }
 
 // hostScalars counts an operator's inputs that are host values: a number

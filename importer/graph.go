@@ -94,11 +94,11 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 		}
 	}
 	if ci < 0 {
-		p.notef("graph launch at host time %.3f µs: its capture is not in the trace; its %d kernels are opaque kernels on the replay streams (they race with nothing the importer can name)", b.rel(launch.ts), len(work))
 		var items []*item
 		for _, a := range work {
-			items = append(items, &item{kind: scenarios.OpKernel, ts: launch.ts, issue: launch.end, stream: a.stream, act: a, name: "graph." + shortKernel(a.name)})
+			items = append(items, &item{kind: scenarios.OpKernel, ts: launch.ts, issue: launch.end, stream: a.stream, act: a, name: "graph." + shortKernel(a.name), opaque: b.replays})
 		}
+		b.opaqueAt[b.replays] = launch.ts
 		return items
 	}
 	if !exact {
@@ -353,4 +353,111 @@ func nameFits(kernel, op string) bool {
 		return false
 	}
 	return strings.Contains(strings.ToLower(kernel), s)
+}
+
+// opaqueReplays gives the kernels of each graph launch whose capture is not
+// in the trace (captured before the recorded region: cudagraph trees and
+// torch.cuda.graph warm-ups do this) the tensors a graph's static buffers
+// are, read from what the host does around the launch:
+//
+//   - it reads every tensor that lives outside the step (no allocation of
+//     the step made it) and that the step last wrote before the launch
+//     without reading it since: a static input, filled for the replay;
+//   - it writes every such tensor that the step first touches after the
+//     launch, by reading it: a static output.
+//
+// The first of its kernels to start takes the reads, the last to end the
+// writes. A graph's static buffers are exactly such tensors (a replay
+// writes its outputs in place, at addresses fixed at capture), but a
+// tensor that merely looks like one is taken for one: the note says so and
+// how to know (record the capture).
+func (b *builder) opaqueReplays(out []*item) {
+	if len(b.opaqueAt) == 0 {
+		return
+	}
+	static := func(k string) bool {
+		t := b.tensors[k]
+		return t != nil && !t.managed && !strings.HasPrefix(k, "scratch.") && !strings.HasPrefix(k, "c:")
+	}
+	for r := 1; r <= b.replays; r++ {
+		if _, ok := b.opaqueAt[r]; !ok {
+			continue
+		}
+		first, last := -1, -1
+		var firstK, lastK *item
+		for i, it := range out {
+			if it.opaque != r {
+				continue
+			}
+			if first < 0 {
+				first = i
+			}
+			last = i
+			if firstK == nil || it.act.ts < firstK.act.ts {
+				firstK = it
+			}
+			if lastK == nil || it.act.ts+it.act.dur > lastK.act.ts+lastK.act.dur {
+				lastK = it
+			}
+		}
+		if first < 0 {
+			continue
+		}
+		lastWrite := map[string]bool{} // before the launch: was the last access a write?
+		seen := map[string]bool{}
+		var order []string
+		for _, it := range out[:first] {
+			if it.kind != scenarios.OpKernel || it.opaque != 0 {
+				continue
+			}
+			for _, k := range it.reads {
+				if !seen[k] {
+					order = append(order, k)
+				}
+				seen[k], lastWrite[k] = true, false
+			}
+			for _, k := range it.writes {
+				if !seen[k] {
+					order = append(order, k)
+				}
+				seen[k], lastWrite[k] = true, true
+			}
+		}
+		var ins, outs []string
+		for _, k := range order {
+			if lastWrite[k] && static(k) {
+				ins = append(ins, k)
+			}
+		}
+		after := map[string]bool{}
+		for _, it := range out[last+1:] {
+			if it.kind != scenarios.OpKernel || it.opaque != 0 {
+				continue
+			}
+			for _, k := range it.reads {
+				if !seen[k] && !after[k] && static(k) {
+					outs = append(outs, k)
+				}
+				after[k] = true
+			}
+			for _, k := range it.writes {
+				after[k] = true
+			}
+		}
+		for _, k := range ins {
+			firstK.reads = appendOnce(firstK.reads, k)
+		}
+		if len(outs) > 0 {
+			lastK.writes = outs
+		}
+		b.touch(firstK, "")
+		b.touch(lastK, "")
+		n := 0
+		for _, it := range out {
+			if it.opaque == r {
+				n++
+			}
+		}
+		b.p.notef("graph launch at host time %.3f µs: its capture is not in the trace (captured before the recorded region); its %d kernels are taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it, as a graph's static buffers are (a guess: record the capture inside the region to know)", b.rel(b.opaqueAt[r]), n, len(ins), len(outs))
+	}
 }

@@ -1,0 +1,63 @@
+package importer_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/collsim/collsim/importer"
+	"github.com/collsim/collsim/scenarios"
+	"github.com/stretchr/testify/require"
+)
+
+func importCorpus(t *testing.T, name string) *importer.Result {
+	t.Helper()
+	res, err := importer.Import(importer.Options{
+		Traces: []string{filepath.Join(corpusTraces, name+".json.gz")},
+		ET:     []string{filepath.Join(corpusTraces, name+".et.json.gz")},
+	})
+	require.NoError(t, err)
+	return res
+}
+
+func kernelNamed(t *testing.T, res *importer.Result, prefix string) scenarios.OpSpec {
+	t.Helper()
+	for _, op := range res.Spec.Programs[0].Ops {
+		if op.Kind == scenarios.OpKernel && strings.HasPrefix(op.Name, prefix) {
+			return op
+		}
+	}
+	require.Failf(t, "no kernel", "no kernel named %s…", prefix)
+	return scenarios.OpSpec{}
+}
+
+// torch.compile(mode="reduce-overhead") captures its CUDA graph during
+// warm-up, before the recorded region, so the trace holds the replay's
+// kernel but not the capture that says what it reads and writes. The
+// importer gives it a graph's static buffers as the host uses them: it
+// reads the static input cudagraph trees filled just before it
+// (aten::_foreach_copy_, an in-place op that returns nothing: its write is
+// its first argument) and writes the output the step first reads after it.
+// Without that the aux stream's unjoined read of the output races with
+// nothing; with it, DPOR finds the race, and the twin that forks aux after
+// the replay stays ok.
+func TestOpaqueReplayTakesStaticBuffers(t *testing.T) {
+	res := importCorpus(t, "CompiledReduceOverheadNoFork")
+	require.Contains(t, string(res.YAML), "its capture is not in the trace (captured before the recorded region)")
+	cp := kernelNamed(t, res, "_foreach_copy_")
+	g := kernelNamed(t, res, "graph.")
+	require.NotEmpty(t, cp.Writes)
+	require.NotContains(t, cp.Writes[0], "scratch", "an in-place op writes its first argument")
+	require.Equal(t, cp.Writes, g.Reads, "the replay reads the static input filled just before it")
+	require.Len(t, g.Writes, 1)
+	var reader scenarios.OpSpec
+	for _, op := range res.Spec.Programs[0].Ops {
+		if op.Kind == scenarios.OpKernel && op.Stream != g.Stream && len(op.Reads) > 0 && op.Reads[0] == g.Writes[0] {
+			reader = op
+		}
+	}
+	require.NotEmpty(t, reader.Name, "the aux stream reads what the replay writes")
+	require.Equal(t, "corruption", dporVerdict(t, res))
+
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "CompiledReduceOverheadForked")))
+}
