@@ -23,7 +23,7 @@ var growSink [][]byte
 // arguments in SIMCTL_ARGS, one per line), so the child can be killed.
 func TestMain(m *testing.M) {
 	if os.Getenv("SIMCTL_GROW") == "1" { // TestWatchdogStopsAGrowingRun
-		startWatchdog(64 << 20)
+		startWatchdog(64<<20, 0, adviceFor("run"))
 		for range 1 << 14 { // 16 GiB, if nothing stopped it
 			growSink = append(growSink, make([]byte, 1<<20))
 			time.Sleep(time.Millisecond)
@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if os.Getenv("SIMCTL_CHILD") == "1" {
+		fewerMallocArenas() // as main does
 		watchdogOn = true
 		os.Exit(run(strings.Split(os.Getenv("SIMCTL_ARGS"), "\n"), os.Stdout, os.Stderr))
 	}

@@ -27,8 +27,9 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 var errUnmet = errors.New("some variants did not meet their expected verdict")
 
 func main() {
-	tuneGC()          // gc.go
-	watchdogOn = true // memory.go
+	fewerMallocArenas() // memory_linux.go: before any thread mallocs
+	tuneGC()            // gc.go
+	watchdogOn = true   // memory.go
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -55,27 +55,64 @@ func parseSize(s string) (int64, error) {
 	return int64(f * float64(mult)), nil
 }
 
-// defaultMaxMemory is half of the machine's memory, and at most a fifth of
-// the process's address space limit (ulimit -v): the Go runtime reserves
-// address space well beyond its heap (under ulimit -v 2GiB a run died
-// with 520 MB in use), so the heap must stay far below that limit.
+// defaultMaxMemory is half of the machine's memory, and at most half of
+// the address space the process has left under its limit (ulimit -v): an
+// idle simctl has already reserved most of a 2 GiB limit (the Go runtime's
+// page tables and arena hints, C thread stacks), and the heap needs about
+// twice its live bytes of address space (the collector's headroom and
+// arena rounding), so a limit computed from the whole ulimit (a fifth of
+// it, before) never fired before the runtime died (issue 31).
 func defaultMaxMemory() int64 {
 	limit := int64(8 << 30) // when neither can be read
 	if phys := physicalMemory(); phys > 0 {
 		limit = phys / 2
 	}
-	if as := addressSpaceLimit(); as > 0 {
-		limit = min(limit, as/5)
+	if free := addressSpaceLeft(); free > 0 {
+		limit = min(limit, free/2)
 	}
 	return max(limit, 64<<20)
+}
+
+// addressSpaceLeft is the address space the process may still map under
+// its limit (ulimit -v), less the headroom the watchdog keeps (0: no limit,
+// or it cannot be read).
+func addressSpaceLeft() int64 {
+	as := addressSpaceLimit()
+	if as <= 0 {
+		return 0
+	}
+	return max(as-addressSpaceUsed()-addressHeadroom, 1)
+}
+
+// addressHeadroom is the address space the watchdog keeps free: the Go
+// heap grows by 64 MiB arenas, so a process within 64 MiB of its limit
+// may die at its next allocation; the rest is thread stacks and the
+// collector's own allocations.
+const addressHeadroom = 128 << 20
+
+// memoryAdvice is what the watchdog's message tells the user to lower:
+// each command's own knobs (set in PersistentPreRunE from the command's
+// name).
+var memoryAdvice = map[string]string{
+	"import":   "import one step (--step, --step-index), lower --max-events",
+	"merge":    "merge fewer or smaller shards (explore --shard with more shards, without --outcomes)",
+	"validate": "validate fewer files at once",
+	"explore":  "lower --workers, tp, dp, layers, replays or --budget",
+}
+
+func adviceFor(cmd string) string {
+	if a, ok := memoryAdvice[cmd]; ok {
+		return a
+	}
+	return "lower tp, dp, layers, replays or --budget"
 }
 
 // addMemoryFlag adds --max-memory to every command and applies it before
 // the command runs.
 func addMemoryFlag(root *cobra.Command) {
 	m := &memoryFlag{n: defaultMaxMemory()}
-	root.PersistentFlags().Var(m, "max-memory", "the most memory a run may use: configurations estimated above it are refused before they run\n(exit 2, naming the knob to lower), and a run that still grows past it stops (by default half the machine's memory, at most a fifth of ulimit -v)")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentFlags().Var(m, "max-memory", "the most memory a run may use: configurations estimated above it are refused before they run\n(exit 2, naming the knob to lower), and a run that still grows past it stops (by default half the machine's memory, at most half the address space ulimit -v leaves)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		scenarios.MemoryBudget = m.n
 		scenarios.Admitted = gcForEstimate // gc.go: the collector's target from the run's size
 		if os.Getenv("GOMEMLIMIT") == "" {
@@ -88,7 +125,7 @@ func addMemoryFlag(root *cobra.Command) {
 			debug.SetMemoryLimit(m.n * 3 / 4)
 		}
 		if watchdogOn {
-			startWatchdog(m.n)
+			startWatchdog(m.n, addressSpaceLimit(), adviceFor(cmd.Name()))
 		}
 		return nil
 	}
@@ -100,21 +137,30 @@ var watchdogOn bool
 
 var watchdogOnce sync.Once
 
-// startWatchdog polls the heap every 50 ms and ends the process with exit
-// status 2 and a message if it passes limit.
-func startWatchdog(limit int64) {
+// startWatchdog polls the heap and the address space every 20 ms and ends
+// the process with exit status 2 and a message naming advice (what to
+// lower) when the heap passes limit or the mapped address space comes
+// within addressHeadroom of as (ulimit -v; 0: none): past either the
+// runtime would soon die with "fatal error: out of memory" and a goroutine
+// dump.
+func startWatchdog(limit, as int64, advice string) {
 	watchdogOnce.Do(func() {
 		go func() {
 			s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 			for {
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond)
 				metrics.Read(s)
 				if s[0].Value.Kind() != metrics.KindUint64 {
 					return
 				}
+				what := ""
 				if used := int64(s[0].Value.Uint64()); used > limit {
-					fmt.Fprintf(os.Stderr, "simctl: out of memory: the heap reached %s, over --max-memory %s; lower tp, dp, layers, replays or --budget, or raise --max-memory (a checkpoint, if this run wrote one, resumes it)\n",
-						scenarios.FormatBytes(used), scenarios.FormatBytes(limit))
+					what = fmt.Sprintf("the heap reached %s, over --max-memory %s", scenarios.FormatBytes(used), scenarios.FormatBytes(limit))
+				} else if mapped := addressSpaceUsed(); as > 0 && mapped > as-addressHeadroom {
+					what = fmt.Sprintf("the process mapped %s of the %s its address-space limit (ulimit -v) allows", scenarios.FormatBytes(mapped), scenarios.FormatBytes(as))
+				}
+				if what != "" {
+					fmt.Fprintf(os.Stderr, "simctl: out of memory: %s; %s, or raise --max-memory or the limit (a checkpoint, if this run wrote one, resumes it)\n", what, advice)
 					os.Exit(2)
 				}
 			}

@@ -7,3 +7,9 @@ func physicalMemory() int64 { return 0 }
 
 // addressSpaceLimit is not read here.
 func addressSpaceLimit() int64 { return 0 }
+
+// addressSpaceUsed is not read here.
+func addressSpaceUsed() int64 { return 0 }
+
+// fewerMallocArenas does nothing here.
+func fewerMallocArenas() {}
