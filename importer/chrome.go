@@ -25,7 +25,11 @@ type Error struct {
 	Msg       string
 	What      string // what Event counts: "event" (traceEvents) or "node" (an execution trace's nodes)
 	skipSpace bool   // the position is the next value after Offset
+	limit     bool   // a reading limit (Limits) was passed
 }
+
+// Is reports a limit passed as [ErrLimit].
+func (e *Error) Is(target error) bool { return e.limit && target == ErrLimit }
 
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -141,10 +145,24 @@ func open(path string) (io.ReadCloser, error) {
 		}
 		return nil, &Error{File: path, Event: -1, Msg: fmt.Sprintf("not a regular file (%s); want a trace file", st.Mode().Type())}
 	}
-	if !strings.HasSuffix(path, ".gz") {
-		return f, nil
+	// gzip by its magic number, whatever the name: a .json that is
+	// compressed reads, and a .gz that is not is said to be so.
+	br := bufio.NewReader(f)
+	magic, _ := br.Peek(2)
+	isGz := len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+	if !isGz {
+		if strings.HasSuffix(path, ".gz") {
+			f.Close()
+			return nil, &Error{File: path, Event: -1, Msg: "not a gzip file (its name ends in .gz); expected gzip-compressed JSON"}
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{br, f}, nil
 	}
-	z, err := gzip.NewReader(bufio.NewReader(f))
+	// Concatenated gzip members read as one stream (gzip.Reader's
+	// multistream mode), as gunzip reads them.
+	z, err := gzip.NewReader(br)
 	if err != nil {
 		f.Close()
 		return nil, &Error{File: path, Event: -1, Msg: "not a gzip file: " + err.Error()}
@@ -156,19 +174,20 @@ func open(path string) (io.ReadCloser, error) {
 }
 
 // ScanFile streams the events of the Chrome trace at path to visit, in file
-// order. A malformed file gives an [*Error] with its line and column.
+// order, under the default limits. A malformed file gives an [*Error] with
+// its line and column.
 func ScanFile(path string, meta *Meta, visit func(*Event) error) error {
-	f, err := open(path)
+	return scanFile(path, Limits{}, meta, visit)
+}
+
+// scanFile is ScanFile under lim.
+func scanFile(path string, lim Limits, meta *Meta, visit func(*Event) error) error {
+	g, f, err := openGuarded(path, lim)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	err = scan(f, path, meta, visit)
-	var ie *Error
-	if errors.As(err, &ie) && ie.Offset >= 0 && ie.Line == 0 {
-		ie.Line, ie.Col = locate(path, ie.Offset, ie.skipSpace)
-	}
-	return err
+	return g.finish(scan(g, path, meta, visit), path)
 }
 
 // Scan streams the events of a Chrome trace: a JSON object with a
@@ -176,7 +195,12 @@ func ScanFile(path string, meta *Meta, visit func(*Event) error) error {
 // Each event is decoded on its own, so memory does not grow with the file.
 // visit's *Event is reused: copy what you keep.
 func Scan(r io.Reader, file string, visit func(*Event) error) error {
-	return scan(r, file, nil, visit)
+	g := guarded(r, file)
+	err := scan(g, file, nil, visit)
+	if err != nil && g.err != nil {
+		return g.err
+	}
+	return err
 }
 
 // Meta is what the importer reads outside the event array.
@@ -189,7 +213,8 @@ type Meta struct {
 }
 
 func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
+	g := guarded(r, file)
+	dec := json.NewDecoder(g)
 	fail := func(ev int, format string, a ...any) error {
 		return &Error{File: file, Event: ev, Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
 	}
@@ -200,9 +225,15 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 	var ev Event
 	events := func() error {
 		for i := 0; dec.More(); i++ {
+			if i >= g.lim.MaxEvents {
+				return g.tooMany("event", i)
+			}
 			ev.reset(i)
 			off := dec.InputOffset()
-			if err := dec.Decode(&ev); err != nil {
+			g.beginRecord()
+			err := dec.Decode(&ev)
+			g.endRecord()
+			if err != nil {
 				e := fail(i, "%s; expected an event object (ph, name, ts, dur, args)", jsonMsg(err)).(*Error)
 				var te *json.UnmarshalTypeError
 				if errors.As(err, &te) || e.Offset < off {
@@ -241,7 +272,10 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 				var props []struct {
 					Name string `json:"name"`
 				}
-				if err := dec.Decode(&props); err != nil {
+				g.beginRecord()
+				err := dec.Decode(&props)
+				g.endRecord()
+				if err != nil {
 					return fail(-1, "deviceProperties: %s; expected a list of {name, …}", jsonMsg(err))
 				}
 				if len(props) > 0 {
@@ -254,7 +288,10 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 					Rank      *int `json:"rank"`
 					WorldSize *int `json:"world_size"`
 				}{}
-				if err := dec.Decode(&di); err != nil {
+				g.beginRecord()
+				err := dec.Decode(&di)
+				g.endRecord()
+				if err != nil {
 					return fail(-1, "distributedInfo: %s; expected {rank, world_size, …}", jsonMsg(err))
 				}
 				if di.Rank != nil && di.WorldSize != nil {
@@ -263,7 +300,7 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 				continue
 			}
 			if key != "traceEvents" {
-				if err := skip(dec); err != nil {
+				if err := skipRecord(dec, g); err != nil {
 					return fail(-1, "%s in the value of %q", jsonMsg(err), key)
 				}
 				continue

@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,21 +68,23 @@ type etIO struct {
 // one torch/csrc/profiler/standalone/execution_trace_observer.cpp writes
 // (convertIValue); mlcommons/chakra's et_converter reads the same fields.
 func ReadET(path string, want map[int64]bool) (map[int64]*ETOp, error) {
-	f, err := open(path)
+	return readETFile(path, want, Limits{})
+}
+
+// readETFile is ReadET under lim.
+func readETFile(path string, want map[int64]bool, lim Limits) (map[int64]*ETOp, error) {
+	g, f, err := openGuarded(path, lim)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	out, err := readET(f, path, want)
-	var ie *Error
-	if errors.As(err, &ie) && ie.Offset >= 0 && ie.Line == 0 {
-		ie.Line, ie.Col = locate(path, ie.Offset, ie.skipSpace)
-	}
-	return out, err
+	out, err := readET(g, path, want)
+	return out, g.finish(err, path)
 }
 
 func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, error) {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
+	g := guarded(r, file)
+	dec := json.NewDecoder(g)
 	fail := func(ev int, format string, a ...any) error {
 		return &Error{File: file, Event: ev, What: "node", Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
 	}
@@ -100,7 +101,7 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			return nil, fail(-1, "%s; expected a key", jsonMsg(err))
 		}
 		if kt != "nodes" {
-			if err := skip(dec); err != nil {
+			if err := skipRecord(dec, g); err != nil {
 				return nil, fail(-1, "%s in the value of %v", jsonMsg(err), kt)
 			}
 			continue
@@ -110,9 +111,15 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			return nil, fail(-1, "\"nodes\" is not an array")
 		}
 		for i := 0; dec.More(); i++ {
+			if i >= g.lim.MaxEvents {
+				return nil, g.tooMany("node", i)
+			}
 			var n etNode
 			off := dec.InputOffset()
-			if err := dec.Decode(&n); err != nil {
+			g.beginRecord()
+			err := dec.Decode(&n)
+			g.endRecord()
+			if err != nil {
 				e := fail(i, "node: %s; expected {id, name, inputs, outputs, attrs}", jsonMsg(err)).(*Error)
 				var te *json.UnmarshalTypeError
 				if errors.As(err, &te) || e.Offset < off {

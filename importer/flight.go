@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,22 +64,19 @@ type frDump struct {
 }
 
 // readFlight streams a Flight Recorder dump (JSON form).
-func readFlight(path string) (*frDump, error) {
-	f, err := open(path)
+func readFlight(path string, lim Limits) (*frDump, error) {
+	g, f, err := openGuarded(path, lim)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	d, err := readFlightFrom(f, path)
-	var ie *Error
-	if errors.As(err, &ie) && ie.Offset >= 0 && ie.Line == 0 {
-		ie.Line, ie.Col = locate(path, ie.Offset, ie.skipSpace)
-	}
-	return d, err
+	d, err := readFlightFrom(g, path)
+	return d, g.finish(err, path)
 }
 
 func readFlightFrom(r io.Reader, file string) (*frDump, error) {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
+	g := guarded(r, file)
+	dec := json.NewDecoder(g)
 	fail := func(ev int, format string, a ...any) error {
 		return &Error{File: file, Event: ev, What: "entry", Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
 	}
@@ -96,11 +92,17 @@ func readFlightFrom(r io.Reader, file string) (*frDump, error) {
 		}
 		switch kt {
 		case "version":
-			if err := dec.Decode(&d.version); err != nil {
+			g.beginRecord()
+			err := dec.Decode(&d.version)
+			g.endRecord()
+			if err != nil {
 				return nil, fail(-1, "version: %s; expected a string", jsonMsg(err))
 			}
 		case "pg_config":
-			if err := dec.Decode(&d.pgs); err != nil {
+			g.beginRecord()
+			err := dec.Decode(&d.pgs)
+			g.endRecord()
+			if err != nil {
 				return nil, fail(-1, "pg_config: %s; expected {pg: {name, desc, ranks}}", jsonMsg(err))
 			}
 		case "entries":
@@ -109,9 +111,15 @@ func readFlightFrom(r io.Reader, file string) (*frDump, error) {
 				return nil, fail(-1, "\"entries\" is not an array")
 			}
 			for i := 0; dec.More(); i++ {
+				if i >= g.lim.MaxEvents {
+					return nil, g.tooMany("entry", i)
+				}
 				var e frEntry
 				off := dec.InputOffset()
-				if err := dec.Decode(&e); err != nil {
+				g.beginRecord()
+				err := dec.Decode(&e)
+				g.endRecord()
+				if err != nil {
 					ee := fail(i, "%s; expected an entry {record_id, process_group, collective_seq_id, profiling_name, …}", jsonMsg(err)).(*Error)
 					var te *json.UnmarshalTypeError
 					if errors.As(err, &te) || ee.Offset < off {
@@ -128,7 +136,7 @@ func readFlightFrom(r io.Reader, file string) (*frDump, error) {
 				return nil, fail(-1, "%s; expected ] closing \"entries\"", jsonMsg(err))
 			}
 		default:
-			if err := skip(dec); err != nil {
+			if err := skipRecord(dec, g); err != nil {
 				return nil, fail(-1, "%s in the value of %v", jsonMsg(err), kt)
 			}
 		}
@@ -155,7 +163,7 @@ func importFlight(o Options) (*Result, error) {
 	n := len(o.Traces)
 	var dumps []*frDump
 	for _, p := range o.Traces {
-		d, err := readFlight(p)
+		d, err := readFlight(p, o.Limits)
 		if err != nil {
 			return nil, err
 		}

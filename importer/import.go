@@ -28,6 +28,9 @@ type Options struct {
 	// FlightRecorder reads Traces as Flight Recorder dumps (JSON form), one
 	// per rank, instead of profiler traces (flight.go).
 	FlightRecorder bool
+	// Limits bound what reading each file may cost (zero fields: the
+	// DefaultLimits).
+	Limits Limits
 }
 
 // Rank is what was imported from one rank's trace.
@@ -70,6 +73,9 @@ func Import(o Options) (*Result, error) {
 	if len(o.ET) > len(o.Traces) {
 		return nil, fmt.Errorf("%d execution traces for %d traces; expected at most one per trace, in the same order", len(o.ET), len(o.Traces))
 	}
+	if o.StepIndex < 0 {
+		return nil, fmt.Errorf("step index %d: want 0 (the first occurrence) or more", o.StepIndex)
+	}
 	if o.FlightRecorder {
 		if len(o.ET) > 0 || o.Step != "" {
 			return nil, fmt.Errorf("--et and --step apply to profiler traces, not Flight Recorder dumps")
@@ -86,7 +92,7 @@ func Import(o Options) (*Result, error) {
 	var rts []*rankTrace
 	var ets []map[int64]*ETOp
 	for r, path := range o.Traces {
-		rt, err := readRank(path, o.Step, o.StepIndex)
+		rt, err := readRank(path, o.Step, o.StepIndex, o.Limits)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +107,7 @@ func Import(o Options) (*Result, error) {
 					want[op.rf] = true
 				}
 			}
-			if et, err = ReadET(o.ET[r], want); err != nil {
+			if et, err = readETFile(o.ET[r], want, o.Limits); err != nil {
 				return nil, err
 			}
 			seqFromET(rt, et)

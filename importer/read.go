@@ -135,7 +135,7 @@ func isDevice(e *Event) bool {
 
 // readRank reads one rank's trace: the step to import (the idx-th
 // annotation named step, see [StepDefault]) and everything in it.
-func readRank(path, step string, idx int) (*rankTrace, error) {
+func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 	rt := &rankTrace{file: path, dev: map[int64][]*devAct{}}
 	// Pass 1: the step's window, its host thread, the graph captures.
 	type cand struct {
@@ -155,23 +155,34 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 	open := map[ID]float64{}
 	meta := Meta{Rank: -1, WorldSize: -1}
 	rt.t0 = math.Inf(1)
-	err := ScanFile(path, &meta, func(e *Event) error {
+	err := scanFile(path, lim, &meta, func(e *Event) error {
 		rt.events++
 		if e.Ph == "X" || e.Ph == "i" {
 			rt.t0 = min(rt.t0, e.Ts)
 		}
 		if isHostOp(e) {
 			if pri, ok := matchStep(e.Name, step); ok {
+				if err := lim.keep(path, len(cands), "step annotations", e.Index); err != nil {
+					return err
+				}
 				cands = append(cands, cand{pri, e.Ts, e.End(), e.Tid, e.Index, e.Name})
 			}
 		}
 		if isRuntime(e) {
+			if _, ok := launches[e.Tid]; !ok {
+				if err := lim.keep(path, len(launches), "host threads", e.Index); err != nil {
+					return err
+				}
+			}
 			launches[e.Tid]++
 			switch e.Name {
 			case "cudaStreamBeginCapture", "cudaStreamBeginCaptureToGraph":
 				open[e.Tid] = e.Ts
 			case "cudaStreamEndCapture":
 				if lo, ok := open[e.Tid]; ok {
+					if err := lim.keep(path, len(caps), "graph captures", e.Index); err != nil {
+						return err
+					}
 					caps = append(caps, capRange{e.Tid, lo, e.End()})
 					delete(open, e.Tid)
 				}
@@ -238,9 +249,12 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 	}
 	// Pass 2: the host side.
 	corrs := map[int64]bool{}
-	err = ScanFile(path, nil, func(e *Event) error {
+	err = scanFile(path, lim, nil, func(e *Event) error {
 		switch {
 		case isHostOp(e) && inScope(e):
+			if err := lim.keep(path, len(rt.ops), "operators in the step", e.Index); err != nil {
+				return err
+			}
 			op := &cpuOp{idx: e.Index, name: e.Name, cat: e.Cat, ts: e.Ts, end: e.End(), ext: e.Args.ExternalID, rf: e.Args.RecordFn, seq: -1, peer: -1, groupRank: -1}
 			if e.Name == "record_param_comms" {
 				op.coll, op.pg, op.nelems, op.outNelems, op.dtype = e.Args.Collective, e.Args.PGName, e.Args.InNelems, e.Args.OutNelems, e.Args.DType
@@ -260,6 +274,9 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 				corrs[c.corr] = true
 			}
 		case e.Ph == "i" && e.Name == "[memory]" && e.Args.DeviceType == 1 && inScope(e):
+			if err := lim.keep(path, len(rt.mem), "memory events in the step", e.Index); err != nil {
+				return err
+			}
 			rt.mem = append(rt.mem, &memEvent{idx: e.Index, ts: e.Ts, addr: e.Args.Addr.String(), bytes: e.Args.Bytes})
 		}
 		return nil
@@ -268,10 +285,15 @@ func readRank(path, step string, idx int) (*rankTrace, error) {
 		return nil, err
 	}
 	// Pass 3: the device side of the kept calls.
-	err = ScanFile(path, nil, func(e *Event) error {
+	ndev := 0
+	err = scanFile(path, lim, nil, func(e *Event) error {
 		if !isDevice(e) || !corrs[e.Args.Corr] {
 			return nil
 		}
+		if err := lim.keep(path, ndev, "device activities of the step's calls", e.Index); err != nil {
+			return err
+		}
+		ndev++
 		a := &devAct{idx: e.Index, cat: e.Cat, name: e.Name, ts: e.Ts, dur: e.Dur, stream: e.Args.Stream, corr: e.Args.Corr,
 			syncKind: e.Args.SyncKind, waitEvent: e.Args.WaitEvent, waitStream: e.Args.WaitStream, waitCorr: e.Args.WaitCorr}
 		rt.dev[a.corr] = append(rt.dev[a.corr], a)

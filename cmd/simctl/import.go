@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/collsim/collsim/importer"
+	"github.com/collsim/collsim/scenarios"
 	"github.com/spf13/cobra"
 )
 
@@ -13,6 +14,10 @@ func init() { register(newImportCmd) }
 func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
 	var o importer.Options
 	var out string
+	lim := importer.DefaultLimits
+	maxBytes := &sizeFlag{&lim.MaxBytes}
+	maxToken := &sizeFlag{&lim.MaxToken}
+	maxRecord := &sizeFlag{&lim.MaxRecord}
 	cmd := &cobra.Command{
 		Use:   "import TRACE... [flags]",
 		Short: "Turn PyTorch profiler traces (one per rank) into a scenario file",
@@ -38,6 +43,10 @@ Exit status 0 when the file was written, 2 on unreadable input
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.Traces = args
+			o.Limits = lim
+			if lim.MaxEvents < 1 || lim.MaxKept < 1 {
+				return usagef("--max-events %d --max-kept %d: want at least 1", lim.MaxEvents, lim.MaxKept)
+			}
 			res, err := importer.Import(o)
 			if err != nil {
 				// Unreadable or unusable input: exit 2.
@@ -74,5 +83,24 @@ Exit status 0 when the file was written, 2 on unreadable input
 	f.IntVar(&o.StepIndex, "step-index", 0, "which occurrence of the step annotation (0: the first)")
 	f.StringVar(&o.Name, "name", "", "scenario name (default: the first trace's file name)")
 	f.BoolVar(&o.FlightRecorder, "flight-recorder", false, "the files are Flight Recorder dumps (JSON form, one per rank): import each rank's collectives in issue order, to replay a hang")
+	f.Var(maxBytes, "max-trace-bytes", "the most (decompressed) bytes read from one file")
+	f.Var(maxToken, "max-token-bytes", "the longest string or number read")
+	f.Var(maxRecord, "max-record-bytes", "the largest event, node, entry or top-level value read whole")
+	f.IntVar(&lim.MaxEvents, "max-events", lim.MaxEvents, "the most events (nodes, entries) read from one file")
+	f.IntVar(&lim.MaxKept, "max-kept", lim.MaxKept, "the most records of one kind kept for the step (annotations, operators, memory events, device activities, graph captures, threads)")
 	return cmd
+}
+
+// sizeFlag is a byte count given as a size (64MiB, 8GiB).
+type sizeFlag struct{ n *int64 }
+
+func (s *sizeFlag) String() string { return scenarios.FormatBytes(*s.n) }
+func (s *sizeFlag) Type() string   { return "size" }
+func (s *sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want a positive size, such as 64MiB or 8GiB")
+	}
+	*s.n = n
+	return nil
 }

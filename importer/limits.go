@@ -1,0 +1,357 @@
+package importer
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/collsim/collsim/scenarios"
+)
+
+// Limits bound what reading one input file may cost, whatever the file
+// holds: a gzip that expands to gigabytes, one string as long as the file,
+// an unclosed run of [, a value of millions of small parts, millions of
+// records of one kind. Each is refused as soon as it is passed, with a
+// message naming the limit and the simctl import flag that raises it.
+type Limits struct {
+	// MaxBytes bounds one file's (decompressed) bytes (--max-trace-bytes).
+	MaxBytes int64
+	// MaxToken bounds one string, number or literal (--max-token-bytes).
+	MaxToken int64
+	// MaxRecord bounds one record the reader decodes whole: an event, an
+	// execution-trace node, a Flight Recorder entry, or a top-level value
+	// such as deviceProperties or pg_config (--max-record-bytes).
+	MaxRecord int64
+	// MaxDepth bounds the nesting of arrays and objects.
+	MaxDepth int
+	// MaxEvents bounds the records of one file's array (traceEvents,
+	// nodes, entries), and so the time a file takes (--max-events).
+	MaxEvents int
+	// MaxKept bounds the records of each kind the importer keeps for the
+	// step (annotations, operators, memory events, activities of one
+	// correlation, graph captures, threads) (--max-kept).
+	MaxKept int
+}
+
+// DefaultLimits are the limits simctl import starts from. A real trace of
+// one training step is far below each: Kineto traces of 20 GPU steps run
+// to about a million events and a few hundred MB; the longest strings are
+// Python stacks of a few KB.
+var DefaultLimits = Limits{
+	MaxBytes:  8 << 30,
+	MaxToken:  4 << 20,
+	MaxRecord: 32 << 20,
+	MaxDepth:  64,
+	MaxEvents: 4 << 20,
+	MaxKept:   1 << 20,
+}
+
+// orDefault fills the zero fields of l from DefaultLimits.
+func (l Limits) orDefault() Limits {
+	d := DefaultLimits
+	if l.MaxBytes > 0 {
+		d.MaxBytes = l.MaxBytes
+	}
+	if l.MaxToken > 0 {
+		d.MaxToken = l.MaxToken
+	}
+	if l.MaxRecord > 0 {
+		d.MaxRecord = l.MaxRecord
+	}
+	if l.MaxDepth > 0 {
+		d.MaxDepth = l.MaxDepth
+	}
+	if l.MaxEvents > 0 {
+		d.MaxEvents = l.MaxEvents
+	}
+	if l.MaxKept > 0 {
+		d.MaxKept = l.MaxKept
+	}
+	return d
+}
+
+// ErrLimit is wrapped by every error a limit gives.
+var ErrLimit = errors.New("over a reading limit")
+
+// wsKeep is the longest run of whitespace between tokens handed to the
+// JSON decoder: encoding/json's Decoder keeps whitespace it has peeked at
+// in its buffer and scans it again after each refill, so a long run costs
+// time quadratic in its length (256 MiB of spaces: minutes). Longer runs
+// are cut to this length; the positions of errors are mapped back.
+const wsKeep = 1024
+
+// guard sits between a file's (decompressed) bytes and the JSON decoder.
+// It reads the bytes once, in order, as a small lexer that knows only
+// strings, escapes and nesting: it counts bytes, the current token's
+// length, the nesting depth, and the bytes of the record being decoded,
+// and fails with a *Error naming the limit as soon as one is passed; it
+// cuts runs of whitespace between tokens to wsKeep bytes. Its cost is one
+// pass over the bytes, linear in the file.
+type guard struct {
+	r    io.Reader
+	file string
+	lim  Limits
+	err  *Error // the limit passed, once; every later Read returns it
+
+	in        int64 // bytes read from r
+	out       int64 // bytes handed on
+	line      int   // the line of the byte at in (1-based)
+	lineStart int64 // the file offset the line starts at
+	depth     int
+	str       bool // inside a string
+	esc       bool // after a backslash inside a string
+	tok       int64
+	ws        int // the current run of whitespace between tokens
+	// cuts maps handed-on offsets back to the file's: after handed-on
+	// offset cuts[i].at, cuts[i].n more bytes of the file were dropped.
+	// Cuts far behind the decoder (more than a record) are folded into
+	// base, so the list stays short.
+	cuts []cut
+	base int64
+
+	rec     bool  // a record is being decoded
+	recFrom int64 // the handed-on offset it started at
+}
+
+type cut struct{ at, n int64 }
+
+func newGuard(r io.Reader, file string, lim Limits) *guard {
+	return &guard{r: r, file: file, lim: lim.orDefault(), line: 1}
+}
+
+// fail records the limit passed at the current position.
+func (g *guard) fail(format string, a ...any) error {
+	if g.err == nil {
+		g.err = &Error{File: g.file, Line: g.line, Col: int(g.in-g.lineStart) + 1, Event: -1, Offset: -1, Msg: fmt.Sprintf(format, a...), limit: true}
+	}
+	return g.err
+}
+
+// beginRecord and endRecord bracket one record decoded whole: the bytes
+// handed on between them are bounded by MaxRecord.
+func (g *guard) beginRecord() { g.rec, g.recFrom = true, g.out }
+func (g *guard) endRecord()   { g.rec = false }
+
+// fileOffset maps a handed-on offset (the decoder's InputOffset) back to
+// the file's.
+func (g *guard) fileOffset(off int64) int64 {
+	o := off + g.base
+	for _, c := range g.cuts {
+		if c.at <= off {
+			o += c.n
+		}
+	}
+	return o
+}
+
+func (g *guard) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	for {
+		n, rerr := g.r.Read(p)
+		k, err := g.filter(p[:n])
+		if err != nil {
+			return 0, err
+		}
+		if k > 0 || rerr != nil {
+			if rerr == io.EOF && (g.str || g.depth > 0) {
+				rerr = io.ErrUnexpectedEOF
+			}
+			return k, rerr
+		}
+	}
+}
+
+// filter checks b, compacts it in place (dropping cut whitespace) and
+// returns the bytes kept.
+func (g *guard) filter(b []byte) (int, error) {
+	lim := &g.lim
+	if g.in+int64(len(b)) > lim.MaxBytes {
+		i := int(lim.MaxBytes - g.in)
+		g.lines(b, 0, max(i, 0))
+		return 0, g.failAt(b, i, "the input is larger than %s (decompressed); raise --max-trace-bytes to read it", scenarios.FormatBytes(lim.MaxBytes))
+	}
+	w := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		if g.str {
+			// Jump to the next quote or backslash.
+			j := i
+			if !g.esc {
+				if k := bytes.IndexAny(b[i:], "\"\\"); k >= 0 {
+					j = i + k
+				} else {
+					j = len(b)
+				}
+				g.lines(b, i, j)
+			}
+			g.tok += int64(j - i)
+			if g.tok > lim.MaxToken {
+				return 0, g.failAt(b, i, "a string longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
+			}
+			w += copy(b[w:], b[i:j])
+			if j == len(b) {
+				break
+			}
+			c = b[j]
+			g.tok++
+			switch {
+			case g.esc:
+				g.esc = false
+			case c == '\\':
+				g.esc = true
+			case c == '"':
+				g.str = false
+			}
+			b[w] = c
+			w++
+			i = j + 1
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			g.tok = 0
+			g.ws++
+			if c == '\n' {
+				g.line, g.lineStart = g.line+1, g.in+int64(i)+1
+			}
+			if g.ws > wsKeep {
+				// Dropped: note where, merging with the cut just before.
+				at := g.out + int64(w)
+				if k := len(g.cuts); k > 0 && g.cuts[k-1].at == at {
+					g.cuts[k-1].n++
+				} else {
+					g.cuts = append(g.cuts, cut{at, 1})
+				}
+				i++
+				continue
+			}
+		case '"':
+			g.str, g.tok, g.ws = true, 1, 0
+		case '[', '{':
+			g.depth++
+			g.tok, g.ws = 0, 0
+			if g.depth > lim.MaxDepth {
+				return 0, g.failAt(b, i, "arrays and objects nested deeper than %d; expected a trace's few levels", lim.MaxDepth)
+			}
+		case ']', '}', ',', ':':
+			if c == ']' || c == '}' {
+				g.depth--
+			}
+			g.tok, g.ws = 0, 0
+		default:
+			g.ws = 0
+			g.tok++
+			if g.tok > lim.MaxToken {
+				return 0, g.failAt(b, i, "a number or word longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
+			}
+		}
+		b[w] = c
+		w++
+		i++
+	}
+	g.in += int64(len(b))
+	g.out += int64(w)
+	if g.rec && g.out-g.recFrom > lim.MaxRecord {
+		return 0, g.fail("one record (an event, node or entry, or a top-level value) is larger than %s; raise --max-record-bytes to read it", scenarios.FormatBytes(lim.MaxRecord))
+	}
+	g.fold()
+	return w, nil
+}
+
+// lines counts the newlines of b[i:j] (inside a string: a malformed file).
+func (g *guard) lines(b []byte, i, j int) {
+	if n := bytes.Count(b[i:j], []byte{'\n'}); n > 0 {
+		g.line += n
+		g.lineStart = g.in + int64(i+bytes.LastIndexByte(b[i:j], '\n')) + 1
+	}
+}
+
+// failAt records the limit passed at b[i] (lines before it counted).
+func (g *guard) failAt(b []byte, i int, format string, a ...any) error {
+	i = min(max(i, 0), len(b))
+	g.in += int64(i)
+	return g.fail(format, a...)
+}
+
+// fold merges cuts far behind the decoder into base.
+func (g *guard) fold() {
+	keep := g.out - g.lim.MaxRecord - 4<<20
+	i := 0
+	for i < len(g.cuts) && g.cuts[i].at < keep {
+		g.base += g.cuts[i].n
+		i++
+	}
+	if i > 0 {
+		g.cuts = append(g.cuts[:0], g.cuts[i:]...)
+	}
+}
+
+// openGuarded opens the input file at path (see open) behind a guard.
+func openGuarded(path string, lim Limits) (*guard, io.Closer, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return newGuard(bufio.NewReaderSize(f, 1<<16), path, lim), f, nil
+}
+
+// guarded returns r's guard, or a new one with the default limits.
+func guarded(r io.Reader, file string) *guard {
+	if g, ok := r.(*guard); ok {
+		return g
+	}
+	return newGuard(bufio.NewReaderSize(r, 1<<16), file, Limits{})
+}
+
+// finish is what a reader's error becomes: the limit passed, when one
+// was (the decoder reports it wrapped in its own words); else err, with a
+// malformed input's offset mapped back to the file's and turned into a
+// line and column.
+func (g *guard) finish(err error, path string) error {
+	if err == nil {
+		return nil
+	}
+	if g.err != nil {
+		return g.err
+	}
+	var ie *Error
+	if errors.As(err, &ie) && ie.Offset >= 0 && ie.Line == 0 && !ie.limit {
+		ie.Line, ie.Col = locate(path, g.fileOffset(ie.Offset), ie.skipSpace)
+	}
+	return err
+}
+
+// tooMany is the error for the n+1-th record of a file's array.
+func (g *guard) tooMany(what string, i int) error {
+	e := &Error{File: g.file, Event: i, What: what, Offset: -1, limit: true,
+		Msg: fmt.Sprintf("the file has more than %d %ss; raise --max-events to read it, or record fewer steps (torch.profiler.schedule)", g.lim.MaxEvents, what)}
+	if g.err == nil {
+		g.err = e
+	}
+	return e
+}
+
+// keep refuses the n+1-th kept record of one kind (what, plural) of the
+// file at path, at event ev: Limits.MaxKept.
+func (l Limits) keep(path string, n int, what string, ev int) error {
+	l = l.orDefault()
+	if n < l.MaxKept {
+		return nil
+	}
+	return &Error{File: path, Event: ev, Offset: -1, limit: true,
+		Msg: fmt.Sprintf("more than %d %s; raise --max-kept to read them, or import one step (--step, --step-index)", l.MaxKept, what)}
+}
+
+// skipRecord skips one top-level value the reader does not read, as a
+// record: bounded by MaxRecord, so a huge unread value costs no more time
+// than one record.
+func skipRecord(dec *json.Decoder, g *guard) error {
+	g.beginRecord()
+	defer g.endRecord()
+	return skip(dec)
+}

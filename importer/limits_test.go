@@ -1,0 +1,95 @@
+package importer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLimits: one case per limit of the guard, each refused as an
+// *Error wrapping ErrLimit that names the flag raising it, at the line
+// where it was passed.
+func TestLimits(t *testing.T) {
+	small := Limits{MaxBytes: 1 << 20, MaxToken: 64, MaxRecord: 1 << 10, MaxDepth: 8, MaxEvents: 3}
+	ev := `{"ph": "X", "name": "k", "ts": 1, "dur": 1}`
+	cases := []struct {
+		name, in, flag string
+		line           int
+	}{
+		{"decompressed bytes", `{"traceEvents": [` + "\n" + strings.Repeat(ev+",\n", 1) + strings.Repeat(" ", 2<<20) + "]}", "--max-trace-bytes", 0},
+		{"a long string", `{"traceEvents": [` + "\n" + `{"name": "` + strings.Repeat("a", 100) + `"}]}`, "--max-token-bytes", 2},
+		{"a long string in a skipped key", `{"x": "` + strings.Repeat("a", 100) + `", "traceEvents": []}`, "--max-token-bytes", 1},
+		{"a long number", `[{"ts": 1` + strings.Repeat("0", 100) + `}]`, "--max-token-bytes", 1},
+		{"deep nesting", `{"x": ` + strings.Repeat("[", 100), "nested deeper than 8", 1},
+		{"a large event", `[{"ph": "X", "args": {"x": [` + strings.Repeat("1, ", 1000) + `1]}}]`, "--max-record-bytes", 1},
+		{"a large skipped value", `{"x": [` + strings.Repeat("1, ", 1000) + `1], "traceEvents": []}`, "--max-record-bytes", 1},
+		{"many events", "[" + strings.Repeat(ev+",", 3) + ev + "]", "--max-events", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "t.json")
+			require.NoError(t, os.WriteFile(p, []byte(c.in), 0o644))
+			err := scanFile(p, small, nil, func(*Event) error { return nil })
+			require.Error(t, err)
+			require.True(t, errors.Is(err, ErrLimit), "%v", err)
+			require.Contains(t, err.Error(), c.flag)
+			require.True(t, strings.HasPrefix(err.Error(), p+":"), err.Error())
+			var ie *Error
+			require.ErrorAs(t, err, &ie)
+			if c.line > 0 {
+				require.Equal(t, c.line, ie.Line, err.Error())
+			}
+		})
+	}
+}
+
+// TestLongWhitespaceIsCut: a run of whitespace between tokens reaches the
+// JSON decoder cut to wsKeep bytes (its decoder rescans whitespace it
+// holds, so a long run cost quadratic time), and an error after it is
+// still placed at its line and column in the file.
+func TestLongWhitespaceIsCut(t *testing.T) {
+	in := "[\n" + strings.Repeat(" ", 1<<20) + "\n" + strings.Repeat("\t", 5000) + `{"ph": "X", "ts": ?}]`
+	g := newGuard(strings.NewReader(in), "w.json", Limits{})
+	err := scan(g, "w.json", nil, func(*Event) error { return nil })
+	require.Error(t, err)
+	require.Less(t, g.out, int64(4096), "bytes handed to the decoder")
+	p := filepath.Join(t.TempDir(), "w.json")
+	require.NoError(t, os.WriteFile(p, []byte(in), 0o644))
+	err = ScanFile(p, nil, func(*Event) error { return nil })
+	var ie *Error
+	require.ErrorAs(t, err, &ie)
+	require.False(t, errors.Is(err, ErrLimit))
+	require.Equal(t, 3, ie.Line, err.Error())
+	require.Equal(t, 5001, ie.Col, err.Error())
+}
+
+// TestGzipByMagic: a gzip file reads whatever its name, concatenated
+// members read as one stream, and a .gz that is not gzip is said to be so.
+func TestGzipByMagic(t *testing.T) {
+	dir := t.TempDir()
+	member := func(s string) []byte {
+		var b bytes.Buffer
+		z := gzip.NewWriter(&b)
+		_, _ = z.Write([]byte(s))
+		require.NoError(t, z.Close())
+		return b.Bytes()
+	}
+	data := append(member(`[{"ph": "X", "name": "a", "ts": 1},`), member(` {"ph": "X", "name": "b", "ts": 2}]`)...)
+	for _, name := range []string{"t.json", "t.json.gz"} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		var got []string
+		require.NoError(t, ScanFile(p, nil, func(e *Event) error { got = append(got, e.Name); return nil }))
+		require.Equal(t, []string{"a", "b"}, got)
+	}
+	p := filepath.Join(dir, "plain.json.gz")
+	require.NoError(t, os.WriteFile(p, []byte(`[]`), 0o644))
+	err := ScanFile(p, nil, func(*Event) error { return nil })
+	require.ErrorContains(t, err, "not a gzip file")
+}
