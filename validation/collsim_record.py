@@ -3,13 +3,18 @@
     from collsim_record import record
 
     for _ in range(3):
-        step()                      # warm up: the caching allocator, cuBLAS, graphs
+        step()                      # warm up: the caching allocator, cuBLAS, torch.compile
     with record("out/step"):        # writes out/step.json and out/step.et.json
         step()
 
 then
 
     simctl import out/step.json --et out/step.et.json -o step.yaml
+
+Capture CUDA graphs inside the region where you can: the importer reads a
+capture it sees and matches each replay to it; a graph captured before the
+region replays kernels whose tensors no record names (the importer guesses
+them from the static buffers the step fills and reads, and says so).
 
 `record` turns on exactly what the importer reads, and nothing it does not
 need: the profiler's CPU and CUDA activities with tensor shapes, every
