@@ -147,22 +147,24 @@ func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 	return b
 }
 
-// annotation is the innermost record_function range around t.
-func (b *builder) annotation(t float64) string {
+// annotation is the innermost record_function range around t on host
+// thread tid.
+func (b *builder) annotation(t float64, tid ID) string {
 	best := ""
 	bestLen := math.Inf(1)
 	for _, a := range b.annots {
-		if t >= a.ts && t <= a.end && a.end-a.ts < bestLen {
+		if a.tid == tid && t >= a.ts && t <= a.end && a.end-a.ts < bestLen {
 			best, bestLen = a.name, a.end-a.ts
 		}
 	}
 	return best
 }
 
-// commAt is the record_param_comms op whose range holds t, if any.
-func (b *builder) commAt(t float64) *cpuOp {
+// commAt is the record_param_comms op on host thread tid whose range holds
+// t, if any.
+func (b *builder) commAt(t float64, tid ID) *cpuOp {
 	for _, c := range b.comms {
-		if t >= c.ts && t <= c.end {
+		if c.tid == tid && t >= c.ts && t <= c.end {
 			return c
 		}
 	}
@@ -382,19 +384,19 @@ func (b *builder) eager() error {
 		switch {
 		case strings.Contains(c.name, "GraphLaunch"):
 			items = append(items, b.inlineReplay(c, work)...)
-		case len(work) > 0 && b.probeAt(c.ts) != nil:
+		case len(work) > 0 && b.probeAt(c.ts, c.tid) != nil:
 			// collsim_record's record_stream probe: its stream names the
 			// record_stream call's stream; the kernel is not the program's.
-			pr := b.probeAt(c.ts)
+			pr := b.probeAt(c.ts, c.tid)
 			b.probeStream[pr] = work[0].stream
 		case len(work) > 0:
 			op := b.byExt[c.ext]
 			if op == nil {
 				// A launch with no External id: the innermost op around it.
-				op = b.opAt(c.ts)
+				op = b.opAt(c.ts, c.tid)
 			}
 			for _, a := range work {
-				items = append(items, &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.end, stream: a.stream, act: a, op: op, coll: b.commAt(c.ts)})
+				items = append(items, &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.end, stream: a.stream, act: a, op: op, coll: b.commAt(c.ts, c.tid)})
 			}
 		case strings.HasPrefix(c.name, "cudaEventRecord"):
 			items = append(items, &item{kind: scenarios.OpRecord, ts: c.ts, issue: c.end, stream: -1, corr: c.corr})
@@ -452,21 +454,22 @@ func (b *builder) rel(t float64) float64 {
 // record_stream call, with one empty kernel on the named stream inside.
 const probeAnnotation = "collsim::record_stream"
 
-// probeAt is the record_stream probe range holding host time t, if any.
-func (b *builder) probeAt(t float64) *cpuOp {
+// probeAt is the record_stream probe range on host thread tid holding host
+// time t, if any.
+func (b *builder) probeAt(t float64, tid ID) *cpuOp {
 	for _, pr := range b.probes {
-		if t >= pr.ts && t <= pr.end {
+		if pr.tid == tid && t >= pr.ts && t <= pr.end {
 			return pr
 		}
 	}
 	return nil
 }
 
-// opAt is the innermost cpu_op whose range holds t.
-func (b *builder) opAt(t float64) *cpuOp {
+// opAt is the innermost cpu_op on host thread tid whose range holds t.
+func (b *builder) opAt(t float64, tid ID) *cpuOp {
 	var best *cpuOp
 	for _, op := range b.rt.ops {
-		if op.cat == "cpu_op" && t >= op.ts && t <= op.end && (best == nil || op.end-op.ts < best.end-best.ts) {
+		if op.cat == "cpu_op" && op.tid == tid && t >= op.ts && t <= op.end && (best == nil || op.end-op.ts < best.end-best.ts) {
 			best = op
 		}
 	}
@@ -492,7 +495,7 @@ func (b *builder) memItems(items []*item) []*item {
 	for _, op := range b.rt.ops {
 		if op.name == "aten::record_stream" && b.rt.window.has(op.ts) {
 			it := &item{kind: scenarios.OpRecordStream, ts: op.ts, issue: op.end, stream: -1, rsOp: op}
-			if pr := b.probeAt(op.ts); pr != nil {
+			if pr := b.probeAt(op.ts, op.tid); pr != nil {
 				if s, ok := b.probeStream[pr]; ok {
 					it.stream = s
 				}
@@ -515,19 +518,27 @@ func (b *builder) owners() {
 	// One sweep over the operators (sorted by start) and the allocations
 	// (sorted by time) with the stack of operators open at each: ranges on
 	// one host thread nest, so the innermost is on top.
-	var stack []*cpuOp
+	// Each host thread has its stack; an allocation belongs to an operator
+	// of the thread that made it.
+	stacks := map[ID][]*cpuOp{}
 	oi := 0
 	ops := b.rt.ops
 	for _, m := range b.rt.mem {
 		for oi < len(ops) && ops[oi].ts <= m.ts {
-			if ops[oi].cat == "cpu_op" {
-				stack = append(stack, ops[oi])
+			if op := ops[oi]; op.cat == "cpu_op" {
+				st := stacks[op.tid]
+				for len(st) > 0 && st[len(st)-1].end < op.ts {
+					st = st[:len(st)-1]
+				}
+				stacks[op.tid] = append(st, op)
 			}
 			oi++
 		}
+		stack := stacks[m.tid]
 		for len(stack) > 0 && stack[len(stack)-1].end < m.ts {
 			stack = stack[:len(stack)-1]
 		}
+		stacks[m.tid] = stack
 		if m.bytes <= 0 {
 			continue
 		}
@@ -579,7 +590,7 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 		}
 		var got *memEvent
 		for _, m := range b.rt.mem {
-			if m.bytes > 0 && !b.claimed[m] && m.ts >= it.op.ts && m.ts <= it.op.end && (got == nil || (m.bytes == r.Bytes() && got.bytes != r.Bytes())) && m.bytes >= r.Bytes() {
+			if m.bytes > 0 && !b.claimed[m] && m.tid == it.op.tid && m.ts >= it.op.ts && m.ts <= it.op.end && (got == nil || (m.bytes == r.Bytes() && got.bytes != r.Bytes())) && m.bytes >= r.Bytes() {
 				got = m
 			}
 		}
@@ -719,7 +730,7 @@ func (b *builder) finish(items []*item) error {
 		}
 		label := ""
 		if it.op != nil {
-			label = b.annotation(it.op.ts)
+			label = b.annotation(it.op.ts, it.op.tid)
 		}
 		if it.name == "" {
 			it.name = kernelName(label, it.op, it.act)
@@ -929,7 +940,7 @@ func (b *builder) collTensors(c *cpuOp) map[string]string {
 	}
 	var best *cpuOp
 	for _, op := range b.rt.ops {
-		if strings.HasPrefix(op.name, "c10d::") && c.ts >= op.ts && c.ts <= op.end && b.et[op.rf] != nil && (best == nil || op.end-op.ts < best.end-best.ts) {
+		if strings.HasPrefix(op.name, "c10d::") && op.tid == c.tid && c.ts >= op.ts && c.ts <= op.end && b.et[op.rf] != nil && (best == nil || op.end-op.ts < best.end-best.ts) {
 			best = op
 		}
 	}

@@ -136,9 +136,9 @@ func (b *builder) replayItems(capCalls []*call, replay []*devAct, prefix string)
 		case isLaunchCall(c.name):
 			op := b.byExt[c.ext]
 			if op == nil {
-				op = b.opAt(c.ts)
+				op = b.opAt(c.ts, c.tid)
 			}
-			it := &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.ts, stream: -1, op: op, coll: b.commAt(c.ts), note: callKind(c.name)}
+			it := &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.ts, stream: -1, op: op, coll: b.commAt(c.ts, c.tid), note: callKind(c.name)}
 			items = append(items, it)
 			launches = append(launches, it)
 		case strings.HasPrefix(c.name, "cudaEventRecord"):
@@ -311,7 +311,7 @@ func (b *builder) checkHostScalars(launches []*item) {
 		}
 		if eo := b.et[l.op.rf]; eo != nil && eo.HostScalars > 0 {
 			name := shortOp(l.op.name)
-			if a := b.annotation(l.op.ts); a != "" {
+			if a := b.annotation(l.op.ts, l.op.tid); a != "" {
 				name = a + "." + name
 			}
 			if !contains(ops, name) {

@@ -15,6 +15,7 @@ import (
 
 type cpuOp struct {
 	idx       int
+	tid       ID // the host thread
 	name      string
 	cat       string
 	ts, end   float64
@@ -35,6 +36,7 @@ type cpuOp struct {
 
 type call struct {
 	idx     int
+	tid     ID
 	name    string
 	ts, end float64
 	corr    int64
@@ -45,6 +47,7 @@ type call struct {
 
 type memEvent struct {
 	idx   int
+	tid   ID
 	ts    float64
 	addr  string
 	bytes int64
@@ -244,8 +247,16 @@ func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 		}
 		return -1
 	}
+	// The step is what every host thread did inside its window: the
+	// autograd engine runs backward on threads of its own (one per device)
+	// while the step's thread waits in loss.backward(), and a program may
+	// launch from threads it started. They are merged by host time, as the
+	// trace recorded them. Captures are read on the step's thread.
 	inScope := func(e *Event) bool {
-		return e.Tid == rt.tid && (rt.window.has(e.Ts) || capOf(e.Ts) >= 0)
+		if e.Tid == rt.tid {
+			return rt.window.has(e.Ts) || capOf(e.Ts) >= 0
+		}
+		return rt.window.has(e.Ts) && capOf(e.Ts) < 0
 	}
 	// Pass 2: the host side.
 	corrs := map[int64]bool{}
@@ -255,7 +266,7 @@ func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 			if err := lim.keep(path, len(rt.ops), "operators in the step", e.Index); err != nil {
 				return err
 			}
-			op := &cpuOp{idx: e.Index, name: e.Name, cat: e.Cat, ts: e.Ts, end: e.End(), ext: e.Args.ExternalID, rf: e.Args.RecordFn, seq: -1, peer: -1, groupRank: -1}
+			op := &cpuOp{idx: e.Index, tid: e.Tid, name: e.Name, cat: e.Cat, ts: e.Ts, end: e.End(), ext: e.Args.ExternalID, rf: e.Args.RecordFn, seq: -1, peer: -1, groupRank: -1}
 			if e.Name == "record_param_comms" {
 				op.coll, op.pg, op.nelems, op.outNelems, op.dtype = e.Args.Collective, e.Args.PGName, e.Args.InNelems, e.Args.OutNelems, e.Args.DType
 				op.pgRanks, op.hasRanks = ranksOf(e.Args.PGRanksRaw)
@@ -266,7 +277,7 @@ func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 			if len(rt.calls) >= maxCalls {
 				return &Error{File: path, Event: e.Index, Msg: fmt.Sprintf("the imported step has more than %d runtime calls, more than a scenario file can hold; import one step (record_function or torch.profiler.schedule, then --step / --step-index)", maxCalls)}
 			}
-			c := &call{idx: e.Index, name: e.Name, ts: e.Ts, end: e.End(), corr: e.Args.Corr, ext: e.Args.ExternalID}
+			c := &call{idx: e.Index, tid: e.Tid, name: e.Name, ts: e.Ts, end: e.End(), corr: e.Args.Corr, ext: e.Args.ExternalID}
 			c.capture = rt.capture != nil && rt.capture.has(e.Ts) && !rt.window.has(e.Ts)
 			c.capIdx = capOf(e.Ts)
 			rt.calls = append(rt.calls, c)
@@ -277,7 +288,7 @@ func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 			if err := lim.keep(path, len(rt.mem), "memory events in the step", e.Index); err != nil {
 				return err
 			}
-			rt.mem = append(rt.mem, &memEvent{idx: e.Index, ts: e.Ts, addr: e.Args.Addr.String(), bytes: e.Args.Bytes})
+			rt.mem = append(rt.mem, &memEvent{idx: e.Index, tid: e.Tid, ts: e.Ts, addr: e.Args.Addr.String(), bytes: e.Args.Bytes})
 		}
 		return nil
 	})
