@@ -116,6 +116,7 @@ type builder struct {
 	probes                              []*cpuOp // collsim::record_stream annotations (validation/collsim_record.py)
 	probeStream                         map[*cpuOp]int64
 	replays                             int
+	hostOpsN                            int             // host operators on pinned memory (host.go)
 	opaqueAt                            map[int]float64 // an opaque graph launch (its number) → its host time
 	// bySeq holds the communicators whose calls are named by the process
 	// group's sequence number: every rank's records on them carry one
@@ -199,6 +200,7 @@ func (b *builder) access(it *item, label string) {
 				it.writes = appendOnce(it.writes, key)
 				b.tensor(key, w.Bytes())
 			}
+			b.hostAccess(it, eo)
 			b.touch(it, label)
 			return
 		}
@@ -309,7 +311,12 @@ func sanitize(s string) string {
 	return b.String()
 }
 
-func streamName(s int64) string { return "stream" + strconv.FormatInt(s, 10) }
+func streamName(s int64) string {
+	if s == hostStream {
+		return "host"
+	}
+	return "stream" + strconv.FormatInt(s, 10)
+}
 
 func ns(us float64) int64 { return int64(math.Round(us * 1000)) }
 
@@ -426,7 +433,7 @@ func (b *builder) eager() error {
 			items = append(items, it)
 		}
 	}
-	return b.finish(items)
+	return b.finish(append(items, b.hostOps(items)...))
 }
 
 // hasSyncEvents reports whether the trace holds any cuda_sync entry (it was
@@ -628,6 +635,7 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 		it.reads = appendOnce(it.reads, key)
 		b.tensor(key, r.Bytes())
 	}
+	b.hostAccess(it, eo)
 	b.touch(it, label)
 	return allocs, true
 }

@@ -33,6 +33,11 @@ type ETOp struct {
 	// returns nothing (the _foreach_ family) has no outputs in the trace, so
 	// this is the only place its write shows.
 	Mutated []TensorRef
+	// HostReads and HostWrites are the operator's CPU tensors of more than
+	// one element (a pinned buffer a non_blocking copy fills or drains, a
+	// host tensor the host then reads or writes): the importer follows
+	// those a device copy of the step touches (host.go).
+	HostReads, HostWrites []TensorRef
 	// HostScalars counts the arguments that come from the host as values:
 	// a Python number wrapped as a CPU tensor of one element, or a Double
 	// or Scalar argument. A CUDA graph freezes them at capture.
@@ -161,6 +166,13 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			}
 			if inPlace(n.Name) && len(n.Inputs.Values) > 0 {
 				op.Mutated = tensors(n.Inputs.Values[0], nil, 0)
+				op.HostWrites = hostTensors(n.Inputs.Values[0], nil, 0)
+			}
+			for _, v := range n.Inputs.Values {
+				op.HostReads = hostTensors(v, op.HostReads, 0)
+			}
+			for _, v := range n.Outputs.Values {
+				op.HostWrites = hostTensors(v, op.HostWrites, 0)
 			}
 			out[rf] = op
 		}
@@ -212,6 +224,36 @@ func hostScalars(io etIO) int {
 		}
 	}
 	return n
+}
+
+// hostTensors appends the CPU tensors of more than one element in an ET
+// value (tensors reads the CUDA ones).
+func hostTensors(v json.RawMessage, out []TensorRef, depth int) []TensorRef {
+	if depth > 8 || len(v) == 0 || v[0] != '[' {
+		return out
+	}
+	var xs []json.RawMessage
+	if json.Unmarshal(v, &xs) != nil {
+		return out
+	}
+	if len(xs) == 6 {
+		var dev string
+		var n [5]int64
+		ok := json.Unmarshal(xs[5], &dev) == nil
+		for i := 0; ok && i < 5; i++ {
+			ok = json.Unmarshal(xs[i], &n[i]) == nil
+		}
+		if ok {
+			if dev == "cpu" && n[3] > 1 && n[4] > 0 && n[2] >= 0 && n[4] <= 64 && n[3] < 1<<50 && n[2] < 1<<50 {
+				out = append(out, TensorRef{Storage: n[1], Offset: n[2], Numel: n[3], ItemSize: n[4]})
+			}
+			return out
+		}
+	}
+	for _, x := range xs {
+		out = hostTensors(x, out, depth+1)
+	}
+	return out
 }
 
 // tensors appends the CUDA tensors in an ET value: a tensor tuple, or a
