@@ -220,19 +220,29 @@ type xfer struct {
 	bytes      int64 // payload of the whole step
 }
 
-// step is one ring step in pieces: send cnt chunks of src from slo (unless
-// recvOnly), receive cnt chunks into dst at dlo, adding acc's chunks when
-// acc is set (unless sendOnly). Each piece's receive takes its transfer time,
-// the first piece also the step latency α.
-func (c *Comm) step(x xfer, phase string, src *ranks.Buffer, slo int, dst *ranks.Buffer, dlo, cnt int, acc *ranks.Buffer, sendOnly, recvOnly bool) []ranks.Instr {
+// step is one ring step in pieces: send sn chunks of src from slo to the
+// next rank and receive rn chunks into dst at dlo from the previous one,
+// adding acc's chunks when acc is set. The pieces alternate, send j then
+// receive j, as NCCL's primitives do: runRing loops over chunks of
+// ALLGATHER_CHUNKSTEPS (or ALLREDUCE_CHUNKSTEPS) = NCCL_STEPS/2 slots, each
+// iteration sending its slots and then receiving the peer's
+// (src/device/all_gather.h, all_reduce.h; src/include/collectives.h), so no
+// rank ever posts more sends than its connection has slots before it
+// receives. Sending every piece first deadlocks every ring whose step has
+// more pieces than the connection has slots (NCCLSteps): each rank's send
+// blocks on a full FIFO whose reader is blocked the same way. Each piece's
+// receive takes its transfer time, the first piece also the step latency α.
+// sn < 0 receives only; rn < 0 sends only.
+func (c *Comm) step(x xfer, phase string, src *ranks.Buffer, slo, sn int, dst *ranks.Buffer, dlo, rn int, acc *ranks.Buffer) []ranks.Instr {
 	p := pieces(x.bytes)
 	var out []ranks.Instr
 	for j := range p {
-		lo, m := span(0, cnt, p, j)
-		if !recvOnly {
+		if sn >= 0 {
+			lo, m := span(0, sn, p, j)
 			out = append(out, ranks.Instr{Op: ranks.OpSend, Phase: phase, Fifo: x.send, N: m, Srcs: []ranks.Src{{Buf: src, Lo: slo + lo, Coef: 1}}, Peer: x.to})
 		}
-		if !sendOnly {
+		if rn >= 0 {
+			lo, m := span(0, rn, p, j)
 			d := ranks.Bytes(x.bytes/int64(p), c.HW.NVLink)
 			if j == 0 {
 				d += c.HW.StepLat
@@ -274,14 +284,12 @@ func (c *Comm) ringFamily(i int, call Call) []ranks.Instr {
 		for k := 0; k < n-1; k++ {
 			slo, sn := seg(i - k)
 			rlo, rn := seg(i - k - 1)
-			prog = append(prog, c.step(ring, "reduce-scatter", out, slo, nil, 0, sn, nil, true, false)...)
-			prog = append(prog, c.step(ring, "reduce-scatter", nil, 0, out, rlo, rn, out, false, true)...)
+			prog = append(prog, c.step(ring, "reduce-scatter", out, slo, sn, out, rlo, rn, out)...)
 		}
 		for k := 0; k < n-1; k++ {
 			slo, sn := seg(i + 1 - k)
 			rlo, rn := seg(i - k)
-			prog = append(prog, c.step(ring, "all-gather", out, slo, nil, 0, sn, nil, true, false)...)
-			prog = append(prog, c.step(ring, "all-gather", nil, 0, out, rlo, rn, nil, false, true)...)
+			prog = append(prog, c.step(ring, "all-gather", out, slo, sn, out, rlo, rn, nil)...)
 		}
 	case AllGather:
 		B := in.Chunks()
@@ -289,8 +297,7 @@ func (c *Comm) ringFamily(i int, call Call) []ranks.Instr {
 		prog = append(prog, c.copyIn(out, i*B, in, 0, B, in.Bytes, "copy-in"))
 		for k := 0; k < n-1; k++ {
 			s, r := mod(i-k), mod(i-k-1)
-			prog = append(prog, c.step(ring, "all-gather", out, s*B, nil, 0, B, nil, true, false)...)
-			prog = append(prog, c.step(ring, "all-gather", nil, 0, out, r*B, B, nil, false, true)...)
+			prog = append(prog, c.step(ring, "all-gather", out, s*B, B, out, r*B, B, nil)...)
 		}
 	case ReduceScatter:
 		B := out.Chunks()
@@ -301,23 +308,26 @@ func (c *Comm) ringFamily(i int, call Call) []ranks.Instr {
 		prog = append(prog, c.copyIn(acc, 0, in, 0, in.Chunks(), in.Bytes, "copy-in"))
 		for k := 0; k < n-1; k++ {
 			s, r := mod(i-k-1), mod(i-k-2)
-			prog = append(prog, c.step(ring, "reduce-scatter", acc, s*B, nil, 0, B, nil, true, false)...)
-			prog = append(prog, c.step(ring, "reduce-scatter", nil, 0, acc, r*B, B, acc, false, true)...)
+			prog = append(prog, c.step(ring, "reduce-scatter", acc, s*B, B, acc, r*B, B, acc)...)
 		}
 		prog = append(prog, c.copyIn(out, 0, acc, i*B, B, out.Bytes, "copy-out"))
 	case AllToAll:
 		B := in.Chunks() / n
 		bb := in.Bytes / int64(n)
 		prog = append(prog, c.copyIn(out, i*B, in, i*B, B, bb, "copy-self"))
+		// Round d sends to rank i+d and receives from rank i-d, piece by
+		// piece: NCCL runs the grouped sends and receives of every peer
+		// concurrently (src/device/sendrecv.h, a send and a receive warp
+		// group per peer), so none waits for all its sends to drain first.
 		for d := 1; d < n; d++ {
-			to := (i + d) % n
-			x := xfer{send: c.fifo(c.Group[i], c.Group[to]), to: c.Group[to], bytes: bb}
-			prog = append(prog, c.step(x, "send", in, to*B, nil, 0, B, nil, true, false)...)
-		}
-		for d := 1; d < n; d++ {
-			from := (i - d + n) % n
-			x := xfer{recv: c.fifo(c.Group[from], c.Group[i]), from: c.Group[from], bytes: bb}
-			prog = append(prog, c.step(x, "recv", nil, 0, out, from*B, B, nil, false, true)...)
+			to, from := (i+d)%n, (i-d+n)%n
+			x := xfer{send: c.fifo(c.Group[i], c.Group[to]), to: c.Group[to], recv: c.fifo(c.Group[from], c.Group[i]), from: c.Group[from], bytes: bb}
+			for _, in := range c.step(x, "send", in, to*B, B, out, from*B, B, nil) {
+				if in.Op == ranks.OpRecv {
+					in.Phase = "recv"
+				}
+				prog = append(prog, in)
+			}
 		}
 	case Broadcast:
 		B := in.Chunks()

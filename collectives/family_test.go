@@ -263,3 +263,25 @@ func TestFamilyBadInput(t *testing.T) {
 	_, err := collectives.ParseOp("gather")
 	require.ErrorContains(t, err, "want allreduce")
 }
+
+// A ring step carries more slot-sized pieces than a connection has slots
+// (NCCLSteps = 8 slots of 512 KiB): an 8 MiB all-gather block is 16
+// pieces. The pieces alternate send and receive, as NCCL's runRing does
+// chunk by chunk, so the step completes; sending every piece before the
+// first receive deadlocked every rank on a full connection. 16 chunks
+// show that capping the pieces at the chunk count would not be enough.
+func TestRingStepLongerThanConnection(t *testing.T) {
+	for _, op := range collectives.Ops {
+		for _, n := range []int{2, 4} {
+			for _, B := range []int{4, 16} {
+				for _, bytes := range []int64{8 << 20, 32 << 20} {
+					fc := famCase{op: op, s: collectives.NCCL, n: n, groups: [][]int{iota(0, n, 1)}, B: B, bytes: bytes, calls: 1, root: n - 1}
+					t.Run(fmt.Sprintf("%s/n=%d/B=%d/%dMiB", op, n, B, bytes>>20), func(t *testing.T) {
+						outs, res := runFamily(t, fc, nil)
+						checkIdeal(t, fc, outs, res)
+					})
+				}
+			}
+		}
+	}
+}
