@@ -63,8 +63,12 @@ type Comm struct {
 	reduceSrcs map[*ranks.Symmetric][]ranks.Src
 	fifos      map[[2]int]*ranks.Fifo
 	p2p        map[[2]int]*ranks.Fifo // point-to-point connections (sendrecv.go)
-	chunks     int
-	segLo      []int // ring segment bounds (ring)
+	// p2pConn is each point-to-point connection's setup handshake, by
+	// (from, to) world rank, and which of its two sides have been built
+	// (sendrecv.go).
+	p2pConn map[[2]int]*p2pSetup
+	chunks  int
+	segLo   []int // ring segment bounds (ring)
 
 	scratches map[scratchKey]*scratches // per-call private buffers (family.go)
 	splits    map[string]*splitNames    // per split all-reduce call (multimem.go)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unique"
 
+	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/ranks"
 )
 
@@ -17,6 +18,55 @@ import (
 // data carries the call's name and byte count, so a send consumed by a
 // receive of another name or size is a mismatch (NCCL requires both sides
 // to pass the same count and datatype: usage/p2p.rst).
+//
+// NCCL connects a pair for point-to-point at the first transfer between
+// them, whatever NCCL_RUNTIME_CONNECT says (that setting is about the
+// collectives' rings and trees, src/init.cc runtimeConn): the first send
+// from a to b marks b's send connector to be set up (src/enqueue.cc
+// p2pTaskAppend: connectSend[peer], hasSeen, ncclGroupCommPreconnect), and the
+// group's end runs ncclTransportP2pSetup (src/transport.cc), which
+// exchanges the connectors' addresses with the peer through bootstrapSend /
+// bootstrapRecv. The peer answers only when it sets up its own receive
+// from a, at its first receive from a. So a send whose peer never posts a
+// receive never gets its connection: it hangs (on hardware the host blocks
+// in the group's end; here the send kernel waits for the handshake, which
+// the hang analysis reports the same way). Once a pair is connected, a
+// send of at most NCCL_BUFFSIZE (the connection's NCCLSteps slots) needs
+// no receiver to complete: its data waits in the connection for the next
+// receive, as on hardware (src/device/prims_simple.h waitPeer: a sender
+// waits only for a free slot).
+
+// p2pSetup is one connection's setup handshake: a signal-pad slot on the
+// sending rank that the receiver's first receive kernel sets and the
+// sender's first send kernel waits for.
+type p2pSetup struct {
+	pad        *ranks.SignalPad
+	send, recv bool // the side's first kernel has been built
+}
+
+// p2pHandshake returns the connection setup of the transfer from world
+// rank from to world rank to, and whether the side (send or receive) is
+// built for the first time: only the first kernel of each side takes part.
+func (c *Comm) p2pHandshake(from, to int, send bool) (*p2pSetup, bool) {
+	if c.p2pConn == nil {
+		c.p2pConn = map[[2]int]*p2pSetup{}
+	}
+	k := [2]int{from, to}
+	s, ok := c.p2pConn[k]
+	if !ok {
+		s = &p2pSetup{pad: ranks.NewSignalPad(fmt.Sprintf("%s:p2p-connect:%d→%d", c.Name, from, to), from, 1)}
+		c.p2pConn[k] = s
+	}
+	first := &s.recv
+	if send {
+		first = &s.send
+	}
+	if *first {
+		return s, false
+	}
+	*first = true
+	return s, true
+}
 
 // p2pFifo is the point-to-point connection from world rank from to to.
 func (c *Comm) p2pFifo(from, to int) *ranks.Fifo {
@@ -63,6 +113,9 @@ func (c *Comm) Send(rank, peer int, name string, in *ranks.Buffer) (*ranks.Kerne
 	if err != nil {
 		return nil, err
 	}
+	if h, first := c.p2pHandshake(rank, to, true); first && !mutant.On(mutant.P2PConnectOff) {
+		k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpWait, Phase: "connect", Pad: h.pad, Slot: 0, Peer: to})
+	}
 	f := c.p2pFifo(rank, to)
 	p := pieces(in.Bytes)
 	for j := range p {
@@ -79,6 +132,9 @@ func (c *Comm) Recv(rank, peer int, name string, out *ranks.Buffer) (*ranks.Kern
 	k, from, err := c.p2pKernel(1, rank, peer, name, out)
 	if err != nil {
 		return nil, err
+	}
+	if h, first := c.p2pHandshake(from, rank, false); first && !mutant.On(mutant.P2PConnectOff) {
+		k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpPut, Phase: "connect", Pad: h.pad, Slot: 0, Peer: from})
 	}
 	f := c.p2pFifo(from, rank)
 	p := pieces(out.Bytes)

@@ -29,6 +29,10 @@ const (
 	// collective instance without comparing the calls' signatures (a
 	// one-shot call of 4096 B on one rank and 8192 B on another pass).
 	PadSignatureCheckOff Name = "pad-signature-check-off"
+	// P2PConnectOff: a point-to-point connection needs no setup handshake:
+	// a send whose peer never posts a receive completes into the
+	// connection's slots (collectives/sendrecv.go).
+	P2PConnectOff Name = "p2p-connect-off"
 	// PadNotShared: every all-reduce call gets its own signal pad, even
 	// when the workspace is shared (the pad is what the bug shares).
 	PadNotShared Name = "pad-not-shared"
@@ -114,5 +118,6 @@ var All = []Name{
 	ReplayInputsFixed, ReplaysNotChecked, CoarseWhereShared, GuardOrdersCopies,
 	FlagAcquireAnyValue, RegistrationIgnored, CoarseEarlyFinisher,
 	FoldPassesSeeProto, FoldTasksRunProto, WakeOnFlagStoresOnly, PadSignatureCheckOff,
+	P2PConnectOff,
 	DPORWaitRacesDropped, DPORSleepReadWriteIndependent, DPORSleepMissedWakeup,
 }

@@ -36,6 +36,16 @@ programs:
 `
 }
 
+// collFileEvenOdd is collFile with one program for the even ranks and
+// another for the odd ones: a ring of sends and receives where every rank
+// sends first hangs in the connections' setup (collectives/sendrecv.go), so
+// the odd ranks receive first.
+func collFileEvenOdd(even, odd string) string {
+	f := collFile(even)
+	return strings.Replace(f, "  - ranks: all\n    ops:\n"+even,
+		"  - ranks: [0, 2]\n    ops:\n"+even+"  - ranks: [1, 3]\n    ops:\n"+odd, 1)
+}
+
 // outputs runs sc's first variant on the nominal schedule and returns each
 // rank's output tensors' chunk values by tensor name.
 func outputs(t *testing.T, sc *scenarios.Scenario) []map[string][]uint64 {
@@ -71,29 +81,31 @@ func TestProgramCollectives(t *testing.T) {
 	tests := []struct {
 		name   string
 		op     string   // one op line, %s is the strategy
+		odd    string   // the odd ranks' op lines, where they differ
 		strats []string // strategies to run it with
 		tensor string
 		want   func(r, c int) uint64
 	}{
-		{"allreduce", "{allreduce: ar, comm: world, in: x, out: out2, strategy: %s}",
+		{"allreduce", "{allreduce: ar, comm: world, in: x, out: out2, strategy: %s}", "",
 			[]string{"nccl", "nccl-tree", "multimem", "p2p-oneshot", "multimem-twoshot", "p2p-twoshot"}, "out2",
 			func(_, c int) uint64 { return x(0, c) + x(1, c) + x(2, c) + x(3, c) }},
-		{"allreduce-blocks", "{allreduce: ar, comm: world, in: x, out: out2, strategy: %s, blocks: 2}",
+		{"allreduce-blocks", "{allreduce: ar, comm: world, in: x, out: out2, strategy: %s, blocks: 2}", "",
 			[]string{"multimem", "p2p-oneshot"}, "out2",
 			func(_, c int) uint64 { return x(0, c) + x(1, c) + x(2, c) + x(3, c) }},
-		{"allgather", "{allgather: ag, comm: world, in: x, out: out8, strategy: %s}",
+		{"allgather", "{allgather: ag, comm: world, in: x, out: out8, strategy: %s}", "",
 			[]string{"nccl", "multimem", "p2p-oneshot"}, "out8",
 			func(_, c int) uint64 { return x(c/B, c%B) }},
-		{"reducescatter", "{reducescatter: rs, comm: world, in: big, out: out2, strategy: %s}",
+		{"reducescatter", "{reducescatter: rs, comm: world, in: big, out: out2, strategy: %s}", "",
 			[]string{"nccl", "multimem", "p2p-oneshot"}, "out2",
 			func(r, c int) uint64 { return big(0, r*B+c) + big(1, r*B+c) + big(2, r*B+c) + big(3, r*B+c) }},
-		{"alltoall", "{alltoall: a2a, comm: world, in: big, out: out8, strategy: %s}",
+		{"alltoall", "{alltoall: a2a, comm: world, in: big, out: out8, strategy: %s}", "",
 			[]string{"nccl", "p2p-oneshot"}, "out8",
 			func(r, c int) uint64 { return big(c/B, r*B+c%B) }},
-		{"broadcast", "{broadcast: bc, comm: world, in: x, out: out2, root: 2, strategy: %s}",
+		{"broadcast", "{broadcast: bc, comm: world, in: x, out: out2, root: 2, strategy: %s}", "",
 			[]string{"nccl", "multimem", "p2p-oneshot"}, "out2",
 			func(_, c int) uint64 { return x(2, c) }},
 		{"sendrecv", "{send: ring, comm: world, in: x, peer: next}\n      - {recv: ring, comm: world, out: out2, peer: prev}%.0s",
+			"      - {recv: ring, comm: world, out: out2, peer: prev}\n      - {send: ring, comm: world, in: x, peer: next}\n",
 			[]string{"nccl"}, "out2",
 			func(r, c int) uint64 { return x((r+n-1)%n, c) }},
 	}
@@ -101,6 +113,9 @@ func TestProgramCollectives(t *testing.T) {
 		for _, st := range tt.strats {
 			t.Run(tt.name+"/"+st, func(t *testing.T) {
 				src := collFile("      - " + fmt.Sprintf(tt.op, st) + "\n")
+				if tt.odd != "" {
+					src = collFileEvenOdd("      - "+fmt.Sprintf(tt.op, st)+"\n", tt.odd)
+				}
 				sc, err := scenarios.Load("coll.yaml", []byte(src))
 				require.NoError(t, err, src)
 				got := outputs(t, sc)
@@ -123,8 +138,10 @@ func TestProgramCollectives(t *testing.T) {
 // consumed anyway (NCCL matches by order on the connection), and ghost data
 // names the mismatch.
 func TestSendRecvMismatch(t *testing.T) {
-	src := collFile(`      - {send: a, comm: world, in: x, peer: next}
+	src := collFileEvenOdd(`      - {send: a, comm: world, in: x, peer: next}
       - {recv: b, comm: world, out: out2, peer: prev}
+`, `      - {recv: b, comm: world, out: out2, peer: prev}
+      - {send: a, comm: world, in: x, peer: next}
 `)
 	sc, err := scenarios.Load("coll.yaml", []byte(src))
 	require.NoError(t, err)
