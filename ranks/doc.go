@@ -10,18 +10,27 @@
 // own, which World composes: ranks/hb (vector clocks, the carry filter,
 // snapshot recycling), ranks/findings (the finding record and a run's
 // log), ranks/cachealloc (PyTorch's caching allocator), ranks/gpu (the
-// hardware profiles and the kernel load model). The rest of World's state
-// is one type per concern, each declared in the file that owns it
+// hardware profiles, the kernel load model, the rates of kernels sharing a
+// GPU, the SM and exclusive-slot pools). The rest of World's state is one
+// type per concern, each declared in the file that owns it
 // (docs/architecture.md lists them).
 //
 // The package is larger than 3,000 lines because what is left is the
-// execution of one shared task graph: streams, events, graphs, flags,
-// residency and sharing at run time, and the speed machinery (folding,
-// templates, coarse collective steps, retirement) all run over the same
-// tasks, micro-ops and buffers, and their hot paths read one another's
-// state. The program and memory types (program.go, memory.go, value.go)
-// are the next cut: below them, the speed machinery could follow the
-// others out.
+// execution of one shared task graph over one set of program and memory
+// types: streams, events, graphs, flags, residency and sharing at run
+// time, and the speed machinery (folding, templates, coarse collective
+// steps, retirement) all run over the same tasks, micro-ops and buffers,
+// and their hot paths read one another's state. Those types keep their run
+// state inline, where every access finds it on the line it already read:
+// a Buffer its shadow readers and writers, last writers and whether a flag
+// wait watches it, a Fifo its ring, a signal pad its slots, a HostOp its
+// folded copy. A package below the world would have to export that state
+// (and be reached into) or move it to side tables on the hot path. The
+// next cut is that
+// split — a program's description (HostOp, KernelSpec, Instr, a buffer's
+// name and size) below, its run state in the world — after which the
+// capture rules and folding's matcher, which read only the description,
+// could follow the others out.
 //
 // Nothing here reads a clock, starts a goroutine or touches os.
 package ranks

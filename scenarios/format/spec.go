@@ -11,8 +11,9 @@ import (
 
 // Spec is a scenario as a user writes it in a YAML file (the format is
 // documented in docs/scenario-format.md). A Spec is plain data: [ParseSpec]
-// reads one from bytes, [Spec.Validate] checks it, [Spec.Scenario] turns it
-// into a runnable [Scenario], and [MarshalSpec] writes it back as YAML.
+// reads one from bytes, [Spec.Validate] checks it, [MarshalSpec] writes it
+// back as YAML, and package scenarios (ScenarioOf) turns it into a
+// runnable Scenario.
 //
 // A scenario describes its work in one of three forms:
 //   - Graph.Builder "moe": the streamsched MoE builder, shaped by the knobs
