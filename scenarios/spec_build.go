@@ -115,7 +115,7 @@ func (s lower) buildGraph(cfg Config, opt BuildOptions, eng *sim.Engine) (*Built
 	for _, op := range s.Graph.Ops {
 		produced[op.Output] = true
 		g.Ops = append(g.Ops, streamsched.Op{Name: op.Name, Kind: streamsched.OpKind(op.Kind), Inputs: op.Inputs, Output: op.Output,
-			M: op.M, K: op.K, N: op.N, Experts: op.Experts, Comm: op.Comm})
+			M: op.M, K: op.K, N: op.N, Experts: op.Experts, Comm: op.Comm, Time: sim.Time(op.TimeNs)})
 	}
 	flagged := false
 	for _, t := range s.Tensors {

@@ -171,3 +171,45 @@ func TestReissuedCollectivesAreInstances(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphOpTime: a graph op's time replaces the cost model's duration
+// (a gemm's roofline, a moe's measured kernels, an add's bytes): on one
+// stream, 20 µs more on any op makes the step exactly 20 µs longer, and a
+// moe op with a time runs that time, not TensorRT-LLM's fused MoE (tens
+// of µs on its own).
+func TestGraphOpTime(t *testing.T) {
+	file := func(kind, time string) string {
+		tm := ""
+		if time != "" {
+			tm = ", time: " + time
+		}
+		return `name: t
+ranks: 1
+hardware: h200
+mode: eager
+knobs: {budget: 0, placement: single}
+tensors:
+  - {name: x, bytes: 4096}
+  - {name: y, bytes: 4096, output: true}
+graph:
+  ops:
+    - {name: op, kind: ` + kind + `, inputs: [x], output: y, m: 1, k: 1024, n: 1` + tm + `}
+variants: [{name: a}]
+`
+	}
+	step := func(src string) int64 {
+		sc, err := scenarios.Load("t.yaml", []byte(src))
+		require.NoError(t, err)
+		rep, err := check.RunVariant(sc, sc.Variants[0], check.Options{})
+		require.NoError(t, err)
+		require.Equal(t, "ok", rep.Verdict, "%v", rep.Findings)
+		return rep.StepTimeNs
+	}
+	for _, kind := range []string{"gemm", "moe"} {
+		t.Run(kind, func(t *testing.T) {
+			a, b := step(file(kind, "5us")), step(file(kind, "25us"))
+			require.Equal(t, int64(20000), b-a)
+		})
+	}
+	require.Greater(t, step(file("moe", ""))-step(file("moe", "5us")), int64(20000), "a moe op without a time runs the measured fused MoE")
+}

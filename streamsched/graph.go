@@ -1,6 +1,10 @@
 package streamsched
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/collsim/collsim/sim"
+)
 
 // OpKind is what an op computes.
 type OpKind string
@@ -24,6 +28,10 @@ type Op struct {
 	M, K, N int64
 	Experts int64
 	Comm    string // AllReduce: communicator name
+	// Time, when set, replaces the cost model's duration (GEMM roofline,
+	// the measured MoE kernels, an add's bytes): the op is one kernel of
+	// that length.
+	Time sim.Time
 }
 
 // Tensor is a graph edge.

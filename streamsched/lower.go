@@ -243,7 +243,7 @@ func (l *lowering) kernels(ks []*ranks.KernelSpec, st *ranks.KernelStore, r, i i
 		l.lo.Strategies[op.Name] = s
 		return c.AppendLaunches(ks, st, r, collectives.Call{Name: op.Name, Op: collectives.AllReduce, Strategy: s, In: at(ts, places[1]), Out: out})
 	}
-	if op.Kind == MoE && l.moe[i] == nil {
+	if op.Kind == MoE && l.moe[i] == nil && op.Time == 0 {
 		l.moe[i] = cfg.HW.MoEDecode(op.M, op.K, op.N, max(op.Experts, 1))
 	}
 	k, err := kernel(st, r, op, ts, places, cfg, l.moe[i])
@@ -265,19 +265,25 @@ func kernel(st *ranks.KernelStore, r int, op *Op, ts []*ranks.Buffer, places []i
 	switch op.Kind {
 	case GEMM, MoE:
 		srcs[0].Coef = cfg.Weight(op.Name, r)
-		if op.Kind == MoE {
+		if op.Kind == MoE && op.Time == 0 {
 			return moeKernel(st, op, out, srcs, parts), nil
 		}
 		k, _ := st.Kernel()
 		*k = ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: st.Instrs(1), Loads: st.Loads(1)}
 		k.Instrs[0] = ranks.Instr{Op: ranks.OpCompute, Phase: string(op.Kind), Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: hw.GEMMTime(op.M, op.K, op.N)}
 		k.Loads[0] = hw.Share().GEMMLoad(op.M, op.K, op.N)
+		if op.Time > 0 {
+			k.Instrs[0].Dur = op.Time
+		}
 		return k, nil
 	case Add:
 		k, _ := st.Kernel()
 		*k = ranks.KernelSpec{Name: op.Name, Kind: string(op.Kind), Instrs: st.Instrs(1), Loads: st.Loads(1)}
 		k.Instrs[0] = ranks.Instr{Op: ranks.OpCompute, Phase: "add", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: true, Dur: hw.KStart + ranks.Bytes(3*out.Bytes, hw.HBM)}
 		k.Loads[0] = hw.Share().EltLoad(out.Bytes/2, 3*out.Bytes)
+		if op.Time > 0 {
+			k.Instrs[0].Dur = op.Time
+		}
 		return k, nil
 	}
 	return nil, fmt.Errorf("op %q: unknown kind %q", op.Name, op.Kind)

@@ -86,6 +86,11 @@ type GraphOpSpec struct {
 	// Weight is the integer weight of a linear op (gemm, moe) on every
 	// rank; 0 keeps the default weight (per op and rank, Spec.KernelWeight).
 	Weight int64
+	// TimeNs, when set, is the op's duration in place of the cost model's
+	// (a gemm's roofline, a moe's measured kernels, an add's bytes moved):
+	// one kernel of that length. Not on an allreduce, whose time is the
+	// collective's.
+	TimeNs int64
 	pos    posMap
 }
 

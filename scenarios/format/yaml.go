@@ -847,7 +847,7 @@ func (d *decoder) graph(n ast.Node) *GraphSpec {
 
 func (d *decoder) graphOp(n ast.Node) GraphOpSpec {
 	op := GraphOpSpec{pos: posMap{}}
-	o := d.mapping(n, "graph op", "name", "kind", "inputs", "output", "m", "k", "n", "experts", "comm", "weight")
+	o := d.mapping(n, "graph op", "name", "kind", "inputs", "output", "m", "k", "n", "experts", "comm", "weight", "time")
 	o.record(op.pos)
 	o.require("name", "kind", "inputs", "output")
 	op.Name = o.name("name")
@@ -866,6 +866,12 @@ func (d *decoder) graphOp(n ast.Node) GraphOpSpec {
 	op.Weight = o.int("weight", 1, 1<<30)
 	if op.Weight != 0 && op.Kind != "gemm" && op.Kind != "moe" {
 		d.add(o.pos("weight"), "graph op %q of kind %s has a weight; expected weight only on gemm or moe ops", op.Name, op.Kind)
+	}
+	if v := o.get("time"); v != nil {
+		op.TimeNs = d.duration(v, "graph op time")
+		if op.Kind == "allreduce" {
+			d.add(o.pos("time"), "graph op %q of kind allreduce has a time; expected time only on gemm, moe or add ops (a collective's time is its algorithm's)", op.Name)
+		}
 	}
 	return op
 }

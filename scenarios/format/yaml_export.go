@@ -134,6 +134,9 @@ func MarshalSpec(s *Spec) []byte {
 				if op.Comm != "" {
 					p(3, "comm: %s", quote(op.Comm))
 				}
+				if op.TimeNs != 0 {
+					p(3, "time: %dns", op.TimeNs)
+				}
 			}
 		}
 	}

@@ -31,7 +31,7 @@ ROWS = [
     ("one-shot, graph, fixed, sleep on main (odd rank)", "oneshot graph-fixed-main-odd", ONESHOT, "fixed", ["delay=main-odd"]),
     ("one-shot, eager, buggy, natural", "oneshot eager-buggy-none", ONESHOT, "buggy", ["mode=eager"]),
     ("one-shot, eager, fixed, natural", "oneshot eager-fixed-none", ONESHOT, "fixed", ["mode=eager"]),
-    ("built-in p2p-oneshot-probe, buggy (routed branch a MoE kernel)", "race_probe symm-buggy",
+    ("built-in p2p-oneshot-probe, buggy (the probe's op graph at its own times)", "race_probe symm-buggy",
      "p2p-oneshot-probe", "buggy", ["arch=h200"]),
     ("built-in p2p-oneshot-probe, NCCL, buggy", "race_probe nccl-buggy", "p2p-oneshot-probe", "buggy",
      ["arch=h200", "strategy=nccl"]),
