@@ -170,7 +170,11 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	}
 	// The collector's target from the run's size (gc.go): DefaultGCPercent
 	// for the small worlds an exploration usually makes, 100 for a large one.
-	opt := explore.Options{Budget: budget, Workers: f.workers, Outcomes: f.outcomes, GCPercent: t.Scenario.Estimate(t.Config).GCPercent}
+	est := t.Scenario.Estimate(t.Config)
+	opt := explore.Options{Budget: budget, Workers: f.workers, Outcomes: f.outcomes, GCPercent: est.GCPercent}
+	if err := checkWorkers(f.workers, f.strategy, est.Bytes); err != nil {
+		return err
+	}
 	if f.shard != "" {
 		sh, err := explore.ParseShard(f.shard)
 		if err != nil {
@@ -417,4 +421,25 @@ func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, se
 		fmt.Fprintf(stderr, "simctl: checkpointing to %s (after a crash: --resume %s)\n", quoteName(path), quoteName(path))
 	}
 	return ck, nil
+}
+
+// checkWorkers refuses --workers whose worlds together would not fit in
+// --max-memory: each worker of random and pct builds and runs a world of
+// its own at the same time (dpor runs one), each about the configuration's
+// estimate (issue 31: tp=256 layers=4 fit once and not four times).
+func checkWorkers(workers int, strategy string, each int64) error {
+	if workers <= 1 || strategy == "dpor" || each <= 0 {
+		return nil
+	}
+	budget := scenarios.MemoryBudget
+	fit := budget / each
+	if int64(workers) <= fit {
+		return nil
+	}
+	need := int64(1) << 62
+	if each < need/int64(workers) {
+		need = each * int64(workers)
+	}
+	return usagef("--workers %d: %d worlds of an estimated %s each would need %s; the limit is %s (--max-memory); lower --workers to %d, or lower tp, dp or layers",
+		workers, workers, scenarios.FormatBytes(each), scenarios.FormatBytes(need), scenarios.FormatBytes(budget), max(fit, 1))
 }
