@@ -73,7 +73,13 @@ const (
 	bytesPerRankLayerReplay = 768
 	bytesPerRankLayerChunk  = 640
 	baseBytes               = 31 << 20
-	defaultOpsPerLayer      = 12 // ops and stream markers of one MoE layer
+	// bytesPerTensorChunk is one value chunk of a file's tensor on one
+	// rank, before the margin and the collector's headroom: 64 tensors of
+	// chunks: 4096 on 8 ranks peaked at 191 MB RSS, 32 at 82 MB (issue 31:
+	// such a file ran into the watchdog instead of being refused before it
+	// ran).
+	bytesPerTensorChunk = 40
+	defaultOpsPerLayer  = 12 // ops and stream markers of one MoE layer
 )
 
 // The collector's target for a run (Estimate.GCPercent), in three tiers
@@ -122,6 +128,20 @@ func (s *Scenario) opsPerLayer(cfg Config) int64 {
 		return max(most, 1)
 	}
 	return defaultOpsPerLayer
+}
+
+// tensorChunks is the value chunks of a file's tensors on one rank (each
+// tensor's own chunks, or the chunks knob); 0 for a built-in's form, whose
+// chunks the per-layer term counts.
+func (s *Scenario) tensorChunks(cfg Config) int64 {
+	if s.Spec == nil {
+		return 0
+	}
+	var n int64
+	for i := range s.Spec.Tensors {
+		n = satAdd(n, int64(max(s.Spec.Tensors[i].ChunksIn(cfg), 1)))
+	}
+	return n
 }
 
 // multipliers are the knobs that multiply a run's work as s's form reads
@@ -177,7 +197,7 @@ func (s *Scenario) Estimate(cfg Config) Estimate {
 	e := Estimate{Ranks: int(ranks)}
 	e.Tasks = sat(units, ops)
 	e.MicroOps = sat(units, ops, tp, chunks)
-	e.Chunks = sat(units, ops, chunks)
+	e.Chunks = satAdd(sat(units, ops, chunks), sat(ranks, s.tensorChunks(cfg)))
 	// Memory in MoE-layer equivalents (the calibration's unit): a file's
 	// program of many ops counts as many layers. An eager run counts as
 	// one replay.
@@ -185,7 +205,7 @@ func (s *Scenario) Estimate(cfg Config) Estimate {
 	program := sat(s.programs(tp, dp), eq, bytesPerProgramLayer)
 	perLayer := satAdd(bytesPerRankLayer, sat(replays, bytesPerRankLayerReplay), sat(chunks, bytesPerRankLayerChunk))
 	state := satAdd(sat(ranks, bytesPerRank), sat(ranks, eq, perLayer))
-	live := satAdd(program, state)
+	live := satAdd(program, state, sat(ranks, s.tensorChunks(cfg), bytesPerTensorChunk))
 	live = satAdd(live, live/4) // the margin
 	e.GCPercent, e.Bytes = gcTier(live)
 	return e
@@ -255,7 +275,11 @@ func (s *Scenario) CheckBudget(cfg Config) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: %w: %s would need %s; lower %s", ErrBadKnob, ErrBudget, budgetSummary(cfg), what, s.knobToLower(cfg))
+	lower := s.knobToLower(cfg)
+	if tc := s.tensorChunks(cfg); sat(int64(e.Ranks), tc) > e.Chunks/2 {
+		lower += fmt.Sprintf(", or the chunks of the file's tensors (%d per rank)", tc)
+	}
+	return fmt.Errorf("%w: %w: %s would need %s; lower %s", ErrBadKnob, ErrBudget, budgetSummary(cfg), what, lower)
 }
 
 // knobToLower names the knob most responsible for the estimate: the one
