@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +32,9 @@ overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
+			}
+			if err := checkMergeMemory(args); err != nil {
+				return err
 			}
 			var files []*explore.ShardFile
 			for _, a := range args {
@@ -74,4 +78,27 @@ overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
+}
+
+// mergeBytesPerFileByte is merge's peak memory per byte of its shard files:
+// two shards of 43 MB peaked at 260 MB (the files read whole, then their
+// records decoded).
+const mergeBytesPerFileByte = 3
+
+// checkMergeMemory refuses shard files whose records would not fit in
+// --max-memory, before any is read (two 88 MB shards ran out of memory
+// under ulimit -v 2GiB).
+func checkMergeMemory(paths []string) error {
+	var total int64
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			total += st.Size()
+		}
+	}
+	need := total*mergeBytesPerFileByte + 32<<20
+	if need <= scenarios.MemoryBudget {
+		return nil
+	}
+	return usagef("merge: %d shard files of %s together would need about %s of memory; the limit is %s (--max-memory); merge on a machine with more (raise --max-memory), or explore with fewer schedules per shard file (a smaller --budget, without --outcomes)",
+		len(paths), scenarios.FormatBytes(total), scenarios.FormatBytes(need), scenarios.FormatBytes(scenarios.MemoryBudget))
 }
