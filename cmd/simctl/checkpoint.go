@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/collsim/collsim/explore"
+	"github.com/collsim/collsim/scenarios"
 )
 
 // Checkpoints (explore --checkpoint FILE, --resume FILE; the format is
@@ -56,6 +57,70 @@ type checkpointer struct {
 	err   error // the first write error; later records are dropped
 	every time.Duration
 	auto  bool // the default checkpoint: removed when the run finishes
+	// resumed counts the records of an existing checkpoint of the same
+	// exploration that a run without --resume found at its path and
+	// continued.
+	resumed int
+}
+
+// maxCheckpointBytes bounds a checkpoint --resume reads: none below what
+// memory allows (checkCheckpointMemory), so every checkpoint a run
+// writes can be resumed where it was written.
+const maxCheckpointBytes = 1 << 50
+
+// checkpointBytesPerFileByte is resume's memory per byte of checkpoint:
+// the file read whole and its records decoded (as merge's shards).
+const checkpointBytesPerFileByte = 3
+
+// checkCheckpointMemory refuses a checkpoint whose records would not fit
+// in --max-memory, naming the flag, before it is read.
+func checkCheckpointMemory(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil // readFile says what is wrong
+	}
+	if need := st.Size()*checkpointBytesPerFileByte + 32<<20; need > scenarios.MemoryBudget {
+		return usagef("--resume %s: a checkpoint of %s needs about %s of memory to resume; the limit is %s (raise --max-memory)",
+			quoteName(path), scenarios.FormatBytes(st.Size()), scenarios.FormatBytes(need), scenarios.FormatBytes(scenarios.MemoryBudget))
+	}
+	return nil
+}
+
+// existingCheckpoint decides what --checkpoint does with a file already at
+// path: a checkpoint of this exploration is continued (nil); anything else
+// (a scenario file, another exploration's checkpoint, a FIFO or device) is
+// kept and refused, with what it is. An empty file (a checkpoint killed
+// before its header was written) is written from the start (empty).
+func existingCheckpoint(path string, h explore.CheckpointHeader) (empty bool, err error) {
+	fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false, usagef("--checkpoint: %w", err)
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return false, usagef("--checkpoint: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return false, usagef("--checkpoint %s: %v (%s); want a checkpoint file", quoteName(path), errNotRegular, st.Mode().Type())
+	}
+	if st.Size() == 0 {
+		return true, nil
+	}
+	line, _ := io.ReadAll(io.LimitReader(fd, 64<<10))
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i+1]
+	} else {
+		line = append(line, '\n')
+	}
+	got, _, _, err := explore.ParseCheckpoint(line)
+	if err != nil {
+		return false, usagef("--checkpoint %s: the file exists and is not a checkpoint; it is kept: name a new file, or a checkpoint of this exploration to continue it", quoteName(path))
+	}
+	if why := got.Matches(h.Exploration, h.Budget, h.Outcomes, h.Shard); why != "" {
+		return false, usagef("--checkpoint %s: the file is a checkpoint of another exploration (%s); it is kept: name a new file", quoteName(path), why)
+	}
+	return false, nil
 }
 
 // openCheckpoint starts a checkpoint at path for the exploration h. With
@@ -67,7 +132,10 @@ func openCheckpoint(path string, h explore.CheckpointHeader, resume bool) (*chec
 	var data []byte
 	if resume {
 		var err error
-		data, err = readFile(path, "checkpoint", maxShardBytes)
+		if err := checkCheckpointMemory(path); err != nil {
+			return nil, nil, err
+		}
+		data, err = readFile(path, "checkpoint", maxCheckpointBytes)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) || err == nil && !bytes.Contains(data, []byte("\n")):
 			// Killed before its header was written: nothing to resume.
@@ -98,7 +166,24 @@ func openCheckpoint(path string, h explore.CheckpointHeader, resume bool) (*chec
 		}
 	} else {
 		var err error
-		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		// A new file only (O_EXCL): an existing one is looked at first,
+		// and never truncated (O_NONBLOCK: a FIFO's open cannot block).
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			empty, xerr := existingCheckpoint(path, h)
+			if xerr != nil {
+				return nil, nil, xerr
+			}
+			if !empty {
+				ck, recs, err := openCheckpoint(path, h, true)
+				if ck != nil {
+					ck.resumed = len(recs)
+				}
+				return ck, recs, err
+			}
+			f, err = os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		}
+		if err != nil {
 			return nil, nil, usagef("--checkpoint: %w", err)
 		}
 		line, err := explore.AppendLine(nil, h)

@@ -420,6 +420,9 @@ func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, se
 	if auto {
 		fmt.Fprintf(stderr, "simctl: checkpointing to %s (after a crash: --resume %s)\n", quoteName(path), quoteName(path))
 	}
+	if ck.resumed > 0 {
+		fmt.Fprintf(stderr, "simctl: %s holds %d schedules of this exploration: continuing it (remove the file to start over)\n", quoteName(path), ck.resumed)
+	}
 	return ck, nil
 }
 
