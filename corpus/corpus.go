@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/collsim/collsim/check"
@@ -41,31 +42,60 @@ type runFile struct {
 	} `json:"programs"`
 }
 
-// Load reads the corpus in dir (validation/corpus): results/h200-run.json
-// (labels) and results/h200-sanitize.json (the sanitizer's detections), in
-// name order.
+// Load reads the corpus in dir (validation/corpus): its labels, from every
+// results/*run*.json (one file per recording batch: h200-run.json, then
+// h200-run-b.json, ...), and the sanitizer's detections from the matching
+// *sanitize*.json files, in name order. A program labelled in two files is
+// an error.
 func Load(dir string) ([]Program, error) {
-	var rf runFile
-	if err := readJSON(filepath.Join(dir, "results", "h200-run.json"), &rf); err != nil {
+	runs, err := filepath.Glob(filepath.Join(dir, "results", "*run*.json"))
+	if err != nil {
 		return nil, err
 	}
-	san := map[string]struct {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%s: no results/*run*.json; record the corpus with validation/corpus/corpus.py", dir)
+	}
+	sort.Strings(runs)
+	type sanEntry struct {
 		Detected *bool  `json:"detected"`
 		Error    string `json:"error"`
-	}{}
-	if err := readJSON(filepath.Join(dir, "results", "h200-sanitize.json"), &san); err != nil && !os.IsNotExist(err) {
+	}
+	san := map[string]sanEntry{}
+	sans, err := filepath.Glob(filepath.Join(dir, "results", "*sanitize*.json"))
+	if err != nil {
 		return nil, err
 	}
+	sort.Strings(sans)
+	for _, f := range sans {
+		m := map[string]sanEntry{}
+		if err := readJSON(f, &m); err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			san[k] = v
+		}
+	}
 	var out []Program
-	for name, r := range rf.Programs {
-		if r.Error != "" || r.Label == "" {
-			return nil, fmt.Errorf("%s: program %q has no label (%s); rerun validation/corpus/corpus.py", dir, name, r.Error)
+	seen := map[string]string{}
+	for _, f := range runs {
+		var rf runFile
+		if err := readJSON(f, &rf); err != nil {
+			return nil, err
 		}
-		p := Program{Name: name, Mechanism: r.Mechanism, Label: r.Label, WrongNatural: r.WrongNatural, WrongDelayed: r.WrongDelayed, Trials: r.Trials}
-		if s, ok := san[name]; ok {
-			p.Sanitizer, p.SanitizerError = s.Detected, s.Error
+		for name, r := range rf.Programs {
+			if prev, ok := seen[name]; ok {
+				return nil, fmt.Errorf("%s: program %q is labelled in %s too", f, name, prev)
+			}
+			seen[name] = f
+			if r.Error != "" || r.Label == "" {
+				return nil, fmt.Errorf("%s: program %q has no label (%s); rerun validation/corpus/corpus.py", f, name, r.Error)
+			}
+			p := Program{Name: name, Mechanism: r.Mechanism, Label: r.Label, WrongNatural: r.WrongNatural, WrongDelayed: r.WrongDelayed, Trials: r.Trials}
+			if s, ok := san[name]; ok {
+				p.Sanitizer, p.SanitizerError = s.Detected, s.Error
+			}
+			out = append(out, p)
 		}
-		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b Program) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
