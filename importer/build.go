@@ -793,13 +793,13 @@ func (b *builder) finish(items []*item) error {
 	seen := map[int64]bool{}
 	var streams []int64
 	for _, it := range out {
-		if it.stream >= 0 && !it.device && !seen[it.stream] && (it.kind == scenarios.OpKernel || isColl(it.kind)) {
+		if knownStream(it.stream) && !it.device && !seen[it.stream] && (it.kind == scenarios.OpKernel || isColl(it.kind)) {
 			seen[it.stream] = true
 			streams = append(streams, it.stream)
 		}
 	}
 	for _, it := range out {
-		if it.stream >= 0 && !it.device && !seen[it.stream] {
+		if knownStream(it.stream) && !it.device && !seen[it.stream] {
 			seen[it.stream] = true
 			streams = append(streams, it.stream)
 		}
@@ -817,7 +817,7 @@ func (b *builder) finish(items []*item) error {
 			continue // a record no wait pairs with, or a wait with no record
 		}
 		op := scenarios.OpSpec{Kind: it.kind}
-		if it.stream >= 0 && !it.device {
+		if knownStream(it.stream) && !it.device {
 			op.Stream = streamName(it.stream)
 		}
 		switch it.kind {
@@ -1071,7 +1071,7 @@ func (b *builder) pair(out []*item) error {
 	evN := 0
 	lastLaunch := func(i int, not int64) int64 {
 		for j := i - 1; j >= 0; j-- {
-			if k := out[j]; (k.kind == scenarios.OpKernel || isColl(k.kind)) && k.stream != not {
+			if k := out[j]; (k.kind == scenarios.OpKernel || isColl(k.kind)) && k.stream != not && k.stream != hostStream {
 				return k.stream
 			}
 		}
@@ -1087,7 +1087,7 @@ func (b *builder) pair(out []*item) error {
 		}
 		if it.kind == scenarios.OpWait && it.stream < 0 {
 			for j := i + 1; j < len(out); j++ {
-				if out[j].kind == scenarios.OpKernel || isColl(out[j].kind) {
+				if (out[j].kind == scenarios.OpKernel || isColl(out[j].kind)) && out[j].stream != hostStream {
 					it.stream = out[j].stream
 					break
 				}

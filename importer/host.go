@@ -11,6 +11,10 @@ import (
 // writes of memory a device copy of the step also touches (host.go).
 const hostStream int64 = -1000
 
+// knownStream reports whether s names a stream of the program: a device
+// stream the trace named, or the host's.
+func knownStream(s int64) bool { return s >= 0 || s == hostStream }
+
 // hostKey names a CPU tensor's storage ("h12"), apart from the device
 // storages ("s12").
 func hostKey(storage int64) string { return "h" + strconv.FormatInt(storage, 10) }
