@@ -1,6 +1,10 @@
 package ranks
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/collsim/collsim/ranks/slab"
+)
 
 // Recycling a run's memory.
 //
@@ -17,93 +21,45 @@ import "sync"
 // handed out again, so a world sees exactly the zero memory a fresh
 // allocation would give it (check.TestPropRecycledRunEqualsFreshRun).
 
-// slabs hands out slabs of T, reusing released ones when they are big
-// enough.
-type slabs[T any] struct {
-	used [][]T // handed out to the world that owns the arena
-	free [][]T // released by an earlier world, ready to be handed out
-}
-
-// get returns n zero values of T: a released slab when the last one is big
-// enough (cleared), else a new one.
-func (s *slabs[T]) get(n int) []T {
-	var x []T
-	if k := len(s.free); k > 0 && cap(s.free[k-1]) >= n {
-		x = s.free[k-1][:n]
-		s.free[k-1] = nil
-		s.free = s.free[:k-1]
-		clear(x)
-	} else {
-		x = make([]T, n)
-	}
-	s.used = append(s.used, x)
-	return x
-}
-
-// getUnzeroed is get, but a recycled slab keeps what the last world wrote
-// in it: for slabs whose every element is written before anything reads
-// it (provenance nodes, value.go), whose clearing is 4 MiB a 512-rank ring.
-func (s *slabs[T]) getUnzeroed(n int) []T {
-	if k := len(s.free); k > 0 && cap(s.free[k-1]) >= n {
-		x := s.free[k-1][:n]
-		s.free[k-1] = nil
-		s.free = s.free[:k-1]
-		s.used = append(s.used, x)
-		return x
-	}
-	return s.get(n)
-}
-
-// recycle makes every slab handed out free again, in the order they were
-// handed out: a copy of the same template asks for the same sizes in the
-// same order, so each request finds its own slab again.
-func (s *slabs[T]) recycle() {
-	for i := len(s.used) - 1; i >= 0; i-- {
-		s.free = append(s.free, s.used[i])
-		s.used[i] = nil
-	}
-	s.used = s.used[:0]
-}
-
 // arena is the memory one world's slabs come from (see the top of this
 // file): one field per kind of slab a world carves (world.go, value.go,
 // clock.go, exec.go, template.go).
 type arena struct {
-	tasks     slabs[task]
-	taskPtrs  slabs[*task]
-	provs     slabs[Prov]
-	provLists slabs[ProvRef]
-	clocks    slabs[VC]
-	words     slabs[uint32]
-	epochs    slabs[epoch]
-	i32       slabs[int32]
-	shadows   slabs[shadow]
-	vals      slabs[Value]
-	bufs      slabs[Buffer]
-	races     slabs[raceKey]
-	dedupes   slabs[raceDedupeKey]
-	slots     slabs[sigSlot]
-	kernels   slabs[KernelSpec]
-	ops       slabs[HostOp]
+	tasks     slab.Slabs[task]
+	taskPtrs  slab.Slabs[*task]
+	provs     slab.Slabs[Prov]
+	provLists slab.Slabs[ProvRef]
+	clocks    slab.Slabs[VC]
+	words     slab.Slabs[uint32]
+	epochs    slab.Slabs[epoch]
+	i32       slab.Slabs[int32]
+	shadows   slab.Slabs[shadow]
+	vals      slab.Slabs[Value]
+	bufs      slab.Slabs[Buffer]
+	races     slab.Slabs[raceKey]
+	dedupes   slab.Slabs[raceDedupeKey]
+	slots     slab.Slabs[sigSlot]
+	kernels   slab.Slabs[KernelSpec]
+	ops       slab.Slabs[HostOp]
 }
 
 func (a *arena) recycle() {
-	a.tasks.recycle()
-	a.taskPtrs.recycle()
-	a.provs.recycle()
-	a.provLists.recycle()
-	a.clocks.recycle()
-	a.words.recycle()
-	a.epochs.recycle()
-	a.i32.recycle()
-	a.shadows.recycle()
-	a.vals.recycle()
-	a.bufs.recycle()
-	a.races.recycle()
-	a.dedupes.recycle()
-	a.slots.recycle()
-	a.kernels.recycle()
-	a.ops.recycle()
+	a.tasks.Recycle()
+	a.taskPtrs.Recycle()
+	a.provs.Recycle()
+	a.provLists.Recycle()
+	a.clocks.Recycle()
+	a.words.Recycle()
+	a.epochs.Recycle()
+	a.i32.Recycle()
+	a.shadows.Recycle()
+	a.vals.Recycle()
+	a.bufs.Recycle()
+	a.races.Recycle()
+	a.dedupes.Recycle()
+	a.slots.Recycle()
+	a.kernels.Recycle()
+	a.ops.Recycle()
 }
 
 // arenas is a template's released arenas, the last released first (its

@@ -8,25 +8,6 @@ import (
 	"github.com/collsim/collsim/sim"
 )
 
-// A slab is handed out zeroed, and a released world's slabs come back in
-// the order they were first handed out: a copy that asks for the same sizes
-// gets each one back.
-func TestSlabsRecycleZeroedInOrder(t *testing.T) {
-	var s slabs[int32]
-	a, b := s.get(4), s.get(8)
-	a[0], b[7] = 1, 2
-	s.recycle()
-	a2, b2 := s.get(4), s.get(8)
-	require.Same(t, &a[0], &a2[0])
-	require.Same(t, &b[0], &b2[0])
-	require.Equal(t, []int32{0, 0, 0, 0}, a2)
-	require.Equal(t, make([]int32, 8), b2)
-	s.recycle()
-	big := s.get(16) // the last free slab (4) is too small: a new one
-	require.Len(t, big, 16)
-	require.NotSame(t, &a[0], &big[0])
-}
-
 // A released copy's memory serves the template's next copy, and a
 // released world refuses to run or format messages again.
 func TestReleaseRecyclesMemory(t *testing.T) {

@@ -413,12 +413,12 @@ func (w *World) denseClone(v *VC) *VC {
 // denseVC returns a zero dense clock of n lanes from the world's slabs.
 func (w *World) denseVC(n int) *VC {
 	if len(w.clockWords) < n {
-		w.clockWords = w.mem.words.get(64 * n)
+		w.clockWords = w.mem.words.Get(64 * n)
 	}
 	d := w.clockWords[:n:n]
 	w.clockWords = w.clockWords[n:]
 	if len(w.clocks) == 0 {
-		w.clocks = w.mem.clocks.get(64)
+		w.clocks = w.mem.clocks.Get(64)
 	}
 	c := &w.clocks[0]
 	w.clocks = w.clocks[1:]

@@ -595,7 +595,7 @@ func (w *World) ringSums(ins [][]Value, seg []int) []Value {
 	// Chunk c's sum is one list node of the n inputs' provenance (a 0
 	// where an input has none), written rank by rank like the values: a
 	// quarter of the bytes of the n−1 sum nodes a chain would make.
-	ops := w.mem.provLists.getUnzeroed(C * n)
+	ops := w.mem.provLists.GetUnzeroed(C * n)
 	li := int64(len(w.provTab.lists))
 	w.provTab.lists = append(w.provTab.lists, provList{ops: ops, stride: C})
 	last := make([]ProvRef, C) // the one operand with provenance, or 0

@@ -11,7 +11,8 @@
 // snapshot recycling), ranks/findings (the finding record and a run's
 // log), ranks/cachealloc (PyTorch's caching allocator), ranks/gpu (the
 // hardware profiles, the kernel load model, the rates of kernels sharing a
-// GPU, the SM and exclusive-slot pools). The rest of World's state is one
+// GPU, the SM and exclusive-slot pools), ranks/slab (the containers a
+// world's memory is recycled with). The rest of World's state is one
 // type per concern, each declared in the file that owns it
 // (docs/architecture.md lists them).
 //

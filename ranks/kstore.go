@@ -1,5 +1,7 @@
 package ranks
 
+import "github.com/collsim/collsim/ranks/slab"
+
 // KernelStore is where a builder makes one rank's kernels when it expects
 // to drop them: a data-parallel replica's rank is built only for
 // [World.Fold] to check it against its proto's, and once folded its own
@@ -19,43 +21,9 @@ package ranks
 type KernelStore struct {
 	kernels []*KernelSpec
 	nk      int
-	instrs  reuse[Instr]
-	srcs    reuse[Src]
-	loads   reuse[Load]
-}
-
-// reuse hands out slices of T in order (see KernelStore).
-type reuse[T any] struct {
-	got [][]T
-	n   int
-}
-
-func (r *reuse[T]) get(n int) []T {
-	if n == 0 {
-		return nil
-	}
-	if r.n < len(r.got) && cap(r.got[r.n]) >= n {
-		x := r.got[r.n][:n]
-		clear(x)
-		r.n++
-		return x
-	}
-	x := fresh[T](n)
-	if r.n < len(r.got) {
-		r.got[r.n] = x
-	} else {
-		r.got = append(r.got, x)
-	}
-	r.n++
-	return x
-}
-
-// fresh is n new zero values of T (nil for none).
-func fresh[T any](n int) []T {
-	if n == 0 {
-		return nil
-	}
-	return make([]T, n)
+	instrs  slab.Seq[Instr]
+	srcs    slab.Seq[Src]
+	loads   slab.Seq[Load]
 }
 
 // Kernel returns a zero kernel. gen is the generator its previous holder
@@ -81,25 +49,25 @@ func (s *KernelStore) Kernel() (k *KernelSpec, gen InstrGen) {
 // Instrs returns n zero micro-ops (nil for none, as Srcs and Loads).
 func (s *KernelStore) Instrs(n int) []Instr {
 	if s == nil {
-		return fresh[Instr](n)
+		return slab.Fresh[Instr](n)
 	}
-	return s.instrs.get(n)
+	return s.instrs.Get(n)
 }
 
 // Srcs returns n zero sources.
 func (s *KernelStore) Srcs(n int) []Src {
 	if s == nil {
-		return fresh[Src](n)
+		return slab.Fresh[Src](n)
 	}
-	return s.srcs.get(n)
+	return s.srcs.Get(n)
 }
 
 // Loads returns n zero loads.
 func (s *KernelStore) Loads(n int) []Load {
 	if s == nil {
-		return fresh[Load](n)
+		return slab.Fresh[Load](n)
 	}
-	return s.loads.get(n)
+	return s.loads.Get(n)
 }
 
 // Reset makes everything handed out so far available again, to be handed
@@ -108,5 +76,8 @@ func (s *KernelStore) Reset() {
 	if s == nil {
 		return
 	}
-	s.nk, s.instrs.n, s.srcs.n, s.loads.n = 0, 0, 0, 0
+	s.nk = 0
+	s.instrs.Reset()
+	s.srcs.Reset()
+	s.loads.Reset()
 }

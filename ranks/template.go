@@ -233,8 +233,8 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	nw.Srcs.bufs, nw.Srcs.provs = &nw.bufs, &nw.provTab
 
 	// Memory: buffers, then what they point to.
-	bufs := nw.mem.bufs.get(len(w.bufs))
-	vals := nw.mem.vals.get(t.nVals)
+	bufs := nw.mem.bufs.Get(len(w.bufs))
+	vals := nw.mem.vals.Get(t.nVals)
 	nw.bufs = make([]*Buffer, len(w.bufs))
 	for i, b := range w.bufs {
 		nb := &bufs[i]
@@ -247,7 +247,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		nw.bufs[i] = nb
 	}
 	pads := make([]SignalPad, len(t.pads))
-	slots := nw.mem.slots.get(t.nSlots)
+	slots := nw.mem.slots.Get(t.nSlots)
 	for i, p := range t.pads {
 		n := len(p.Slots)
 		pads[i] = SignalPad{Name: p.Name, Rank: p.Rank, Slots: slots[:n:n]}
@@ -283,7 +283,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	// Programs: the kernels share the template's micro-ops, which are never
 	// written; a run resolves the buffers, pads and FIFOs they name to its
 	// own (World.bufOf, padOf, fifoOf). Generated kernels are rebound.
-	ks := nw.mem.kernels.get(len(t.kernels))
+	ks := nw.mem.kernels.Get(len(t.kernels))
 	nw.tPads = make([]*SignalPad, len(pads))
 	for i := range pads {
 		nw.tPads[i] = &pads[i]
@@ -315,7 +315,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 			nw.progs[r] = &Program{Streams: p.Streams, Events: p.Events, Ops: p.Ops, fold: p.fold}
 			continue
 		}
-		np := &Program{Streams: p.Streams, Events: p.Events, Ops: nw.mem.ops.get(len(p.Ops))}
+		np := &Program{Streams: p.Streams, Events: p.Events, Ops: nw.mem.ops.Get(len(p.Ops))}
 		copy(np.Ops, p.Ops)
 		for j, ki := range t.opKernel[r] {
 			if ki >= 0 {

@@ -110,7 +110,7 @@ func (t *provTable) node(r ProvRef) *Prov {
 // (arena.go).
 func (w *World) newProv(p Prov) ProvRef {
 	if len(w.provs) == 0 {
-		c := w.mem.provs.getUnzeroed(1 << provShift) // a node is written before its ref is handed out
+		c := w.mem.provs.GetUnzeroed(1 << provShift) // a node is written before its ref is handed out
 		w.provTab.chunks = append(w.provTab.chunks, c)
 		w.provs, w.provNext = c, ProvRef(len(w.provTab.chunks)-1)<<provShift+1
 	}

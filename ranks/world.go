@@ -186,7 +186,7 @@ func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
 		panic(fmt.Sprintf("ranks: buffer %q has %d chunks; at most %d", name, chunks, maxChunks))
 	}
 	if len(w.bufMem) == 0 {
-		w.bufMem = w.mem.bufs.get(256) // a DP=512 world allocates half a million
+		w.bufMem = w.mem.bufs.Get(256) // a DP=512 world allocates half a million
 	}
 	b := &w.bufMem[0] // zero
 	w.bufMem = w.bufMem[1:]
@@ -205,7 +205,7 @@ func (w *World) Alloc(rank int, name string, bytes int64, chunks int) *Buffer {
 // 512-rank ring allocates 1,024 buffers).
 func (w *World) chunkMem(n int) []Value {
 	if n > len(w.valMem) {
-		w.valMem = w.mem.vals.get(max(n, 4096))
+		w.valMem = w.mem.vals.Get(max(n, 4096))
 	}
 	v := w.valMem[:n:n]
 	w.valMem = w.valMem[n:]
@@ -222,7 +222,7 @@ func (w *World) allocShadows() {
 			n += len(b.Vals)
 		}
 	}
-	sh := w.mem.shadows.get(n)
+	sh := w.mem.shadows.Get(n)
 	for _, b := range w.bufs {
 		if b.sh == nil && !b.private {
 			k := len(b.Vals)
@@ -290,7 +290,7 @@ func (w *World) Run() (*Result, error) {
 	if w.mem == nil {
 		panic("ranks: World.Run called after Release")
 	}
-	w.raceSeen.Alloc, w.raceDedupe.Alloc = w.mem.races.get, w.mem.dedupes.get
+	w.raceSeen.Alloc, w.raceDedupe.Alloc = w.mem.races.Get, w.mem.dedupes.Get
 	w.ran = true
 	for r, p := range w.progs {
 		if p == nil {
@@ -354,7 +354,7 @@ func (w *World) Run() (*Result, error) {
 	if w.cfg.Mode == Graph {
 		tasks = (tasks + w.N) * w.cfg.Replays
 	}
-	w.tasks = w.mem.taskPtrs.get(tasks)[:0]
+	w.tasks = w.mem.taskPtrs.Get(tasks)[:0]
 	w.lz.on = w.cfg.Mode == Graph && !w.keepHistory && !w.cfg.Timeline
 	if w.lz.on {
 		w.lz.first = make([]int32, w.N*w.cfg.Replays)
@@ -554,7 +554,7 @@ func (w *World) newTask(r, i int, n node, p *Program, replay int32, base []int32
 // overwritten.
 func (w *World) epochs(n int) []epoch {
 	if len(w.epochSlab) < n {
-		w.epochSlab = w.mem.epochs.get(max(n, 3*128))
+		w.epochSlab = w.mem.epochs.Get(max(n, 3*128))
 	}
 	s := w.epochSlab[:0:n]
 	w.epochSlab = w.epochSlab[n:]
@@ -583,7 +583,7 @@ func (w *World) int32s(n int) []int32 {
 		}
 	}
 	if n > len(w.i32Slab) {
-		w.i32Slab = w.mem.i32.get(max(n, 1024))
+		w.i32Slab = w.mem.i32.Get(max(n, 1024))
 	}
 	s := w.i32Slab[:0:n]
 	w.i32Slab = w.i32Slab[n:]
@@ -594,7 +594,7 @@ func (w *World) int32s(n int) []int32 {
 // makes hundreds; one allocation each was a large part of its allocations).
 func (w *World) allocTask(t task) *task {
 	if len(w.taskSlab) == 0 {
-		w.taskSlab = w.mem.tasks.get(64)
+		w.taskSlab = w.mem.tasks.Get(64)
 	}
 	p := &w.taskSlab[0]
 	*p = t
