@@ -116,6 +116,7 @@ type builder struct {
 	probes                              []*cpuOp // collsim::record_stream annotations (validation/collsim_record.py)
 	probeStream                         map[*cpuOp]int64
 	replays                             int
+	emptyCaches                         int
 	hostOpsN                            int             // host operators on pinned memory (host.go)
 	opaqueAt                            map[int]float64 // an opaque graph launch (its number) → its host time
 	// bySeq holds the communicators whose calls are named by the process
@@ -423,6 +424,18 @@ func (b *builder) eager() error {
 				it.note = "cudaStreamSynchronize without a cuda_sync entry naming its stream: imported as a device sync"
 			}
 			items = append(items, it)
+		case c.name == "cudaFree" && b.opAt(c.ts, c.tid) == nil:
+			// The caching allocator calls cudaFree only when it gives
+			// memory back to the driver, having synchronized first; from
+			// outside any operator that is torch.cuda.empty_cache(). A run
+			// of them is one empty_cache. (A cudaFree inside an operator is
+			// a library's own, such as cuBLAS's cudaFree(0) at its first
+			// call: not the allocator's.)
+			if n := len(items); n > 0 && items[n-1].kind == scenarios.OpEmptyCache {
+				items[n-1].issue = c.end
+				continue
+			}
+			items = append(items, &item{kind: scenarios.OpEmptyCache, ts: c.ts, issue: c.end, stream: -1})
 		case c.name == "cudaDeviceSynchronize" || c.name == "cudaCtxSynchronize":
 			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, device: true})
 		case c.name == "cudaEventSynchronize":
@@ -841,6 +854,9 @@ func (b *builder) finish(items []*item) error {
 			}
 		case scenarios.OpAlloc, scenarios.OpRecordStream:
 			op.Name = it.tensorKey
+		case scenarios.OpEmptyCache:
+			b.emptyCaches++
+			op.Name, op.Stream = "empty_cache"+strconv.Itoa(b.emptyCaches), ""
 		case scenarios.OpFree:
 			op.Name, op.Stream = it.tensorKey, ""
 		case scenarios.OpSync:
