@@ -43,6 +43,9 @@ type item struct {
 	// are the capture's (addresses fixed then), never allocations of the
 	// step.
 	captured bool
+	// query: a cudaEventQuery, kept as a sync of the event's stream only
+	// where the recorded timing says it returned true (pair).
+	query bool
 	// opaque: the number of the graph launch, for the kernels of a replay
 	// whose capture is not in the trace (opaqueReplays gives them tensors).
 	opaque int
@@ -117,6 +120,7 @@ type builder struct {
 	probeStream                         map[*cpuOp]int64
 	replays                             int
 	emptyCaches                         int
+	queries                             int             // event queries that saw their event done
 	hostOpsN                            int             // host operators on pinned memory (host.go)
 	opaqueAt                            map[int]float64 // an opaque graph launch (its number) → its host time
 	// bySeq holds the communicators whose calls are named by the process
@@ -438,6 +442,8 @@ func (b *builder) eager() error {
 			items = append(items, &item{kind: scenarios.OpEmptyCache, ts: c.ts, issue: c.end, stream: -1})
 		case c.name == "cudaDeviceSynchronize" || c.name == "cudaCtxSynchronize":
 			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, device: true})
+		case c.name == "cudaEventQuery":
+			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: 0, recStream: -1, recCorr: -1, corr: c.corr, device: true, query: true})
 		case c.name == "cudaEventSynchronize":
 			it := &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1, corr: c.corr, device: true}
 			if len(syncs) > 0 {
@@ -829,6 +835,9 @@ func (b *builder) finish(items []*item) error {
 		if it.kind == scenarios.OpRecord && it.event == "" || it.kind == scenarios.OpWait && it.event == "" {
 			continue // a record no wait pairs with, or a wait with no record
 		}
+		if it.query && it.device {
+			continue // an event query that saw its event pending, or names none
+		}
 		op := scenarios.OpSpec{Kind: it.kind}
 		if knownStream(it.stream) && !it.device {
 			op.Stream = streamName(it.stream)
@@ -1130,6 +1139,9 @@ func (b *builder) pair(out []*item) error {
 			break
 		}
 		if rec < 0 {
+			if it.query {
+				continue
+			}
 			if it.kind == scenarios.OpSync {
 				// cudaEventSynchronize on an event recorded before the
 				// step: the host waited for something; kept as a device
@@ -1160,6 +1172,25 @@ func (b *builder) pair(out []*item) error {
 			p.notef("a wait at host time %.3f µs: the stream its event was recorded on is unknown: dropped", b.rel(it.ts))
 			continue
 		}
+		if it.query {
+			// torch.cuda.Event.query(): the trace does not say what it
+			// returned, but the recorded timing does. The event completed
+			// when the last work issued to its stream before the record
+			// ended (device times share the host's clock in the trace); a
+			// query that returned after that saw it done, and the host
+			// went on knowing it (a polling loop's last query). One before
+			// saw it pending and orders nothing.
+			done := math.Inf(-1)
+			for j := rec - 1; j >= 0; j-- {
+				if k := out[j]; k.act != nil && k.stream == r.stream {
+					done = max(done, k.act.ts+k.act.dur)
+				}
+			}
+			if it.issue < done {
+				continue
+			}
+			b.queries++
+		}
 		if it.kind == scenarios.OpSync {
 			// cudaEventSynchronize: the host waits for the record's stream.
 			it.stream, it.device, it.waitEvent = r.stream, false, -1
@@ -1174,6 +1205,9 @@ func (b *builder) pair(out []*item) error {
 			p.events = append(p.events, r.event)
 		}
 		it.event = r.event
+	}
+	if b.queries > 0 {
+		p.notef("%d cudaEventQuery calls returned after their event's work had ended in the recorded timing: each is taken as the host seeing the event done (a sync of its stream; a query before that orders nothing)", b.queries)
 	}
 	if guessedRec > 0 {
 		p.notef("%d event records: the trace does not say which stream they were recorded on (wait_on_stream is -1); each is taken to be the stream the host launched to last before it, other than the waiting stream (a guess)", guessedRec)

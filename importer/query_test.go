@@ -1,0 +1,68 @@
+package importer_test
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/collsim/collsim/importer"
+	"github.com/stretchr/testify/require"
+)
+
+// withSlowKernel rewrites the corpus trace name so that the last kernel
+// that started before its cudaEventQuery call runs until 100 µs after the
+// query, and writes it to a temporary file.
+func withSlowKernel(t *testing.T, name string) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(corpusTraces, name+".json.gz"))
+	require.NoError(t, err)
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	var tr map[string]any
+	require.NoError(t, json.NewDecoder(z).Decode(&tr))
+	evs := tr["traceEvents"].([]any)
+	var q map[string]any
+	for _, e := range evs {
+		m := e.(map[string]any)
+		if m["name"] == "cudaEventQuery" {
+			q = m
+		}
+	}
+	require.NotNil(t, q)
+	var k map[string]any
+	for _, e := range evs {
+		m := e.(map[string]any)
+		if m["cat"] == "kernel" && m["ts"].(float64) < q["ts"].(float64) && (k == nil || m["ts"].(float64) > k["ts"].(float64)) {
+			k = m
+		}
+	}
+	require.NotNil(t, k)
+	k["dur"] = q["ts"].(float64) + q["dur"].(float64) + 100 - k["ts"].(float64)
+	out := filepath.Join(t.TempDir(), name+".json")
+	b, err := json.Marshal(tr)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(out, b, 0o644))
+	return out
+}
+
+// torch.cuda.Event.query() polled until true orders what the host does
+// next after the event's work: the recorded timing tells a query that saw
+// the event done (it returned after the work ended) from one that saw it
+// pending. The same trace with the event's kernel running past the query
+// is a program whose host went on without knowing: aux's read races.
+func TestEventQueryReadsTheRecordedTiming(t *testing.T) {
+	const name = "EventQueryPollThenAux"
+	et := []string{filepath.Join(corpusTraces, name+".et.json.gz")}
+	res, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, name+".json.gz")}, ET: et})
+	require.NoError(t, err)
+	require.Contains(t, string(res.YAML), "1 cudaEventQuery calls returned after their event's work had ended")
+	require.Equal(t, "ok", dporVerdict(t, res))
+
+	res, err = importer.Import(importer.Options{Traces: []string{withSlowKernel(t, name)}, ET: et})
+	require.NoError(t, err)
+	require.NotContains(t, string(res.YAML), "cudaEventQuery calls returned after")
+	require.Equal(t, "corruption", dporVerdict(t, res))
+}
