@@ -289,6 +289,13 @@ func (n *exprNode) eval(env exprEnv) (int64, error) {
 		}
 		var t int64
 		if n.name == "gemm" {
+			// Its products in floating point first: m·k·n and the
+			// operands' bytes overflow int64 long before a time does
+			// not fit (gemm(2^40, 2^40, 2^40) came out as 19.5 µs).
+			m, k, nn := float64(a[0]), float64(a[1]), float64(a[2])
+			if 2*m*k*nn/env.hw.FLOPs*1e9 > MaxTensorBytes || 2*(m*k+k*nn+m*nn) > 1<<62 {
+				return 0, fmt.Errorf("%w: gemm(%d, %d, %d) takes longer than %d ns", errExprRange, a[0], a[1], a[2], int64(MaxTensorBytes))
+			}
 			t = int64(env.hw.GEMMTime(a[0], a[1], a[2]))
 		} else {
 			t = int64(env.hw.KStart + ranks.Bytes(a[0], env.hw.HBM))
