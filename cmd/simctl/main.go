@@ -35,9 +35,15 @@ func main() {
 
 // run is main without the process: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	cmd := newRoot(stdout, stderr)
+	out := &errWriter{w: stdout}
+	cmd := newRoot(out, stderr)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
+	if out.err != nil && (err == nil || errors.Is(err, errUnmet)) {
+		// A result that did not reach its reader is no result (a full
+		// disk, a closed pipe): exit 2, whatever the verdict.
+		err = usageError{fmt.Errorf("writing the output: %w", out.err)}
+	}
 	switch {
 	case err == nil:
 		return 0
@@ -52,4 +58,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "simctl:", escapeControls(err.Error(), true))
 		return 2
 	}
+}
+
+// errWriter keeps the first error of the writes to w and drops the rest:
+// commands print with fmt.Fprint*, which return errors nobody checks, and
+// run reads err once the command is done.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }

@@ -77,6 +77,9 @@ func paletteFor(w io.Writer) palette {
 	if _, set := os.LookupEnv("NO_COLOR"); set {
 		return palette{}
 	}
+	if ew, ok := w.(*errWriter); ok { // run's stdout (main.go)
+		w = ew.w
+	}
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return palette{}
