@@ -175,8 +175,15 @@ func (g *guard) filter(b []byte) (int, error) {
 		g.lines(b, 0, max(i, 0))
 		return 0, g.failAt(b, i, "the input is larger than %s (decompressed); raise --max-trace-bytes to read it", scenarios.FormatBytes(lim.MaxBytes))
 	}
-	w := 0
-	for i := 0; i < len(b); {
+	w, i := 0, 0
+	if g.in == 0 && bytes.HasPrefix(b, []byte("\ufeff")) {
+		// A UTF-8 byte order mark, which some editors write: not JSON,
+		// and no part of the first key.
+		g.cuts = append(g.cuts, cut{0, 3})
+		i = 3
+		g.lineStart = 3
+	}
+	for i < len(b) {
 		c := b[i]
 		if g.str {
 			// Jump to the next quote or backslash.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -12,11 +14,21 @@ import (
 // (a rename is atomic only within one file system), written, synced,
 // renamed over path, and the directory synced so the rename itself
 // survives a crash.
+//
+// A path that is a symbolic link is written through: the file it names
+// is replaced and the link kept. A file replaced keeps its permission
+// bits (a new one gets 0644). A path that is not a regular file (a FIFO,
+// a device, a directory) is refused before anything is written. Errors
+// name path, never the temporary file.
 func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	target, mode, err := outputTarget(path)
 	if err != nil {
 		return err
+	}
+	dir := filepath.Dir(target)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
 	}
 	name := tmp.Name()
 	defer func() {
@@ -26,21 +38,89 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
+		return fmt.Errorf("sync %s: %w", path, pathErr(err))
 	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
+	if err = tmp.Chmod(mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
 	}
-	if err = os.Rename(name, path); err != nil {
-		return err
+	if err = os.Rename(name, target); err != nil {
+		return fmt.Errorf("write %s: %w", path, pathErr(err))
 	}
 	syncDir(dir)
+	return nil
+}
+
+// outputTarget is the file an output path names, after symbolic links,
+// and the mode a file written there gets: an existing file's own
+// permission bits, else 0644. Anything but a regular file is refused.
+func outputTarget(path string) (string, fs.FileMode, error) {
+	target := path
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	} else if l, lerr := os.Readlink(path); lerr == nil {
+		// A dangling link: write the file it names.
+		if !filepath.IsAbs(l) {
+			l = filepath.Join(filepath.Dir(path), l)
+		}
+		target = l
+	}
+	st, err := os.Stat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return target, 0o644, nil
+	case err != nil:
+		return "", 0, fmt.Errorf("write %s: %w", path, pathErr(err))
+	case !st.Mode().IsRegular():
+		return "", 0, fmt.Errorf("write %s: %w (%s); want a path for a regular file", path, errNotRegular, st.Mode().Type())
+	}
+	return target, st.Mode().Perm(), nil
+}
+
+// pathErr is err without the path an *fs.PathError or *os.LinkError
+// names (a temporary file's): the caller names the output instead.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// checkOutputs refuses an output path that is one of the inputs: the same
+// file after links (os.SameFile: symbolic and hard links both), or the
+// same path. outputs and inputs are paths; "" and "-" (standard input or
+// output) are skipped. flag names the output's flag in the message.
+func checkOutputs(flag string, outputs []string, inputs []string) error {
+	for _, o := range outputs {
+		if o == "" || o == "-" || o == stdinPath {
+			continue
+		}
+		ost, oerr := os.Stat(o)
+		for _, in := range inputs {
+			if in == "" || in == "-" || in == stdinPath {
+				continue
+			}
+			same := filepath.Clean(o) == filepath.Clean(in)
+			if !same && oerr == nil {
+				if ist, err := os.Stat(in); err == nil {
+					same = os.SameFile(ost, ist)
+				}
+			}
+			if same {
+				return usagef("%s %s is the input %s: writing it would destroy what is read; name another file", flag, quoteName(o), quoteName(in))
+			}
+		}
+	}
 	return nil
 }
 

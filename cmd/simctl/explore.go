@@ -87,6 +87,9 @@ expectation, 1 when it does not, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			f.budgetSet = c.Flags().Changed("budget")
+			if err := checkOutputs("--witness, --checkpoint:", []string{f.witness, f.checkpoint}, args); err != nil {
+				return err
+			}
 			return runExplore(stdout, stderr, args[0], f, c.Flags().Changed("seed"))
 		},
 	}

@@ -43,6 +43,9 @@ Exit status 0 when the file was written, 2 on unreadable input
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			o.Traces = args
+			if err := checkOutputs("-o", []string{out}, append(append([]string{}, args...), o.ET...)); err != nil {
+				return err
+			}
 			o.Limits = lim
 			if lim.MaxEvents < 1 || lim.MaxKept < 1 {
 				return usagef("--max-events %d --max-kept %d: want at least 1", lim.MaxEvents, lim.MaxKept)

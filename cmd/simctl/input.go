@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -66,8 +67,11 @@ func readFile(path, what string, limit int64) ([]byte, error) {
 }
 
 // readScenario reads a scenario file, at most scenarios.MaxFileBytes.
+// A UTF-8 byte order mark, which some editors write first, is dropped: it
+// read as part of the first key.
 func readScenario(path string) ([]byte, error) {
-	return readFile(path, "scenario", scenarios.MaxFileBytes)
+	data, err := readFile(path, "scenario", scenarios.MaxFileBytes)
+	return bytes.TrimPrefix(data, []byte("\ufeff")), err
 }
 
 // witnessScenarioReader returns the ReadFunc for the scenario a witness

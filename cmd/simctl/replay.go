@@ -46,6 +46,9 @@ finding persists, writes the smaller witness (to --out, default FILE with
   simctl replay /tmp/w.min.json --html /tmp/r.html`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if err := checkOutputs("--out, --trace, --html:", []string{f.out, f.files.trace, f.files.html}, args); err != nil {
+				return err
+			}
 			return runReplay(stdout, args[0], f)
 		},
 	}

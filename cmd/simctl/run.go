@@ -44,6 +44,9 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 		ValidArgsFunction: completeScenarios,
 		RunE: func(c *cobra.Command, args []string) error {
 			f.budgetSet = c.Flags().Changed("budget")
+			if err := checkOutputs("--witness, --trace, --html:", []string{f.witness, f.out.trace, f.out.html}, args); err != nil {
+				return err
+			}
 			return runScenario(stdout, args[0], f)
 		},
 	}
