@@ -17,7 +17,6 @@ var knownMiss = map[string]string{
 	"RecordStreamWrongStream": "the importer writes record_stream on the stream the recorder's probe names (TestRecordStreamProbeNamesTheStream), but the model hands a block freed after record_stream out again only at a host sync, not once the recorded stream's work is done (issue 27, item 4), so the reuse the GPU showed never happens in the simulation",
 	"ThreeStreamsOneRecorded": "as RecordStreamWrongStream: the free is deferred past the step, so the second reader's use after free cannot happen in the simulation",
 	"HalvesDisjoint":          "aux reads one half of x while main writes the other: the importer names whole storages, not the byte ranges of views, so the two look like one tensor",
-	"ThreadHandoffNoEvent":    "the producer thread was started inside the recorded region: the profiler recorded its launches but none of its operators, so its kernel touches nothing named",
 	"WarmGraphInternalFree":   "the race is inside a CUDA graph captured before the recorded region: the replay's kernels are opaque",
 }
 

@@ -120,6 +120,7 @@ type builder struct {
 	probeStream                         map[*cpuOp]int64
 	replays                             int
 	emptyCaches                         int
+	orphanRf                            int64           // keys given to linked orphan operators in et (below every ET key)
 	queries                             int             // event queries that saw their event done
 	hostOpsN                            int             // host operators on pinned memory (host.go)
 	opaqueAt                            map[int]float64 // an opaque graph launch (its number) → its host time
@@ -380,6 +381,7 @@ func (b *builder) eager() error {
 		b.live, b.byAddr, b.claimed, b.uses = map[int64]*liveTensor{}, map[string]int64{}, map[*memEvent]bool{}, map[string][]int64{}
 	}
 	var items []*item
+	var orphans []orphanLaunch
 	for _, c := range rt.calls {
 		if c.capture || c.capIdx >= 0 {
 			continue // made at capture: a replay issues it (inlineReplay)
@@ -407,9 +409,14 @@ func (b *builder) eager() error {
 				// A launch with no External id: the innermost op around it.
 				op = b.opAt(c.ts, c.tid)
 			}
+			var its []*item
 			for _, a := range work {
-				items = append(items, &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.end, stream: a.stream, act: a, op: op, coll: b.commAt(c.ts, c.tid)})
+				its = append(its, &item{kind: scenarios.OpKernel, ts: c.ts, issue: c.end, stream: a.stream, act: a, op: op, coll: b.commAt(c.ts, c.tid)})
 			}
+			if op == nil && c.tid != rt.tid {
+				orphans = append(orphans, orphanLaunch{c, its})
+			}
+			items = append(items, its...)
 		case strings.HasPrefix(c.name, "cudaEventRecord"):
 			items = append(items, &item{kind: scenarios.OpRecord, ts: c.ts, issue: c.end, stream: -1, corr: c.corr})
 		case c.name == "cudaStreamWaitEvent":
@@ -452,6 +459,7 @@ func (b *builder) eager() error {
 			items = append(items, it)
 		}
 	}
+	b.linkOrphans(orphans)
 	return b.finish(append(items, b.hostOps(items)...))
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -42,6 +43,14 @@ type ETOp struct {
 	// a Python number wrapped as a CPU tensor of one element, or a Double
 	// or Scalar argument. A CUDA graph freezes them at capture.
 	HostScalars int
+	// Orphan marks an operator of a host thread none of whose operators
+	// the importer asked for: the profiler recorded that thread's launches
+	// but not its operators (a thread the program started inside the
+	// recorded region). Such operators are in ReadET's map under negative
+	// keys, -1 - their place in the trace; Root is the thread's root node
+	// and Node the operator's node id, which orders a thread's operators.
+	Orphan     bool
+	Root, Node int64
 	// CommSeq is the process group's sequence number of the collective
 	// this operator (c10d::allreduce_, …) issued: its record_param_comms
 	// child's second input, the (seq, isP2P) tuple RECORD_PARAM_COMMS
@@ -100,6 +109,11 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 	idOf := map[int64]int64{}  // wanted rf → node id
 	seqOf := map[int64]int64{} // node id → its record_param_comms child's sequence number
 	seen := false
+	// For orphans: every node's parent and the thread roots, within bounds.
+	const maxTracked, maxOrphans = 1 << 21, 1 << 12
+	parent := map[int64]int64{}
+	roots := map[int64]bool{}
+	var cands []*ETOp
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
@@ -152,11 +166,24 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 					}
 				}
 			}
-			if rf < 0 || (want != nil && !want[rf]) {
+			if parent != nil {
+				if len(parent) >= maxTracked {
+					parent, cands = nil, nil
+				} else {
+					parent[n.ID] = n.Parent
+					if strings.HasPrefix(n.Name, "[pytorch|profiler|execution_trace|thread]") {
+						roots[n.ID] = true
+					}
+				}
+			}
+			wanted := rf >= 0 && (want == nil || want[rf])
+			if !wanted && (want == nil || parent == nil || len(cands) >= maxOrphans || strings.HasPrefix(n.Name, "[")) {
 				continue
 			}
-			op := &ETOp{Name: n.Name, CommSeq: -1}
-			idOf[rf] = n.ID
+			op := &ETOp{Name: n.Name, CommSeq: -1, Node: n.ID}
+			if wanted {
+				idOf[rf] = n.ID
+			}
 			op.HostScalars = hostScalars(n.Inputs)
 			for _, v := range n.Inputs.Values {
 				op.Inputs = tensors(v, op.Inputs, 0)
@@ -174,6 +201,12 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			for _, v := range n.Outputs.Values {
 				op.HostWrites = hostTensors(v, op.HostWrites, 0)
 			}
+			if !wanted {
+				if len(op.Inputs)+len(op.Outputs) > 0 {
+					cands = append(cands, op)
+				}
+				continue
+			}
 			out[rf] = op
 		}
 		if _, err := dec.Token(); err != nil {
@@ -188,7 +221,70 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			out[rf].CommSeq = seq
 		}
 	}
+	orphans(out, idOf, parent, roots, cands)
 	return out, nil
+}
+
+// orphans adds to out, under keys -1, -2, …, the outermost operators with
+// CUDA tensors of every host thread that holds none of the operators
+// wanted: what a thread the profiler saw launch but recorded no operators
+// for ran, in node order per thread, threads in order of their roots.
+func orphans(out map[int64]*ETOp, idOf map[int64]int64, parent map[int64]int64, roots map[int64]bool, cands []*ETOp) {
+	if parent == nil || len(cands) == 0 {
+		return
+	}
+	rootOf := func(id int64) (int64, []int64) {
+		var chain []int64
+		for d := 0; d < 256; d++ {
+			if roots[id] {
+				return id, chain
+			}
+			p, ok := parent[id]
+			if !ok || p == id {
+				return -1, chain
+			}
+			chain = append(chain, p)
+			id = p
+		}
+		return -1, chain
+	}
+	busy := map[int64]bool{}
+	for _, id := range idOf {
+		if r, _ := rootOf(id); r >= 0 {
+			busy[r] = true
+		}
+	}
+	isCand := map[int64]bool{}
+	for _, c := range cands {
+		isCand[c.Node] = true
+	}
+	var keep []*ETOp
+	for _, c := range cands {
+		r, chain := rootOf(c.Node)
+		if r < 0 || busy[r] {
+			continue
+		}
+		outer := true
+		for _, a := range chain {
+			if isCand[a] {
+				outer = false
+				break
+			}
+		}
+		if outer {
+			c.Orphan, c.Root = true, r
+			keep = append(keep, c)
+		}
+	}
+	sort.Slice(keep, func(i, j int) bool {
+		if keep[i].Root != keep[j].Root {
+			return keep[i].Root < keep[j].Root
+		}
+		return keep[i].Node < keep[j].Node
+	})
+	for i, c := range keep {
+		out[int64(-1-i)] = c
+	}
 }
 
 // inPlace reports whether an operator's name says it writes its first

@@ -1,0 +1,77 @@
+package importer
+
+import "sort"
+
+// orphanLaunch is a launch from a host thread other than the step's with
+// no operator around it in the trace.
+type orphanLaunch struct {
+	c   *call
+	its []*item
+}
+
+// linkOrphans gives operators to the launches of host threads whose
+// operators the profiler did not record. The profiler records a thread's
+// operators only if the thread existed when profiling began; a thread the
+// program starts inside the recorded region shows its CUDA runtime calls
+// (CUPTI sees every thread) but no operator, while the execution trace
+// holds its operators under a thread root of their own (ReadET's orphans).
+// Threads are paired in order (the trace's by their first launch, the
+// execution trace's by their root), and a thread's launches with its
+// operators in order, only where every pair holds as many launches as
+// operators; otherwise nothing is linked and a note says so.
+func (b *builder) linkOrphans(ls []orphanLaunch) {
+	if len(ls) == 0 {
+		return
+	}
+	var ets []*ETOp
+	for k, op := range b.et {
+		if k < 0 && op.Orphan {
+			ets = append(ets, op)
+		}
+	}
+	sort.Slice(ets, func(i, j int) bool {
+		if ets[i].Root != ets[j].Root {
+			return ets[i].Root < ets[j].Root
+		}
+		return ets[i].Node < ets[j].Node
+	})
+	var etGroups [][]*ETOp
+	for i, op := range ets {
+		if i == 0 || op.Root != ets[i-1].Root {
+			etGroups = append(etGroups, nil)
+		}
+		etGroups[len(etGroups)-1] = append(etGroups[len(etGroups)-1], op)
+	}
+	var order []ID
+	byTid := map[ID][]orphanLaunch{}
+	for _, l := range ls {
+		if _, ok := byTid[l.c.tid]; !ok {
+			order = append(order, l.c.tid)
+		}
+		byTid[l.c.tid] = append(byTid[l.c.tid], l)
+	}
+	ok := len(order) == len(etGroups)
+	for i := 0; ok && i < len(order); i++ {
+		ok = len(byTid[order[i]]) == len(etGroups[i])
+	}
+	if !ok {
+		b.p.notef("%d kernel launches from %d host threads with no operator in the trace (threads started inside the recorded region: the profiler records no operators for them): they touch nothing the importer can name; start such threads before recording", len(ls), len(order))
+		return
+	}
+	if b.orphanRf == 0 {
+		b.orphanRf = -1 << 40 // below ReadET's orphan keys
+	}
+	for i, tid := range order {
+		for j, l := range byTid[tid] {
+			eo := etGroups[i][j]
+			b.orphanRf--
+			rf := b.orphanRf
+			b.et[rf] = eo
+			op := &cpuOp{idx: -1, tid: tid, name: eo.Name, cat: "cpu_op", ts: l.c.ts, end: l.c.end, ext: -1, rf: rf, seq: -1, peer: -1, groupRank: -1}
+			for _, it := range l.its {
+				it.op = op
+			}
+		}
+	}
+	b.p.notef("%d kernel launches from %d host threads whose operators the profiler did not record (threads started inside the recorded region) are matched to the execution trace's operators of those threads in order (a guess; start such threads before recording to know)", len(ls), len(order))
+}
