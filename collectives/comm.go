@@ -27,16 +27,62 @@ type Comm struct {
 	HW        ranks.Profile
 	// ImplicitOrder is NCCL_LAUNCH_ORDER_IMPLICIT (NCCL ≥ 2.26): kernels of
 	// every communicator with the option run in host program order on a GPU,
-	// not only those of one communicator (usage/communicators.rst).
+	// not only those of one communicator (usage/communicators.rst). NCCL
+	// makes the next launch wait on the GPU's launchOrder strong stream
+	// (src/enqueue.cc ncclLaunchPrepare, "userStream[0] waits on per-device
+	// (context) launchOrder"), which ncclLaunchFinish advances to either the
+	// kernel's completion (ncclImplicitOrderSerial) or, with CUDA runtime
+	// and driver ≥ 12.3 and not capturing under a driver < 12.9, to its
+	// launch-completion event (ncclImplicitOrderLaunch:
+	// CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT in ncclLaunchKernel; see
+	// getImplicitOrder). The model is the serial mode: the next kernel waits
+	// for the previous one to complete. In the launch mode a kernel waits
+	// only for the previous one to start, so with co-resident kernels
+	// ([Comm.Coresident]) host orders that differ across ranks can complete
+	// there where the model hangs; NCCL's documentation calls such orders
+	// the user's error either way ("users must ensure the order of
+	// host-side launches matches for all devices").
 	ImplicitOrder bool
 	// GraphUnordered drops the communicator's launch order inside CUDA
 	// graphs: kernels captured on different streams get no edge from it,
-	// so replays are not serialized across streams. That is RCCL's graph
-	// path (rocm/rccl #2179: the launchOrder strong stream is bypassed when
-	// capturing; 4 streams replaying graphs on one communicator deadlock).
-	// NCCL itself orders captured kernels too (src/enqueue.cc
-	// ncclLaunchPrepare under capture; NCCL_GRAPH_STREAM_ORDERING, env.rst).
+	// so graphs replayed on different streams are not serialized. That is
+	// RCCL's graph path: GRAPH_MIXING_SUPPORT defaults to 0 there
+	// (rccl src/misc/strongstream.cc NCCL_PARAM(GraphMixingSupport), 0 at
+	// commit 0cbce2a; NVIDIA's default is 1, env.rst), so a captured
+	// graph's first NCCL node does not wait on the strong stream's
+	// serialEvent that orders graph launches (NCCL src/misc/strongstream.cc
+	// ncclStrongStreamAcquire: "First dependency is to wait on serialEvent"
+	// only when mixing). rocm/rccl #2179: graphs sharing one communicator
+	// replayed from four streams deadlock. NCCL itself orders captured
+	// kernels of one communicator within a graph (the capture stream of the
+	// strong stream) and across graphs (serialEvent), unless
+	// NCCL_GRAPH_STREAM_ORDERING=0 hands that to the application (env.rst).
+	// What the model does not do: two unordered kernels of one communicator
+	// on one GPU still run one at a time here (they share the exclusive
+	// slot), each GPU taking them in its own order, so cross-paired calls
+	// of one shape finish with each other's data (corruption, mismatch). On
+	// hardware both kernels can be resident at once and race on the
+	// channels' state (channels[].workCounter, conn->step, per #2179): over
+	// a proxy-driven (network) transport the proxy's step count and the
+	// GPU's diverge and every later call waits forever; over P2P the calls
+	// may finish with wrong data.
 	GraphUnordered bool
+	// Coresident lets NCCL kernels of this communicator run on a GPU while
+	// another communicator's do, when the SMs hold both (the nccl-coresident
+	// knob). Off, every NCCL kernel of the GPU shares one exclusive slot:
+	// CUDA guarantees no forward progress between kernels of different
+	// streams, so a spinning NCCL kernel may keep another from starting
+	// (NVIDIA/nccl #574: "CUDA gives no forward progress guarantees";
+	// usage/communicators.rst: before NCCL 2.26 the operations of every
+	// communicator had to be in one global order "otherwise deadlocks could
+	// ensue"). On, a GPU runs them together, as NCCL ≥ 2.26 with CUDA ≥ 12.3
+	// lets implicitly ordered communicators do ("permits parallel execution
+	// of the two communicator's kernels", usage/communicators.rst). Kernels
+	// of one communicator never run together either way: they share its
+	// channels and connections (NCCL serializes them on its strong stream,
+	// src/enqueue.cc ncclLaunchPrepare; see [Comm.GraphUnordered] for where
+	// it does not).
+	Coresident bool
 	// WorkspaceChunks and PadSlots size the symmetric workspace and signal
 	// pad when set before the first call (defaults: the tensor chunk count
 	// and one block's slots); all-gather and all-to-all need group size ×
@@ -163,7 +209,7 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 	case NCCL:
 		k.Gen = c.ring(i, in, out)
 		k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
-		k.Exclusive = NCCLExclusive
+		k.Exclusive = c.exclusive()
 	case Multimem, P2POneShot:
 		k.Gen = c.oneShot(i, call, s, in, out)
 	case NCCLTree, MultimemTwoShot, P2PTwoShot:

@@ -153,7 +153,7 @@ func (c *Comm) Collective(rank int, call Call) (*ranks.KernelSpec, error) {
 	switch call.Strategy {
 	case NCCL, NCCLTree:
 		k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
-		k.Exclusive = NCCLExclusive
+		k.Exclusive = c.exclusive()
 		if call.Strategy == NCCLTree {
 			k.Instrs = c.treeAllReduce(i, call)
 		} else {
@@ -176,6 +176,16 @@ func (c *Comm) Collective(rank int, call Call) (*ranks.KernelSpec, error) {
 	return k, nil
 }
 
+// exclusive is the [ranks.KernelSpec.Exclusive] key of the communicator's
+// NCCL kernels: one slot per GPU ([NCCLExclusive]), or with
+// [Comm.Coresident] one slot per communicator on the GPU.
+func (c *Comm) exclusive() string {
+	if c.Coresident {
+		return NCCLExclusive + ":" + c.Name
+	}
+	return NCCLExclusive
+}
+
 // NCCLExclusive is the [ranks.KernelSpec.Exclusive] key of NCCL kernels: CUDA
 // does not guarantee that kernels of different streams are co-resident, and
 // an NCCL kernel spins on its peers for its whole run, so the model takes the
@@ -185,9 +195,14 @@ func (c *Comm) Collective(rank int, call Call) (*ranks.KernelSpec, error) {
 const NCCLExclusive = "nccl-kernel"
 
 // orderKey is the NCCL ordering domain of the communicator: its own strong
-// stream (src/enqueue.cc ncclLaunchPrepare), or, with ImplicitOrder
+// stream (src/enqueue.cc ncclLaunchPrepare: the launch stream waits on
+// comm->sharedRes->deviceStream, and ncclLaunchFinish advances
+// deviceStream to the kernel's finishedEvent, so each kernel of the
+// communicator waits for the previous one to complete, whatever user
+// stream either was issued on), or, with ImplicitOrder
 // (NCCL_LAUNCH_ORDER_IMPLICIT, NCCL ≥ 2.26), one domain for every
-// communicator of the GPU, ordered by host program order.
+// communicator of the GPU, ordered by host program order (the serial mode:
+// see [Comm.ImplicitOrder]).
 func (c *Comm) orderKey() string {
 	if c.ImplicitOrder {
 		return "nccl:implicit"

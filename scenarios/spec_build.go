@@ -93,6 +93,7 @@ func (s lower) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 		cm.ImplicitOrder = cfg.NCCLOrder == "implicit"
 		cm.StreamGuard = cfg.SymmGuard == "on"
 		cm.GraphUnordered = cfg.NCCLOrder == "graph-unordered"
+		cm.Coresident = cfg.NCCLCoresident == "on"
 		out[c.Name] = cm
 	}
 	return out, nil

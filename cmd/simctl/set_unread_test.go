@@ -10,7 +10,7 @@ import (
 // bad input (exit 2) in run, explore and show, and the message names the
 // knob, the form and the knobs the form reads.
 func TestSetUnreadKnob(t *testing.T) {
-	const want = `knob "placement" is not read by scenario symm-pad-aliasing's form (programs), so it would change nothing; knobs it reads: arch, budget, chunks, jitter, mode, nccl-order, pad, replays, seed, sms, strategy, symm-guard, tp, workspace`
+	const want = `knob "placement" is not read by scenario symm-pad-aliasing's form (programs), so it would change nothing; knobs it reads: arch, budget, chunks, jitter, mode, nccl-coresident, nccl-order, pad, replays, seed, sms, strategy, symm-guard, tp, workspace`
 	for _, cmd := range []string{"run", "explore", "show"} {
 		t.Run(cmd, func(t *testing.T) {
 			code, stdout, stderr := simctl(t, cmd, "symm-pad-aliasing", "--set", "placement=buggy")

@@ -29,7 +29,7 @@ var formKnobs = map[string][]string{
 // programs read.
 var (
 	graphOpsKnobs = []string{"mode", "replays", "phase", "strategy", "workspace", "symm-guard", "placement"}
-	programKnobs  = []string{"mode", "replays", "strategy", "workspace", "symm-guard", "nccl-order"}
+	programKnobs  = []string{"mode", "replays", "strategy", "workspace", "symm-guard", "nccl-order", "nccl-coresident"}
 )
 
 // UsedKnobs is the set of knobs s's form reads.

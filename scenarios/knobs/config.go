@@ -35,6 +35,9 @@ type Config struct {
 	// Knobs of the collective-family scenarios (family_knobs.go).
 	Issue     string `json:"issue,omitempty"`
 	NCCLOrder string `json:"nccl_order,omitempty"`
+	// NCCLCoresident is "on" where NCCL kernels of different communicators
+	// may run together on a GPU (collectives.Comm.Coresident).
+	NCCLCoresident string `json:"nccl_coresident,omitempty"`
 	// SymmGuard is "on" for PyTorch's GroupStreamGuard (symmguard.go).
 	SymmGuard string `json:"symm_guard,omitempty"`
 	Blocks    int    `json:"blocks,omitempty"`

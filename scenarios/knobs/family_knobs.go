@@ -9,6 +9,8 @@ func init() {
 			[]string{"consistent", "swapped", "count-differs", "op-differs", "host-opposite", "skipped"}, func(c *Config) *string { return &c.Issue }),
 		enumKnob("nccl-order", "NCCL launch order: per-comm (each communicator's kernels in host issue order, eager and captured: NCCL's strong stream, src/enqueue.cc), implicit (NCCL_LAUNCH_ORDER_IMPLICIT, NCCL ≥ 2.26: host program order across communicators), or graph-unordered (per-comm when eager, none inside a CUDA graph: RCCL's graph path, rocm/rccl #2179)",
 			[]string{"per-comm", "implicit", "graph-unordered"}, func(c *Config) *string { return &c.NCCLOrder }),
+		enumKnob("nccl-coresident", "NCCL kernels of different communicators on one GPU: off (one NCCL kernel at a time per GPU, the worst case CUDA allows: no forward-progress guarantee between streams) or on (they run together when the GPU's SMs hold them all; a communicator's own kernels still one at a time, sharing its channels)",
+			[]string{"off", "on"}, func(c *Config) *string { return &c.NCCLCoresident }),
 		intKnob("sms", "streaming multiprocessors per GPU for kernel residency (unset: the hardware profile's count); spinning kernels hold their blocks' SMs while resident", 1, 1<<16, func(c *Config) *int { return &c.SMs }),
 		intKnob("blocks", "grid size (thread blocks) of the second symmetric-memory call", 1, 64, func(c *Config) *int { return &c.Blocks }),
 		enumKnob("engines", "TensorRT engine partition: fused (large graph, Myelin fuses the collective into a ForeignNode), standalone (collectives alone in their engines), workaround (collectives run in PyTorch: torch_executed_ops), per-layer (one engine per layer, collectives fused with GEMMs), keep-standalone (each collective in an engine of its own), myelin-fixed (hypothetical: Myelin maps fused collectives), ideal (hypothetical: that, and every collective engine multi-device)",
@@ -20,7 +22,7 @@ func init() {
 // knobs they set.
 func (c *Config) familySummary() string {
 	s := fmt.Sprintf("tp=%d arch=%s mode=%s strategy=%s", c.TP, c.Arch, c.Mode, c.Strategy)
-	for _, kv := range [][2]string{{"issue", c.Issue}, {"nccl-order", c.NCCLOrder}, {"engines", c.Engines}} {
+	for _, kv := range [][2]string{{"issue", c.Issue}, {"nccl-order", c.NCCLOrder}, {"nccl-coresident", c.NCCLCoresident}, {"engines", c.Engines}} {
 		if kv[1] != "" {
 			s += " " + kv[0] + "=" + kv[1]
 		}
