@@ -197,7 +197,7 @@ func scanFile(path string, lim Limits, meta *Meta, visit func(*Event) error) err
 func Scan(r io.Reader, file string, visit func(*Event) error) error {
 	g := guarded(r, file)
 	err := scan(g, file, nil, visit)
-	if err != nil && g.err != nil {
+	if err != nil && g.err != nil && g.delivered {
 		return g.err
 	}
 	return err

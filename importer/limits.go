@@ -112,6 +112,10 @@ type guard struct {
 	cuts []cut
 	base int64
 
+	// delivered: the decoder was handed err (it stopped there); until
+	// then a malformed value before the limit is what the file's error is.
+	delivered bool
+
 	rec     bool  // a record is being decoded
 	recFrom int64 // the handed-on offset it started at
 }
@@ -119,7 +123,19 @@ type guard struct {
 type cut struct{ at, n int64 }
 
 func newGuard(r io.Reader, file string, lim Limits) *guard {
-	return &guard{r: r, file: file, lim: lim.orDefault(), line: 1}
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 1<<16)
+	}
+	g := &guard{r: br, file: file, lim: lim.orDefault(), line: 1}
+	// A UTF-8 byte order mark, which some editors write first: not JSON,
+	// and no part of the first key. Peek reads across gzip members.
+	if head, _ := br.Peek(3); bytes.Equal(head, []byte("\ufeff")) {
+		_, _ = br.Discard(3)
+		g.cuts = append(g.cuts, cut{0, 3})
+		g.in, g.lineStart = 3, 3
+	}
+	return g
 }
 
 // fail records the limit passed at the current position.
@@ -149,13 +165,20 @@ func (g *guard) fileOffset(off int64) int64 {
 
 func (g *guard) Read(p []byte) (int, error) {
 	if g.err != nil {
+		g.delivered = true
 		return 0, g.err
 	}
 	for {
 		n, rerr := g.r.Read(p)
-		k, err := g.filter(p[:n])
-		if err != nil {
-			return 0, err
+		k := g.filter(p[:n])
+		if g.err != nil {
+			// The bytes before the limit go on: a malformed value in them
+			// is the first problem of the file, whatever the reads' sizes.
+			if k > 0 {
+				return k, nil
+			}
+			g.delivered = true
+			return 0, g.err
 		}
 		if k > 0 || rerr != nil {
 			if rerr == io.EOF && (g.str || g.depth > 0) {
@@ -167,41 +190,45 @@ func (g *guard) Read(p []byte) (int, error) {
 }
 
 // filter checks b, compacts it in place (dropping cut whitespace) and
-// returns the bytes kept.
-func (g *guard) filter(b []byte) (int, error) {
+// returns the bytes kept. At a limit it sets g.err and keeps only the
+// bytes before it.
+func (g *guard) filter(b []byte) int {
 	lim := &g.lim
-	if g.in+int64(len(b)) > lim.MaxBytes {
-		i := int(lim.MaxBytes - g.in)
-		g.lines(b, 0, max(i, 0))
-		return 0, g.failAt(b, i, "the input is larger than %s (decompressed); raise --max-trace-bytes to read it", scenarios.FormatBytes(lim.MaxBytes))
+	end := len(b)
+	if g.in+int64(end) > lim.MaxBytes {
+		end = int(max(lim.MaxBytes-g.in, 0))
 	}
 	w, i := 0, 0
-	if g.in == 0 && bytes.HasPrefix(b, []byte("\ufeff")) {
-		// A UTF-8 byte order mark, which some editors write: not JSON,
-		// and no part of the first key.
-		g.cuts = append(g.cuts, cut{0, 3})
-		i = 3
-		g.lineStart = 3
+	fail := func(format string, a ...any) {
+		g.in += int64(i)
+		g.fail(format, a...)
 	}
-	for i < len(b) {
+loop:
+	for i < end {
 		c := b[i]
 		if g.str {
 			// Jump to the next quote or backslash.
 			j := i
 			if !g.esc {
-				if k := bytes.IndexAny(b[i:], "\"\\"); k >= 0 {
+				if k := bytes.IndexAny(b[i:end], "\"\\"); k >= 0 {
 					j = i + k
 				} else {
-					j = len(b)
+					j = end
+				}
+				if g.tok+int64(j-i) > lim.MaxToken {
+					j = i + int(lim.MaxToken-g.tok)
+					g.lines(b, i, j)
+					w += copy(b[w:], b[i:j])
+					i = j
+					fail("a string longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
+					break loop
 				}
 				g.lines(b, i, j)
 			}
 			g.tok += int64(j - i)
-			if g.tok > lim.MaxToken {
-				return 0, g.failAt(b, i, "a string longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
-			}
 			w += copy(b[w:], b[i:j])
-			if j == len(b) {
+			if j == end {
+				i = j
 				break
 			}
 			c = b[j]
@@ -243,7 +270,8 @@ func (g *guard) filter(b []byte) (int, error) {
 			g.depth++
 			g.tok, g.ws = 0, 0
 			if g.depth > lim.MaxDepth {
-				return 0, g.failAt(b, i, "arrays and objects nested deeper than %d; expected a trace's few levels", lim.MaxDepth)
+				fail("arrays and objects nested deeper than %d; expected a trace's few levels", lim.MaxDepth)
+				break loop
 			}
 		case ']', '}', ',', ':':
 			if c == ']' || c == '}' {
@@ -254,20 +282,26 @@ func (g *guard) filter(b []byte) (int, error) {
 			g.ws = 0
 			g.tok++
 			if g.tok > lim.MaxToken {
-				return 0, g.failAt(b, i, "a number or word longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
+				fail("a number or word longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
+				break loop
 			}
 		}
 		b[w] = c
 		w++
 		i++
 	}
-	g.in += int64(len(b))
+	if g.err == nil {
+		g.in += int64(i)
+		if end < len(b) {
+			g.fail("the input is larger than %s (decompressed); raise --max-trace-bytes to read it", scenarios.FormatBytes(lim.MaxBytes))
+		}
+	}
 	g.out += int64(w)
-	if g.rec && g.out-g.recFrom > lim.MaxRecord {
-		return 0, g.fail("one record (an event, node or entry, or a top-level value) is larger than %s; raise --max-record-bytes to read it", scenarios.FormatBytes(lim.MaxRecord))
+	if g.err == nil && g.rec && g.out-g.recFrom > lim.MaxRecord {
+		g.fail("one record (an event, node or entry, or a top-level value) is larger than %s; raise --max-record-bytes to read it", scenarios.FormatBytes(lim.MaxRecord))
 	}
 	g.fold()
-	return w, nil
+	return w
 }
 
 // lines counts the newlines of b[i:j] (inside a string: a malformed file).
@@ -276,13 +310,6 @@ func (g *guard) lines(b []byte, i, j int) {
 		g.line += n
 		g.lineStart = g.in + int64(i+bytes.LastIndexByte(b[i:j], '\n')) + 1
 	}
-}
-
-// failAt records the limit passed at b[i] (lines before it counted).
-func (g *guard) failAt(b []byte, i int, format string, a ...any) error {
-	i = min(max(i, 0), len(b))
-	g.in += int64(i)
-	return g.fail(format, a...)
 }
 
 // fold merges cuts far behind the decoder into base.
@@ -304,7 +331,7 @@ func openGuarded(path string, lim Limits) (*guard, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return newGuard(bufio.NewReaderSize(f, 1<<16), path, lim), f, nil
+	return newGuard(f, path, lim), f, nil
 }
 
 // guarded returns r's guard, or a new one with the default limits.
@@ -312,7 +339,7 @@ func guarded(r io.Reader, file string) *guard {
 	if g, ok := r.(*guard); ok {
 		return g
 	}
-	return newGuard(bufio.NewReaderSize(r, 1<<16), file, Limits{})
+	return newGuard(r, file, Limits{})
 }
 
 // finish is what a reader's error becomes: the limit passed, when one
@@ -323,7 +350,7 @@ func (g *guard) finish(err error, path string) error {
 	if err == nil {
 		return nil
 	}
-	if g.err != nil {
+	if g.err != nil && g.delivered {
 		return g.err
 	}
 	var ie *Error
@@ -337,9 +364,6 @@ func (g *guard) finish(err error, path string) error {
 func (g *guard) tooMany(what string, i int) error {
 	e := &Error{File: g.file, Event: i, What: what, Offset: -1, limit: true,
 		Msg: fmt.Sprintf("the file has more than %d %ss; raise --max-events to read it, or record fewer steps (torch.profiler.schedule)", g.lim.MaxEvents, what)}
-	if g.err == nil {
-		g.err = e
-	}
 	return e
 }
 
