@@ -265,6 +265,9 @@ func (w *World) srcOf(b *Buffer, c int) SourceID { return sourceOf(b, c) }
 // SetProgram sets rank's host program.
 func (w *World) SetProgram(rank int, p *Program) { w.progs[rank] = p }
 
+// Program returns rank's host program (nil before SetProgram).
+func (w *World) Program(rank int) *Program { return w.progs[rank] }
+
 // Buffers returns every allocated buffer in allocation order.
 func (w *World) Buffers() []*Buffer { return w.bufs }
 

@@ -74,6 +74,7 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 	var store *ranks.KernelStore
 	var spare []ranks.HostOp
 	hint := 0
+	plan := Plan(s, cfg.MultiStream)
 	for r := 0; r < w.N; r++ {
 		ts := lo.Tensors.rank(r)
 		q := r
@@ -81,7 +82,7 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 			q = cfg.FoldOnto(r)
 		}
 		folds := q >= 0 && q < r
-		p := &ranks.Program{Streams: []string{"main", "aux"}, Events: []string{"main_event", "aux_event"}}
+		p := &ranks.Program{Streams: PlanStreams(), Events: PlanEvents()}
 		var st *ranks.KernelStore
 		if folds {
 			if store == nil {
@@ -92,26 +93,9 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 		if cap(p.Ops) < hint {
 			p.Ops = make([]ranks.HostOp, 0, hint)
 		}
-		const main, aux, mainEv, auxEv = 0, 1, 0, 1
-		cur, caller := main, main
-		for _, step := range s.Steps {
+		for _, step := range plan {
 			if step.Op < 0 {
-				if !cfg.MultiStream {
-					continue
-				}
-				switch step.Marker {
-				case BeginAux:
-					caller = cur
-					p.Ops = append(p.Ops,
-						ranks.HostOp{Kind: ranks.Record, Stream: caller, Event: mainEv},
-						ranks.HostOp{Kind: ranks.Wait, Stream: aux, Event: mainEv})
-					cur = aux
-				case EndAux:
-					p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Record, Stream: cur, Event: auxEv})
-					cur = caller
-				case WaitAux:
-					p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Wait, Stream: cur, Event: auxEv})
-				}
+				p.Ops = append(p.Ops, ranks.HostOp{Kind: step.Kind, Stream: step.Stream, Event: step.Event})
 				continue
 			}
 			ks, err := l.kernels(l.ks[:0], st, r, step.Op, ts)
@@ -120,7 +104,7 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 			}
 			l.ks = ks
 			for _, k := range ks {
-				p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: cur, Kernel: k})
+				p.Ops = append(p.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: step.Stream, Kernel: k})
 			}
 		}
 		hint = max(hint, len(p.Ops))
@@ -137,6 +121,63 @@ func Lower(w *ranks.World, g *Graph, s *Schedule, comms map[string]*collectives.
 		}
 	}
 	return lo, nil
+}
+
+// PlanStep is one host step of a placed schedule: launch graph op Op (its
+// kernels, on Stream), or, with Op < 0, record or wait Event on Stream.
+type PlanStep struct {
+	Op     int
+	Kind   ranks.HostOpKind // Launch for an op; Record or Wait
+	Stream int              // index into PlanStreams
+	Event  int              // index into PlanEvents
+}
+
+// PlanStreams and PlanEvents are the streams and events of every rank's
+// program Lower makes: AutoDeploy's main and aux streams and the two
+// events its CudaStreamManager keeps per device.
+func PlanStreams() []string { return []string{"main", "aux"} }
+
+// PlanEvents: see [PlanStreams].
+func PlanEvents() []string { return []string{"main_event", "aux_event"} }
+
+// Plan is the host steps of s on every rank, in issue order: the ops on the
+// stream current when they are issued and the stream helpers as event
+// records and waits (see [Lower]); with multi false every helper is a
+// no-op and every op runs on main. Lower launches exactly these steps, and
+// a scenario file written from a graph (simctl show --lowered) lists them.
+func Plan(s *Schedule, multi bool) []PlanStep {
+	const main, aux, mainEv, auxEv = 0, 1, 0, 1
+	var out []PlanStep
+	cur, caller := main, main
+	for _, step := range s.Steps {
+		if step.Op >= 0 {
+			out = append(out, PlanStep{Op: step.Op, Kind: ranks.Launch, Stream: cur})
+			continue
+		}
+		if !multi {
+			continue
+		}
+		switch step.Marker {
+		case BeginAux:
+			caller = cur
+			out = append(out,
+				PlanStep{Op: -1, Kind: ranks.Record, Stream: caller, Event: mainEv},
+				PlanStep{Op: -1, Kind: ranks.Wait, Stream: aux, Event: mainEv})
+			cur = aux
+		case EndAux:
+			out = append(out, PlanStep{Op: -1, Kind: ranks.Record, Stream: cur, Event: auxEv})
+			cur = caller
+		case WaitAux:
+			out = append(out, PlanStep{Op: -1, Kind: ranks.Wait, Stream: cur, Event: auxEv})
+		}
+	}
+	return out
+}
+
+// MoEKernel is the routed-experts kernel of the op named name at decode
+// (parts from ranks.Profile.MoEDecode) writing out from srcs: see moeKernel.
+func MoEKernel(name string, out *ranks.Buffer, srcs []ranks.Src, parts []ranks.MoEPart) *ranks.KernelSpec {
+	return moeKernel(nil, &Op{Name: name, Kind: MoE}, out, srcs, parts)
 }
 
 // lowering is what Lower keeps while it makes kernels.

@@ -32,6 +32,24 @@ func PlaceGraph(cfg knobs.Config, opt check.BuildOptions, g *streamsched.Graph) 
 	return sched, mode, multi, err
 }
 
+// MoEGraph is the op graph of BuildMoE under cfg: cfg.Layers MoE layers
+// shaped by tp, shared, order, tokens and hidden, on the communicator "tp".
+func MoEGraph(cfg knobs.Config) *streamsched.Graph {
+	return streamsched.BuildMoE(cfg.Layers, streamsched.MoEOptions{
+		Tokens: cfg.Tokens, Hidden: cfg.Hidden,
+		SharedInter: cfg.Hidden, ExpertInter: cfg.Hidden / 4, Experts: 128, TopK: 8,
+		TP: int64(cfg.TP), Shared: streamsched.SharedKind(cfg.Shared), RoutedFirst: cfg.Order == "routed-first",
+		Comm: "tp",
+	})
+}
+
+// MoEWeight is the weight BuildMoE gives linear op on rank: a data-
+// parallel replica holds the same weights as the first (a rank's shard is
+// its place in its TP group).
+func MoEWeight(cfg knobs.Config, op string, rank int) int64 {
+	return streamsched.DefaultWeight(op, rank%max(cfg.TP, 1))
+}
+
 // BuildMoE builds a TP MoE scenario world from cfg: the op graph, the
 // placement, communicators and lowering. It is the builder of
 // tp8-shared-expert and of any scenario made of MoE layers.
@@ -45,13 +63,7 @@ func BuildMoE(cfg knobs.Config, opt check.BuildOptions, eng *sim.Engine) (*check
 	if err != nil {
 		return nil, err
 	}
-	opts := streamsched.MoEOptions{
-		Tokens: cfg.Tokens, Hidden: cfg.Hidden,
-		SharedInter: cfg.Hidden, ExpertInter: cfg.Hidden / 4, Experts: 128, TopK: 8,
-		TP: int64(cfg.TP), Shared: streamsched.SharedKind(cfg.Shared), RoutedFirst: cfg.Order == "routed-first",
-		Comm: "tp",
-	}
-	g := streamsched.BuildMoE(cfg.Layers, opts)
+	g := MoEGraph(cfg)
 	sched, mode, multi, err := PlaceGraph(cfg, opt, g)
 	if err != nil {
 		return nil, err
@@ -93,7 +105,7 @@ func BuildMoE(cfg knobs.Config, opt check.BuildOptions, eng *sim.Engine) (*check
 		// Data-parallel replicas hold the same weights (a rank's shard is
 		// its place in its TP group) and run the same program on inputs of
 		// their own: every replica runs the first one's, folded.
-		Weight:   func(op string, rank int) int64 { return streamsched.DefaultWeight(op, rank%tp) },
+		Weight:   func(op string, rank int) int64 { return MoEWeight(cfg, op, rank) },
 		FoldOnto: func(rank int) int { return rank % tp }})
 	if err != nil {
 		return nil, err
