@@ -230,6 +230,12 @@ func (s lower) lowerRefKernel(cfg Config, hw ranks.Profile, op *OpSpec, r int, b
 	}
 	if len(srcs) > 0 {
 		c := op.Weight
+		if len(op.Weights) > 0 {
+			if r >= len(op.Weights) {
+				return nil, fmt.Errorf("%w: kernel %q: weight lists %d ranks; rank %d has none", ErrBadKnob, op.Name, len(op.Weights), r)
+			}
+			c = op.Weights[r]
+		}
 		if c == 0 {
 			c = s.KernelWeight(op.Name, r)
 		}

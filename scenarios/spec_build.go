@@ -192,7 +192,7 @@ func (s lower) buildPrograms(cfg Config, opt BuildOptions, eng *sim.Engine) (*Bu
 	if err != nil {
 		return nil, err
 	}
-	s = lower{sized}
+	s = lower{sized.Resized(cfg)} // a variant's patch may resize tensors (format/spec_patch.go)
 	mode := ranks.Eager
 	if cfg.Mode == "graph" && !opt.Reference && !s.GraphProgram() {
 		mode = ranks.Graph // the whole program captured; with capture blocks the program says (spec_graphs.go)
@@ -477,6 +477,11 @@ func (s lower) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				coef := int64(1)
 				if i == 0 && !op.Sum {
 					switch {
+					case len(op.Weights) > 0:
+						if r >= len(op.Weights) {
+							return nil, nil, fmt.Errorf("%w: kernel %q: weight lists %d ranks; rank %d has none", ErrBadKnob, op.Name, len(op.Weights), r)
+						}
+						coef = op.Weights[r]
 					case op.Whole:
 						coef = s.WholeWeight(op.Name, cfg.TP)
 					case op.Weight != 0:
@@ -502,6 +507,13 @@ func (s lower) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 				outs = append(outs, out)
 				moved += out.Bytes
 				written[name] = true
+			}
+			if parts, ok := s.MoECall(&op, cfg, hw); ok && len(outs) == 1 {
+				// the routed experts' parts, each with its SMs (format/spec_expr.go)
+				k := streamsched.MoEKernel(op.Name, outs[0], srcs, parts)
+				k.Blocks, k.Spins = op.Blocks, op.Spin
+				prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
+				continue
 			}
 			total, err := s.OpTime(&op, cfg, hw, hw.KStart+ranks.Bytes(moved, hw.HBM))
 			if err != nil {

@@ -139,6 +139,51 @@ func TestShowYAMLRoundTrip(t *testing.T) {
 	}
 }
 
+// TestShowLoweredRoundTrip writes `show --yaml --lowered` of every built-in
+// to a file and runs that file: every variant gives the built-in's verdict,
+// trace hash, witness and root cause. The two Torch-TensorRT engine
+// builds have no programs form and say so (exit 2).
+func TestShowLoweredRoundTrip(t *testing.T) {
+	code, stdout, _ := simctl(t, "list", "--format", "json")
+	require.Equal(t, 0, code)
+	dir := t.TempDir()
+	type variant struct {
+		Name, Verdict   string
+		TraceHash       string          `json:"trace_hash"`
+		WitnessSchedule int             `json:"witness_schedule"`
+		RootCause       json.RawMessage `json:"root_cause"`
+		Groups          json.RawMessage `json:"groups"`
+	}
+	variants := func(out string) []variant {
+		var rep struct{ Variants []variant }
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		return rep.Variants
+	}
+	for _, name := range builtinNames(t, stdout) {
+		t.Run(name, func(t *testing.T) {
+			code, y, stderr := simctl(t, "show", name, "--yaml", "--lowered")
+			if name == "test-go-only" {
+				t.Skip("a Go builder this package's tests register: no file at all")
+			}
+			if name == "trt-fused-collective" || name == "moe-ep-dropped-allreduce" {
+				require.Equal(t, 2, code)
+				require.Contains(t, stderr, "engines, one launch each")
+				return
+			}
+			require.Equal(t, 0, code, stderr)
+			path := filepath.Join(dir, name+".yaml")
+			require.NoError(t, os.WriteFile(path, []byte(y), 0o644))
+			c1, a, _ := simctl(t, "run", name, "--set", "budget=2", "--format", "json")
+			c2, b, _ := simctl(t, "run", path, "--set", "budget=2", "--format", "json")
+			require.Equal(t, c1, c2)
+			require.Equal(t, variants(a), variants(b))
+		})
+	}
+	code, _, stderr := simctl(t, "show", "tp8-shared-expert", "--lowered")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--lowered goes with --yaml")
+}
+
 // TestShowYAMLIsTheEmbeddedFile: for a built-in written as a file, show
 // --yaml prints exactly that file (comments and layout included).
 func TestShowYAMLIsTheEmbeddedFile(t *testing.T) {

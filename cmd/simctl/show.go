@@ -22,6 +22,7 @@ type showFlags struct {
 	variant string
 	sets    []string
 	yaml    bool
+	lowered bool // --lowered: with --yaml, a graph's program op by op
 	width   int
 	format  string
 	// fineSteps is --fine-steps (finesteps.go)
@@ -45,12 +46,20 @@ With --witness FILE it draws the schedule that witness recorded instead.
 
 With --yaml it prints the scenario as a scenario file instead (see
 docs/scenario-format.md); running that file gives the same verdicts and
-trace hashes as the built-in.`,
+trace hashes as the built-in. A scenario whose work is an op graph (the MoE
+form of tp8-shared-expert, a file's graph: ops) prints as that graph; add
+--lowered to print the program the graph lowers to instead, op by op: every
+kernel with its reads, writes, time and weights, every collective, every
+event record and wait on its stream. Each variant that set a knob the
+lowering consumed (placement, phase, tokens, …) becomes a patch of that
+program. Running the lowered file gives the same verdicts and trace hashes,
+variant by variant; edit any op of it and run it.`,
 		Example: `  simctl show tp8-shared-expert
   simctl show tp8-shared-expert --variant fixed --width 120
   simctl run tp8-shared-expert --variant buggy --set layers=1 --witness /tmp/w.json
   simctl show --witness /tmp/w.json
   simctl show tp8-shared-expert --yaml > /tmp/my-tp8.yaml
+  simctl show tp8-shared-expert --yaml --lowered > /tmp/tp8-ops.yaml
   simctl show docs/examples/two-stream.yaml --format json`,
 		Args:              cobra.RangeArgs(0, 1),
 		ValidArgsFunction: completeScenarios,
@@ -69,6 +78,7 @@ trace hashes as the built-in.`,
 	cmd.Flags().Var(&singleVariant{p: &f.variant}, "variant", "variant to draw (default: the first)")
 	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); see simctl run --help")
 	cmd.Flags().BoolVar(&f.yaml, "yaml", false, "print the scenario as a scenario file instead")
+	cmd.Flags().BoolVar(&f.lowered, "lowered", false, "with --yaml: print an op graph's program op by op (a programs file)")
 	cmd.Flags().IntVar(&f.width, "width", 100, "timeline width in columns (20..1000)")
 	cmd.Flags().StringVar(&f.witness, "witness", "", "draw the schedule of witness `FILE` (from run, explore or replay --shrink) instead of the nominal one")
 	addFineStepsFlag(cmd, &f.fineSteps)
@@ -122,9 +132,26 @@ func showScenario(stdout io.Writer, arg string, f showFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.lowered && !f.yaml {
+		return usagef("--lowered goes with --yaml: simctl show %s --yaml --lowered", arg)
+	}
+	if f.lowered && sc.Spec != nil && sc.Spec.Graph != nil {
+		spec, err := scenarios.Lowered(sc)
+		if errors.Is(err, scenarios.ErrNotExpressible) {
+			return usageError{err}
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "# %s lowered to its program, op by op (simctl show %s --yaml --lowered).\n", sc.Name, arg)
+		fmt.Fprintf(stdout, "# Running this file gives the same verdicts and trace hashes as %s.\n", arg)
+		_, err = stdout.Write(scenarios.MarshalSpec(spec))
+		return err
+	}
 	if f.yaml {
 		// A built-in written as a file prints that file, byte for byte,
-		// comments included.
+		// comments included. (A programs file is its program already:
+		// --lowered prints it the same way.)
 		if b, ok := scenarios.Lookup(arg); ok && b == sc {
 			if data, ok := scenarios.BuiltinFile(arg); ok {
 				_, err = stdout.Write(data)

@@ -277,6 +277,9 @@ type OpSpec struct {
 	// calls gemm().
 	Launch string
 	Weight int64 // 0: a per-rank default weight, distinct per kernel (spec_weights.go)
+	// Weights (weight: [w0, w1, …]) gives each rank its own weight: rank
+	// r multiplies by Weights[r]. A rank past the list is an error.
+	Weights []int64
 	// Whole (weight: whole) is the kernel's whole weight on every rank: the
 	// sum over the world's ranks of the per-rank weights derived from its
 	// name, as a weight left replicated where its peers are sharded holds.

@@ -35,7 +35,13 @@ import (
 // gemm(m, k, n) is ranks.Profile.GEMMTime (a bf16 m×k×n GEMM), mem(bytes)
 // is a memory-bound kernel moving bytes (the kernel start cost plus bytes
 // over HBM bandwidth: what a kernel without time: gets from the bytes it
-// reads and writes).
+// reads and writes). elt(elements, bytes) is the same time for a kernel
+// whose grid covers elements (its SM use follows them, where mem assumes a
+// quarter of its bytes). moe(m, k, n, experts) is the routed experts at
+// decode as TensorRT-LLM runs them (ranks.Profile.MoEDecode: the router's
+// top-k, the expansion, two grouped GEMMs, the finalize): a kernel whose
+// time is one moe() call runs those parts one after another, each with the
+// SMs it was measured to hold (MoECall).
 
 // Expr is a parsed expression and its text as written.
 type Expr struct {
@@ -51,7 +57,7 @@ type exprNode struct {
 }
 
 // exprFuncs are the functions an expression may call, by arity.
-var exprFuncs = map[string]int{"gemm": 3, "mem": 1}
+var exprFuncs = map[string]int{"gemm": 3, "mem": 1, "elt": 2, "moe": 4}
 
 // maxExprLen bounds an expression's text.
 const maxExprLen = 256
@@ -173,7 +179,7 @@ func (p *exprParser) atom(depth int) *exprNode {
 			arity, ok := exprFuncs[name]
 			if !ok {
 				p.i = j
-				p.fail("unknown function %q; expected gemm(m, k, n) or mem(bytes)", name)
+				p.fail("unknown function %q; expected gemm(m, k, n), mem(bytes), elt(elements, bytes) or moe(m, k, n, experts)", name)
 				return nil
 			}
 			p.i++
@@ -276,7 +282,7 @@ func (n *exprNode) eval(env exprEnv) (int64, error) {
 	case 'v':
 		return nameValue(env, n.name)
 	case 'f':
-		var a [3]int64
+		var a [4]int64
 		for i, x := range n.args {
 			v, err := x.eval(env)
 			if err != nil {
@@ -288,7 +294,8 @@ func (n *exprNode) eval(env exprEnv) (int64, error) {
 			return 0, fmt.Errorf("%s() is a time and needs the hardware profile; use it in a kernel's time", n.name)
 		}
 		var t int64
-		if n.name == "gemm" {
+		switch n.name {
+		case "gemm":
 			// Its products in floating point first: m·k·n and the
 			// operands' bytes overflow int64 long before a time does
 			// not fit (gemm(2^40, 2^40, 2^40) came out as 19.5 µs).
@@ -297,7 +304,13 @@ func (n *exprNode) eval(env exprEnv) (int64, error) {
 				return 0, fmt.Errorf("%w: gemm(%d, %d, %d) takes longer than %d ns", errExprRange, a[0], a[1], a[2], int64(MaxTensorBytes))
 			}
 			t = int64(env.hw.GEMMTime(a[0], a[1], a[2]))
-		} else {
+		case "moe":
+			for _, p := range moeParts(env.hw, a) {
+				t += int64(p.Dur)
+			}
+		case "elt":
+			t = int64(env.hw.KStart + ranks.Bytes(a[1], env.hw.HBM))
+		default:
 			t = int64(env.hw.KStart + ranks.Bytes(a[0], env.hw.HBM))
 		}
 		if t < 0 || t > MaxTensorBytes {
@@ -505,10 +518,38 @@ func (s *Spec) validateExprs(cfg Config, report func(Pos, string)) bool {
 	return ok
 }
 
-// KernelKind is a program kernel's kind: "gemm" when its time is a GEMM's
-// or it says launch: gemm (its launch then costs what the profile measured
-// for a GEMM launch, ranks.Config.GEMMLaunchCost), else "kernel".
+// moeParts is ranks.Profile.MoEDecode of moe()'s arguments.
+func moeParts(hw *ranks.Profile, a [4]int64) []ranks.MoEPart {
+	return hw.MoEDecode(a[0], a[1], a[2], max(a[3], 1))
+}
+
+// MoECall returns the parts of the routed-experts kernel op's time names
+// when its time is one moe() call under cfg, and false otherwise.
+func (s *Spec) MoECall(op *OpSpec, cfg Config, hw ranks.Profile) ([]ranks.MoEPart, bool) {
+	e := op.TimeExpr
+	if e == nil || e.root.op != 'f' || e.root.name != "moe" {
+		return nil, false
+	}
+	var a [4]int64
+	env := exprEnv{cfg: &cfg, params: s.Params, hw: &hw}
+	for i, x := range e.root.args {
+		v, err := x.eval(env)
+		if err != nil {
+			return nil, false
+		}
+		a[i] = v
+	}
+	return moeParts(&hw, a), true
+}
+
+// KernelKind is a program kernel's kind: "moe" when its time is one moe()
+// call, "gemm" when its time is a GEMM's or it says launch: gemm (either
+// launch then costs what the profile measured for a GEMM launch,
+// ranks.Config.GEMMLaunchCost), else "kernel".
 func (op *OpSpec) KernelKind() string {
+	if op.TimeExpr != nil && op.TimeExpr.root.op == 'f' && op.TimeExpr.root.name == "moe" {
+		return "moe"
+	}
 	if op.Launch == "gemm" || op.TimeExpr.calls("gemm") {
 		return "gemm"
 	}

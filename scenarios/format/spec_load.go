@@ -29,7 +29,7 @@ func exprLoad(n *exprNode, env exprEnv, sh *ranks.Share) (ranks.Load, bool) {
 	case 'n', 'v':
 		return ranks.Load{}, false
 	case 'f':
-		var a [3]int64
+		var a [4]int64
 		for i, x := range n.args {
 			v, err := x.eval(env)
 			if err != nil {
@@ -37,8 +37,17 @@ func exprLoad(n *exprNode, env exprEnv, sh *ranks.Share) (ranks.Load, bool) {
 			}
 			a[i] = v
 		}
-		if n.name == "gemm" {
+		switch n.name {
+		case "gemm":
 			return sh.GEMMLoad(a[0], a[1], a[2]), true
+		case "elt":
+			return sh.EltLoad(a[0], a[1]), true
+		case "moe":
+			l := ranks.Load{}
+			for _, p := range moeParts(env.hw, a) {
+				l.SMs = max(l.SMs, p.SMs)
+			}
+			return l, true
 		}
 		return sh.EltLoad(a[0]/4, a[0]), true
 	}

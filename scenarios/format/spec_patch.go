@@ -15,11 +15,17 @@ import (
 // is validated like the file's own programs and built when the variant
 // runs. The variant carries it as the knob patch=<variant> (Config.Patch),
 // so a schedule, a witness or `simctl run --set patch=NAME` names it.
+//
+// A step may also resize a tensor ({resize: T, bytes: N}): the variant
+// allocates T with N bytes (a variant of a program written from a graph at
+// another tp or token count holds other shapes; simctl show --lowered).
 
 // PatchSpec is one step of a variant's patch.
 type PatchSpec struct {
-	// Verb is add, remove, replace, move or ranks.
+	// Verb is add, remove, replace, move, ranks or resize.
 	Verb string
+	// Bytes is a resized tensor's new size (verb resize; Ref names it).
+	Bytes int64
 	// Ref is the op removed, replaced or moved (its id or name).
 	Ref string
 	// Anchor places an added or moved op after (After) or before it; empty
@@ -44,7 +50,7 @@ func opRef(op *OpSpec) string {
 	return op.Name
 }
 
-var patchKeys = []string{"add", "remove", "replace", "with", "move", "after", "before", "program", "ranks"}
+var patchKeys = []string{"add", "remove", "replace", "with", "move", "after", "before", "program", "ranks", "resize", "bytes"}
 
 // patch reads one step of a variant's patch.
 func (d *decoder) patch(n ast.Node) PatchSpec {
@@ -61,6 +67,20 @@ func (d *decoder) patch(n ast.Node) PatchSpec {
 		p.Program = int(o.int("program", 0, MaxRanks-1))
 	}
 	switch {
+	case len(verbs) == 0 && o.has("resize"):
+		p.Verb = "resize"
+		p.Ref = o.name("resize")
+		o.require("bytes")
+		p.Bytes = o.int("bytes", 1, MaxTensorBytes)
+		for _, k := range []string{"with", "after", "before", "program", "ranks"} {
+			if o.has(k) {
+				d.add(o.kpos[k], "patch: %s does not go with resize (a tensor exists on every rank)", k)
+			}
+		}
+		return p
+	case o.has("bytes"):
+		d.add(o.kpos["bytes"], "patch: bytes goes with resize alone")
+		return p
 	case len(verbs) == 0 && o.has("ranks"):
 		p.Verb = "ranks"
 		if !o.has("program") {
@@ -74,7 +94,7 @@ func (d *decoder) patch(n ast.Node) PatchSpec {
 		}
 		return p
 	case len(verbs) != 1:
-		d.add(o.at, "patch: expected exactly one of add, remove, replace, move (or program with ranks), got %d (%s)", len(verbs), strings.Join(verbs, ", "))
+		d.add(o.at, "patch: expected exactly one of add, remove, replace, move (or program with ranks, or resize with bytes), got %d (%s)", len(verbs), strings.Join(verbs, ", "))
 		return p
 	}
 	p.Verb = verbs[0]
@@ -313,6 +333,59 @@ func (s *Spec) patchAll(report func(Pos, string)) {
 			s.patched[v.Name] = applyPatch(s.Programs, s.patches[i], report)
 		}
 	}
+}
+
+// Resized returns s with the tensors a configuration's patch resizes at
+// their new sizes: s itself when it resizes none, else a copy.
+func (s *Spec) Resized(cfg Config) *Spec {
+	if cfg.Patch == "" {
+		return s
+	}
+	var steps []PatchSpec
+	for i, v := range s.Variants {
+		if v.Name == cfg.Patch && i < len(s.patches) {
+			steps = s.patches[i]
+		}
+	}
+	var c *Spec
+	for _, st := range steps {
+		if st.Verb != "resize" {
+			continue
+		}
+		if c == nil {
+			cc := *s
+			cc.Tensors = slices.Clone(s.Tensors)
+			c = &cc
+		}
+		for i := range c.Tensors {
+			if c.Tensors[i].Name == st.Ref {
+				c.Tensors[i].Bytes, c.Tensors[i].BytesExpr = st.Bytes, nil
+			}
+		}
+	}
+	if c == nil {
+		return s
+	}
+	return c
+}
+
+// validateResizes reports a resize step that names no tensor.
+func (s *Spec) validateResizes(e *errs) {
+	for _, steps := range s.patches {
+		for _, st := range steps {
+			if st.Verb == "resize" && st.Ref != "" && s.Tensor(st.Ref) == nil {
+				e.add(st.pos.at("resize"), "patch: resize %q: no tensor of that name", st.Ref)
+			}
+		}
+	}
+}
+
+// SetPatches gives the variants the patches steps (steps[i] variant i's),
+// as a file's patch: keys would; a variant with steps should set
+// patch=NAME. For a Spec made in code (simctl show --lowered).
+func (s *Spec) SetPatches(steps [][]PatchSpec) {
+	s.patches = steps
+	s.patched = nil
 }
 
 // ProgramsFor is the programs a configuration runs: the file's, or a

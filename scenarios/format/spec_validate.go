@@ -62,6 +62,7 @@ func (s *Spec) Validate() error {
 			e.add(s.variantPos(i).at("set.patch"), "variant %q: a patch changes programs, and this file has a graph", s.Variants[i].Name)
 		}
 	}
+	s.validateResizes(e)
 	if s.Graph == nil {
 		s.patchAll(func(p Pos, msg string) { e.add(p, "%s", msg) })
 		for _, name := range sortedKeys(s.patched) {
@@ -317,6 +318,14 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	}
 	if cfg.Chunks > MaxChunks {
 		report(s.pos.at("chunks"), fmt.Sprintf("chunks: %d; at most %d", cfg.Chunks, MaxChunks))
+	}
+	progs, _ := s.ProgramsFor(cfg)
+	for _, p := range progs {
+		for _, op := range p.Flat() {
+			if len(op.Weights) > 0 && len(op.Weights) < n {
+				report(op.pos.at("weight"), fmt.Sprintf("kernel %q: weight lists %d ranks; the world has %d (one weight per rank)", op.Name, len(op.Weights), n))
+			}
+		}
 	}
 	replays := 1
 	if cfg.Mode == "graph" {

@@ -1021,11 +1021,21 @@ func (d *decoder) op(n ast.Node) OpSpec {
 			op.TimeNs, op.TimeExpr = d.timeOrExpr(v, "kernel time")
 		}
 		if v := o.get("weight"); v != nil {
-			if sn, isStr := v.(*ast.StringNode); isStr {
+			if sq, isSeq := v.(*ast.SequenceNode); isSeq {
+				// one weight per rank, rank r the r-th
+				for _, it := range d.seqAtMost(sq, "kernel weight", MaxRanks, " (one per rank)") {
+					if x, ok := d.int(it, "kernel weight", 1, 1<<30); ok {
+						op.Weights = append(op.Weights, x)
+					}
+				}
+				if len(sq.Values) == 0 {
+					d.add(posOf(v), "kernel weight: an empty list; expected one weight per rank")
+				}
+			} else if sn, isStr := v.(*ast.StringNode); isStr {
 				if sn.Value == "whole" {
 					op.Whole = true
 				} else {
-					d.add(posOf(v), "kernel weight: %q; expected an integer in [1, %d], or whole (the sum of every rank's shard)", sn.Value, 1<<30)
+					d.add(posOf(v), "kernel weight: %q; expected an integer in [1, %d], a list of them (one per rank), or whole (the sum of every rank's shard)", sn.Value, 1<<30)
 				}
 			} else {
 				op.Weight = o.int("weight", 1, 1<<30)

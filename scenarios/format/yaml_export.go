@@ -236,6 +236,8 @@ func patchLine(st PatchSpec) string {
 		parts = append(parts, st.Verb+": "+quote(st.Ref))
 	case "ranks":
 		parts = append(parts, "ranks: "+st.Ranks.String())
+	case "resize":
+		parts = append(parts, "resize: "+quote(st.Ref), fmt.Sprintf("bytes: %d", st.Bytes))
 	}
 	if st.Anchor != "" {
 		parts = append(parts, anchorKey(&st)+": "+quote(st.Anchor))
@@ -263,6 +265,13 @@ func opLine(op OpSpec) string {
 		parts = append(parts, timePart(op)...)
 		if op.Weight != 0 {
 			parts = append(parts, fmt.Sprintf("weight: %d", op.Weight))
+		}
+		if len(op.Weights) > 0 {
+			ws := make([]string, len(op.Weights))
+			for i, w := range op.Weights {
+				ws[i] = strconv.FormatInt(w, 10)
+			}
+			parts = append(parts, "weight: ["+strings.Join(ws, ", ")+"]")
 		}
 		if op.Whole {
 			parts = append(parts, "weight: whole")
