@@ -8,6 +8,7 @@ import (
 	"github.com/collsim/collsim/ranks"
 	"github.com/collsim/collsim/scenarios/format"
 	"github.com/collsim/collsim/scenarios/forms"
+	"github.com/collsim/collsim/sim"
 	"github.com/collsim/collsim/streamsched"
 )
 
@@ -127,7 +128,7 @@ func lowerConfig(s *Spec, cfg Config) (*lowered, error) {
 		for _, op := range s.Graph.Ops {
 			produced[op.Output] = true
 			g.Ops = append(g.Ops, streamsched.Op{Name: op.Name, Kind: streamsched.OpKind(op.Kind), Inputs: op.Inputs, Output: op.Output,
-				M: op.M, K: op.K, N: op.N, Experts: op.Experts, Comm: op.Comm})
+				M: op.M, K: op.K, N: op.N, Experts: op.Experts, Comm: op.Comm, Time: sim.Time(op.TimeNs)})
 			if op.Weight != 0 {
 				weights[op.Name] = op.Weight
 			}
@@ -224,18 +225,26 @@ func lowerGraphOp(op *streamsched.Op, g *streamsched.Graph, n int, weight func(s
 	}
 	k := OpSpec{Kind: OpKernel, Name: op.Name, Reads: slices.Clone(op.Inputs), Writes: []string{op.Output}}
 	var src string
-	switch op.Kind {
-	case streamsched.GEMM:
+	switch {
+	case op.Time > 0 && (op.Kind == streamsched.GEMM || op.Kind == streamsched.MoE):
+		// one kernel of the op's own time, a GEMM's SM use and launch
+		src = fmt.Sprintf("gemm(%d, %d, %d, %d)", op.M, op.K, op.N, op.Time)
+		k.Weights = weights()
+	case op.Kind == streamsched.GEMM:
 		src = fmt.Sprintf("gemm(%d, %d, %d)", op.M, op.K, op.N)
 		k.Weights = weights()
-	case streamsched.MoE:
+	case op.Kind == streamsched.MoE:
 		src = fmt.Sprintf("moe(%d, %d, %d, %d)", op.M, op.K, op.N, max(op.Experts, 1))
 		k.Weights = weights()
-	case streamsched.Add:
-		// streamsched's add: its output's elements, three times its bytes moved
+	case op.Kind == streamsched.Add:
+		// streamsched's add: its output's elements, three times its bytes
+		// moved (or the op's own time)
 		src = fmt.Sprintf("elt(%d, %d)", out.Bytes/2, 3*out.Bytes)
+		if op.Time > 0 {
+			src = fmt.Sprintf("elt(%d, %d, %d)", out.Bytes/2, 3*out.Bytes, op.Time)
+		}
 		k.Weight = 1
-	case streamsched.AllReduce:
+	case op.Kind == streamsched.AllReduce:
 		if len(op.Inputs) != 1 {
 			return OpSpec{}, fmt.Errorf("op %q: an all-reduce reads one tensor, not %d", op.Name, len(op.Inputs))
 		}

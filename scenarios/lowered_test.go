@@ -48,9 +48,15 @@ func programText(w *ranks.World) string {
 		for _, op := range p.Ops {
 			fmt.Fprintf(&b, "  op %d stream %d event %d host %d", op.Kind, op.Stream, op.Event, op.Host)
 			if k := op.Kernel; k != nil {
+				// a label, but for the launch's cost: gemm and moe both cost
+				// a GEMM's (ranks/hw.go); a moe op of its own time is one
+				// kernel with a GEMM's cost and SM use
 				kind := k.Kind
-				if kind == "add" {
-					kind = "kernel" // a label: only gemm and moe change a launch's cost (ranks/hw.go)
+				switch {
+				case kind == "add":
+					kind = "kernel"
+				case kind == "moe" && len(k.Instrs) == 1:
+					kind = "gemm"
 				}
 				fmt.Fprintf(&b, " kernel %s kind %s coll %q order %q blocks %d spins %v", k.Name, kind, k.Coll, k.OrderKey, k.Blocks, k.Spins)
 				for i, in := range k.Expand() {

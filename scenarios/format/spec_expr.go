@@ -37,7 +37,9 @@ import (
 // over HBM bandwidth: what a kernel without time: gets from the bytes it
 // reads and writes). elt(elements, bytes) is the same time for a kernel
 // whose grid covers elements (its SM use follows them, where mem assumes a
-// quarter of its bytes). moe(m, k, n, experts) is the routed experts at
+// quarter of its bytes). gemm and elt take an optional last argument, a time
+// in ns that replaces the cost model's: gemm(m, k, n, 4000) is a kernel with a
+// GEMM's SM use and launch that lasts 4 µs. moe(m, k, n, experts) is the routed experts at
 // decode as TensorRT-LLM runs them (ranks.Profile.MoEDecode: the router's
 // top-k, the expansion, two grouped GEMMs, the finalize): a kernel whose
 // time is one moe() call runs those parts one after another, each with the
@@ -56,8 +58,13 @@ type exprNode struct {
 	args []*exprNode
 }
 
-// exprFuncs are the functions an expression may call, by arity.
+// exprFuncs are the functions an expression may call, by arity; gemm and
+// elt take an optional last argument, a duration in ns that replaces the
+// cost model's (the kernel keeps the SM use and launch of its kind).
 var exprFuncs = map[string]int{"gemm": 3, "mem": 1, "elt": 2, "moe": 4}
+
+// exprTimed are the functions that take that optional duration.
+var exprTimed = map[string]bool{"gemm": true, "elt": true}
 
 // maxExprLen bounds an expression's text.
 const maxExprLen = 256
@@ -201,8 +208,12 @@ func (p *exprParser) atom(depth int) *exprNode {
 				}
 				p.i++
 			}
-			if p.err == nil && len(n.args) != arity {
-				p.fail("%s takes %d arguments, got %d", name, arity, len(n.args))
+			if p.err == nil && len(n.args) != arity && !(exprTimed[name] && len(n.args) == arity+1) {
+				if exprTimed[name] {
+					p.fail("%s takes %d arguments (or %d, the last a time in ns), got %d", name, arity, arity+1, len(n.args))
+				} else {
+					p.fail("%s takes %d arguments, got %d", name, arity, len(n.args))
+				}
 			}
 			return n
 		}
@@ -294,8 +305,10 @@ func (n *exprNode) eval(env exprEnv) (int64, error) {
 			return 0, fmt.Errorf("%s() is a time and needs the hardware profile; use it in a kernel's time", n.name)
 		}
 		var t int64
-		switch n.name {
-		case "gemm":
+		switch {
+		case exprTimed[n.name] && len(n.args) == exprFuncs[n.name]+1:
+			t = a[len(n.args)-1] // the given time, in place of the cost model's
+		case n.name == "gemm":
 			// Its products in floating point first: m·k·n and the
 			// operands' bytes overflow int64 long before a time does
 			// not fit (gemm(2^40, 2^40, 2^40) came out as 19.5 µs).
@@ -304,11 +317,11 @@ func (n *exprNode) eval(env exprEnv) (int64, error) {
 				return 0, fmt.Errorf("%w: gemm(%d, %d, %d) takes longer than %d ns", errExprRange, a[0], a[1], a[2], int64(MaxTensorBytes))
 			}
 			t = int64(env.hw.GEMMTime(a[0], a[1], a[2]))
-		case "moe":
+		case n.name == "moe":
 			for _, p := range moeParts(env.hw, a) {
 				t += int64(p.Dur)
 			}
-		case "elt":
+		case n.name == "elt":
 			t = int64(env.hw.KStart + ranks.Bytes(a[1], env.hw.HBM))
 		default:
 			t = int64(env.hw.KStart + ranks.Bytes(a[0], env.hw.HBM))
