@@ -318,6 +318,11 @@ func (n *exprNode) eval(env exprEnv) (int64, error) {
 			}
 			t = int64(env.hw.GEMMTime(a[0], a[1], a[2]))
 		case n.name == "moe":
+			// bounded as gemm is: the parts are GEMMs of these sizes
+			m, k, nn, e := float64(a[0]), float64(a[1]), float64(a[2]), float64(max(a[3], 1))
+			if 2*m*k*nn*e/env.hw.FLOPs*1e9 > MaxTensorBytes || 2*(m*k+k*nn+m*nn)*e > 1<<62 {
+				return 0, fmt.Errorf("%w: moe(%d, %d, %d, %d) takes longer than %d ns", errExprRange, a[0], a[1], a[2], a[3], int64(MaxTensorBytes))
+			}
 			for _, p := range moeParts(env.hw, a) {
 				t += int64(p.Dur)
 			}
@@ -545,6 +550,9 @@ func (s *Spec) MoECall(op *OpSpec, cfg Config, hw ranks.Profile) ([]ranks.MoEPar
 	}
 	var a [4]int64
 	env := exprEnv{cfg: &cfg, params: s.Params, hw: &hw}
+	if _, err := e.eval(env); err != nil {
+		return nil, false // out of range: OpTime says so
+	}
 	for i, x := range e.root.args {
 		v, err := x.eval(env)
 		if err != nil {
