@@ -468,8 +468,10 @@ func (s lower) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			}
 			k := &ranks.KernelSpec{Name: op.Name, Kind: op.KernelKind(), Blocks: op.Blocks, Spins: op.Spin}
 			var srcs []ranks.Src
+			var srcLen []int // a ranged read's chunks (0: the whole tensor)
 			var moved int64
-			for i, name := range op.Reads {
+			for i, entry := range op.Reads {
+				name, lo, hi, ranged, _ := format.SplitChunkRange(entry)
 				in, err := buf(name)
 				if err != nil {
 					return nil, nil, err
@@ -495,17 +497,29 @@ func (s lower) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 						coef *= hs[op.Scale].Arg()
 					}
 				}
-				srcs = append(srcs, ranks.Src{Buf: in, Coef: coef})
-				moved += in.Bytes
+				srcs = append(srcs, ranks.Src{Buf: in, Lo: lo, Coef: coef})
+				srcLen = append(srcLen, 0)
+				if ranged {
+					srcLen[len(srcLen)-1] = hi - lo
+				}
+				moved += spanBytes(in, lo, hi, ranged)
 			}
+			type span struct{ lo, n int }
 			var outs []*ranks.Buffer
-			for _, name := range op.Writes {
+			var spans []span
+			for _, entry := range op.Writes {
+				name, lo, hi, ranged, _ := format.SplitChunkRange(entry)
 				out, err := buf(name)
 				if err != nil {
 					return nil, nil, err
 				}
 				outs = append(outs, out)
-				moved += out.Bytes
+				sp := span{0, out.Chunks()}
+				if ranged {
+					sp = span{lo, hi - lo}
+				}
+				spans = append(spans, sp)
+				moved += spanBytes(out, lo, hi, ranged)
 				written[name] = true
 			}
 			if parts, ok := s.MoECall(&op, cfg, hw); ok && len(outs) == 1 {
@@ -519,9 +533,33 @@ func (s lower) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, out := range outs {
-				k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, N: out.Chunks(), Srcs: srcs, Fresh: !op.Sum,
-					Dur: total / sim.Time(len(outs))})
+			for i, out := range outs {
+				sp := spans[i]
+				short := false
+				for _, l := range srcLen {
+					short = short || (l > 0 && l < sp.n)
+				}
+				if !short {
+					k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, DstLo: sp.lo, N: sp.n, Srcs: srcs, Fresh: !op.Sum,
+						Dur: total / sim.Time(len(outs))})
+					continue
+				}
+				// A read range shorter than the write repeats: chunk c of
+				// the write takes chunk c mod len of the range, one chunk
+				// at a time.
+				for c := 0; c < sp.n; c++ {
+					ss := make([]ranks.Src, len(srcs))
+					for j, src := range srcs {
+						ss[j] = src
+						if srcLen[j] > 0 {
+							ss[j].Lo = src.Lo + c%srcLen[j]
+						} else {
+							ss[j].Lo = src.Lo + c
+						}
+					}
+					k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: out, DstLo: sp.lo + c, N: 1, Srcs: ss, Fresh: !op.Sum,
+						Dur: total / sim.Time(len(outs)*sp.n)})
+				}
 			}
 			k.Loads = loads(s.OpLoad(&op, cfg, hw, moved), len(k.Instrs))
 			prog.Ops = append(prog.Ops, ranks.HostOp{Kind: ranks.Launch, Stream: st, Kernel: k, Host: sim.Time(op.HostNs)})
@@ -608,4 +646,12 @@ func loads(l ranks.Load, n int) []ranks.Load {
 		out[i] = ranks.Load{SMs: l.SMs, Bytes: l.Bytes / int64(max(n, 1))}
 	}
 	return out
+}
+
+// spanBytes is the bytes of chunks [lo, hi) of b (all of it unless ranged).
+func spanBytes(b *ranks.Buffer, lo, hi int, ranged bool) int64 {
+	if !ranged || b.Chunks() == 0 {
+		return b.Bytes
+	}
+	return b.Bytes * int64(hi-lo) / int64(b.Chunks())
 }

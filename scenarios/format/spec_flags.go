@@ -246,6 +246,9 @@ func (s *Spec) validateKernelRefs(e *errs, op *OpSpec) {
 		for i, n := range list {
 			ref, ok := s.ParseMemRef(n)
 			if !ok {
+				if _, _, _, ranged, _ := SplitChunkRange(n); ranged {
+					continue // a tensor's chunk range (validated with the tensors)
+				}
 				if strings.ContainsAny(n, "@[") {
 					base, _, _ := strings.Cut(strings.SplitN(n, "[", 2)[0], "@")
 					if s.Tensor(n) == nil && s.Tensor(base) != nil {

@@ -261,15 +261,22 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 			s.validateFlagOp(e, op, tensors)
 		case OpKernel:
 			s.validateKernelRefs(e, op)
-			for i, r := range op.Reads {
-				if _, ok := s.ParseMemRef(r); !ok {
-					tensor(op, item("reads", i), r, "reads")
+			for i, n := range slices.Concat(op.Reads, op.Writes) {
+				field, role := item("reads", i), "reads"
+				if i >= len(op.Reads) {
+					field, role = item("writes", i-len(op.Reads)), "writes"
 				}
-			}
-			for i, w := range op.Writes {
-				if _, ok := s.ParseMemRef(w); !ok {
-					tensor(op, item("writes", i), w, "writes")
+				if _, ok := s.ParseMemRef(n); ok {
+					continue
 				}
+				name, _, _, ranged, ok := SplitChunkRange(n)
+				switch {
+				case !ok:
+					e.add(op.pos.at(field), "kernel %q %s %q: a chunk range is [LO:HI] with 0 <= LO < HI <= %d", op.Name, role, n, MaxTensorChunks)
+				case ranged && s.KernelRefs(op):
+					e.add(op.pos.at(field), "kernel %q %s %q: chunk ranges are for kernels over tensors; this one names a symmetric allocation", op.Name, role, n)
+				}
+				tensor(op, field, name, role)
 			}
 		case OpAllReduce, OpAllGather, OpReduceScatter, OpAllToAll, OpBroadcast, OpSend, OpRecv:
 			if op.Kind != OpRecv {
@@ -447,15 +454,31 @@ func (s *Spec) checkKernelChunks(cfg Config, op *OpSpec, report func(Pos, string
 	if op.Kind != OpKernel || s.KernelRefs(op) {
 		return
 	}
+	for _, n := range slices.Concat(op.Reads, op.Writes) {
+		if t := s.Tensor(baseName(n)); t != nil {
+			if _, hi := KernelSpan(n, t, cfg); hi > t.ChunksIn(cfg) {
+				report(op.pos.at("name"), fmt.Sprintf("kernel %q names %q: %q has %d chunks", op.Name, n, t.Name, t.ChunksIn(cfg)))
+				return
+			}
+		}
+	}
 	for _, wn := range op.Writes {
-		wt := s.Tensor(wn)
+		wt := s.Tensor(baseName(wn))
 		if wt == nil {
 			continue
 		}
+		wlo, whi := KernelSpan(wn, wt, cfg)
 		for _, rn := range op.Reads {
-			rt := s.Tensor(rn)
-			if rt == nil || rt.ChunksIn(cfg) >= wt.ChunksIn(cfg) {
+			rt := s.Tensor(baseName(rn))
+			if rt == nil {
 				continue
+			}
+			if rlo, rhi := KernelSpan(rn, rt, cfg); rhi-rlo >= whi-wlo || rn != rt.Name {
+				continue // a read range shorter than the write repeats
+			}
+			if wn != wt.Name {
+				report(op.pos.at("reads"), fmt.Sprintf("kernel %q reads %q (%d chunks) and writes %q: a kernel computes chunk by chunk, so every whole tensor it reads needs at least the chunks it writes", op.Name, rn, rt.ChunksIn(cfg), wn))
+				return
 			}
 			report(op.pos.at("reads"), fmt.Sprintf("kernel %q reads %q (%d chunks) and writes %q (%d chunks): a kernel computes chunk by chunk, so every tensor it reads needs at least the chunks of those it writes; give %q chunks: %d, or write a tensor of %d",
 				op.Name, rn, rt.ChunksIn(cfg), wn, wt.ChunksIn(cfg), rn, wt.ChunksIn(cfg), rt.ChunksIn(cfg)))
@@ -670,10 +693,10 @@ func (s *Spec) Managed() map[string]bool {
 // opTensors lists the tensors op uses, with the field each is named in.
 func opTensors(op *OpSpec) (names, fields []string) {
 	for i, r := range op.Reads {
-		names, fields = append(names, r), append(fields, item("reads", i))
+		names, fields = append(names, baseName(r)), append(fields, item("reads", i))
 	}
 	for i, w := range op.Writes {
-		names, fields = append(names, w), append(fields, item("writes", i))
+		names, fields = append(names, baseName(w)), append(fields, item("writes", i))
 	}
 	if op.In != "" {
 		names, fields = append(names, op.In), append(fields, "in")
