@@ -14,10 +14,8 @@ const dir = "../validation/corpus"
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
 var knownMiss = map[string]string{
-	"RecordStreamWrongStream": "the importer writes record_stream on the stream the recorder's probe names (TestRecordStreamProbeNamesTheStream), but the model hands a block freed after record_stream out again only at a host sync, not once the recorded stream's work is done (issue 27, item 4), so the reuse the GPU showed never happens in the simulation",
-	"ThreeStreamsOneRecorded": "as RecordStreamWrongStream: the free is deferred past the step, so the second reader's use after free cannot happen in the simulation",
-	"HalvesDisjoint":          "aux reads one half of x while main writes the other: the importer names whole storages, not the byte ranges of views, so the two look like one tensor",
-	"WarmGraphInternalFree":   "the race is inside a CUDA graph captured before the recorded region: the replay's kernels are opaque",
+	"HalvesDisjoint":        "aux reads one half of x while main writes the other: the importer names whole storages, not the byte ranges of views, so the two look like one tensor",
+	"WarmGraphInternalFree": "the race is inside a CUDA graph captured before the recorded region: the replay's kernels are opaque",
 }
 
 // TestBenchmark imports and checks every corpus program and requires

@@ -44,10 +44,16 @@ import (
 //     sync's completion, the only step that enables it (TestDPORNaiveEveryChoice
 //     generates syncs; TestDPORHostSyncMatchesNaive; why the edge is
 //     redundant: accessesInto);
-//   - which free block the caching allocator hands out: independent of every
-//     step, because the allocator runs while the world is built, in host
-//     issue order, before any choice; each execution runs a copy of that
-//     world (TestAllocatorIsNotAScheduleChoice);
+//   - which free block the caching allocator hands out: a function of the
+//     host's issue order and, where a free waits for record_stream events,
+//     of whether those events are done when the host reaches a malloc
+//     (ranks/dynalloc.go). Without such a free the allocator runs while
+//     the world is built, before any choice, and each execution runs a copy
+//     of that world (TestAllocatorIsNotAScheduleChoice). With one, the
+//     malloc's issue step reads each pending free's record task's
+//     completion (resQuery, class mem) and the record task's completion
+//     writes it, so the two race and both orders are explored
+//     (TestDPORDeferredFreesMatchNaive);
 //   - timing jitter and rank skew (sim.DecJitter, sim.DecSkew): untimed runs
 //     take option 0; durations do not order untimed steps.
 //
@@ -400,6 +406,7 @@ const (
 	resIssued
 	resDone
 	resPool
+	resQuery // whether a deferred free's record task is done, as a malloc asks
 )
 
 // dporRun is the chooser of one execution.
@@ -836,21 +843,37 @@ func (r *dporRun) accessesInto(out []access, st *ranks.Step, first, commit bool)
 		// clock misses the sync, and only host steps (which race with
 		// nothing) see that clock. It stays because it states the
 		// enabling honestly and keeps (1) from being load-bearing alone.
+		// (A malloc's reads of deferred frees' events, below, are data
+		// and do race with the record tasks' completions, except those a
+		// sync the host waited for ordered before it.)
 		for _, d := range st.Deps {
 			out = r.add(out, resKey{kind: resDone, a: uint64(d)}, false, classConsume)
 		}
 		for _, a := range st.Issues {
 			out = r.add(out, resKey{kind: resIssued, a: uint64(a)}, true, classProduce)
 		}
+		// A malloc asks whether each pending free's events are done
+		// (ranks/dynalloc.go): a read of the record task's completion as
+		// data, reversible against it, not the structural edge of resDone.
+		if !mutant.On(mutant.DPORFreeQueryIndependent) {
+			for _, q := range st.Queries {
+				out = r.add(out, resKey{kind: resQuery, a: uint64(q)}, false, classMem)
+			}
+		}
 	case ranks.StepComplete:
 		out = r.add(out, resKey{kind: resDone, a: uint64(st.Actor)}, true, classProduce)
+		if st.FreeEvent {
+			out = r.add(out, resKey{kind: resQuery, a: uint64(st.Actor)}, true, classMem)
+		}
 	case ranks.StepInstr:
 		in := st.Instr
 		// A chunk and the chunks of other tensors its memory overlaps (a
 		// caching-allocator block reused after a free) are one resource.
 		mem := func(b *ranks.Buffer, c int, write bool) {
 			out = append(out, access{res: r.chunkID(b.BufferID(), c), write: write, class: classMem})
-			b.Aliases(c, func(id, ch int) {
+			// A micro-op names a template's buffer; the aliases a malloc
+			// made at run time are the running world's (ranks/dynalloc.go).
+			r.w.Buffer(b).Aliases(c, func(id, ch int) {
 				out = append(out, access{res: r.chunkID(id, ch), write: write, class: classMem})
 			})
 		}

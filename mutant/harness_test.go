@@ -46,6 +46,8 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.DPORWaitRacesDropped:          {"explore": {"TestDPORFixedMatchNaive"}},
 	mutant.DPORSleepReadWriteIndependent: {"explore": {"TestDPORFixedMatchNaive"}},
 	mutant.DPORSleepMissedWakeup:         {"explore": {"TestDPORFixedMatchNaive"}},
+	mutant.DPORFreeQueryIndependent:      {"explore": {"TestDPORDeferredFreesMatchNaive"}},
+	mutant.DeferredFreeAtSyncOnly:        {"scenarios": {"TestDeferredFreeAtTheMalloc"}, "explore": {"TestDPORDeferredFreesMatchNaive"}},
 }
 
 // shortMutants are those TestMutantsAreKilled applies under -short: the

@@ -108,6 +108,15 @@ const (
 	// continuations it would have started are never explored
 	// (explore/dpor.go observe).
 	DPORSleepMissedWakeup Name = "dpor-sleep-missed-wakeup"
+	// DeferredFreeAtSyncOnly: a malloc never finds a record_stream free's
+	// events complete, however far the device got: the block is never
+	// handed out again in the step (ranks/dynalloc.go memMalloc).
+	DeferredFreeAtSyncOnly Name = "deferred-free-at-sync-only"
+	// DPORFreeQueryIndependent: DPOR's footprint of a malloc leaves out its
+	// reads of the pending frees' events, so the malloc and the recorded
+	// stream's completion look independent and are never reordered
+	// (explore/dpor.go accessesInto).
+	DPORFreeQueryIndependent Name = "dpor-free-query-independent"
 )
 
 // All lists every mutant, in the order the harness applies them.
@@ -120,4 +129,5 @@ var All = []Name{
 	FoldPassesSeeProto, FoldTasksRunProto, WakeOnFlagStoresOnly, PadSignatureCheckOff,
 	P2PConnectOff,
 	DPORWaitRacesDropped, DPORSleepReadWriteIndependent, DPORSleepMissedWakeup,
+	DeferredFreeAtSyncOnly, DPORFreeQueryIndependent,
 }

@@ -26,6 +26,9 @@ type Block struct {
 	*cachealloc.Block
 
 	buf *Buffer
+	// dyn: the block of a tensor the allocator places at run time
+	// (dynalloc.go), or its stand-in before the malloc (Block nil).
+	dyn *dynStore
 	// ov[c] lists the chunks of other tensors whose memory overlaps the
 	// tensor's chunk c: a write through either is a write to both (exec.go
 	// writeAliases). nil when it overlaps nothing.

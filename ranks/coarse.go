@@ -327,7 +327,9 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 // aliased reports whether b's memory overlaps another tensor's (a caching
 // allocator handed it out again): its writes reach that tensor's chunks in
 // the order the micro-ops make them, which the coarse loop does not keep.
-func aliased(b *Buffer) bool { return b != nil && b.Block != nil && b.Block.ov != nil }
+func aliased(b *Buffer) bool {
+	return b != nil && b.Block != nil && (b.Block.dyn != nil || b.Block.ov != nil)
+}
 
 // coarseArrive parks t, a coarse candidate at its first micro-op, until
 // every rank of its ring has started; the last one to arrive runs the

@@ -360,7 +360,7 @@ func (w *World) Fold(rank, proto int) bool {
 		return false
 	}
 	p, q := w.progs[proto], w.progs[rank]
-	if p == nil || q == nil || p.fold != nil || q.fold != nil {
+	if p == nil || q == nil || p.fold != nil || q.fold != nil || p.allocatesAtRunTime() || q.allocatesAtRunTime() {
 		return false
 	}
 	// Buffers are renamed through an array by the proto's buffer id (a

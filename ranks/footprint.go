@@ -73,6 +73,12 @@ type Step struct {
 	// Takes are the pools a kernel's first step draws from to become
 	// resident (residency.go); Returns, the pools its completion gives back.
 	Takes, Returns []PoolUse
+	// Queries are the record tasks of deferred frees whose completion a
+	// malloc at this issue reads (StepIssue; dynalloc.go): whether each is
+	// done decides whether its block is handed out again.
+	Queries []ActorID
+	// FreeEvent: this completion is of such a record task (StepComplete).
+	FreeEvent bool
 }
 
 // ActorOf returns the stable identity of the engine actor a (an Item's
@@ -124,6 +130,11 @@ func (w *World) NextStep(a int32) Step {
 				k := len(acts)
 				acts = append(acts, TaskActor(r, 0, h.nodes[h.next].op))
 				st.Issues = acts[k:]
+				if w.mallocs(w.progs[r].Ops[h.nodes[h.next].op].Mem) {
+					k = len(acts)
+					w.pendingEvents(r, func(id int32) { acts = append(acts, w.actorOfTask(id)) })
+					st.Queries = acts[k:]
+				}
 			}
 			return st
 		}
@@ -137,7 +148,7 @@ func (w *World) NextStep(a int32) Step {
 		return st
 	}
 	t := w.tasks[int(a)-w.N]
-	st := Step{Actor: w.taskActor(t), Rank: t.rank, Kind: StepComplete}
+	st := Step{Actor: w.taskActor(t), Rank: t.rank, Kind: StepComplete, FreeEvent: t.op != nil && t.op.FreeEvent}
 	for _, d := range t.deps {
 		acts = append(acts, w.actorOfTask(d))
 	}

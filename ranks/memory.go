@@ -44,7 +44,10 @@ type Buffer struct {
 	// that is not an allocator block's (its shadows stay untouched: four
 	// bytes a chunk keep consecutive chunks on one cache line).
 	lastW []int32
-	Block *Block // non-nil for a tensor from a caching [Allocator]
+	// Block is non-nil for a tensor from a caching [Allocator]. For a
+	// tensor whose block the allocator picks at run time (dynalloc.go) it
+	// is a stand-in with no allocator block until the malloc.
+	Block *Block
 
 	sh    []shadow
 	Name  string
@@ -63,6 +66,9 @@ type aliasRef struct {
 // segment (whose tensors may overlap one another) or the buffer itself.
 func (b *Buffer) storage() any {
 	if b.Block != nil {
+		if b.Block.dyn != nil {
+			return b.Block.dyn
+		}
 		return b.Block.Seg
 	}
 	return b
@@ -79,7 +85,7 @@ func (b *Buffer) Describe() string {
 	if b.Sym != nil {
 		return fmt.Sprintf("rank %d's copy of symmetric buffer %q", b.Rank, b.Name)
 	}
-	if b.Block != nil {
+	if b.Block != nil && b.Block.Block != nil {
 		return fmt.Sprintf("rank %d tensor %q (%s)", b.Rank, b.Name, b.Block.Describe())
 	}
 	return fmt.Sprintf("rank %d tensor %q", b.Rank, b.Name)

@@ -230,6 +230,12 @@ type HostOp struct {
 	// itself (the program form's replay): a kernel node starts
 	// Config.GraphGap after the node it depends on, as in graph mode.
 	GraphNode bool
+	// Mem lists the calls into the rank's caching allocator the host makes
+	// at run time just before issuing this op (eager mode; dynalloc.go).
+	Mem []MemCall
+	// FreeEvent marks a Record that a free with record_stream uses made
+	// (insert_events): a malloc queries whether it is complete.
+	FreeEvent bool
 
 	fo *foldedOp // a folded rank's copy of an op: where it lives, to be reused (fold.go)
 }

@@ -67,9 +67,13 @@ type World struct {
 	N     int
 	Srcs  Sources
 	progs []*Program
-	bufs  []*Buffer
-	calls []string // interned collective instance names
-	plan  *plan    // lowered programs and interned calls (Run), shared by a template's copies
+	// the caching allocators that run at run time (dynalloc.go): the
+	// memory their tensors share, and each rank's allocator in the run
+	dynStores map[int]*dynStore
+	dyn       []*dynAlloc
+	bufs      []*Buffer
+	calls     []string // interned collective instance names
+	plan      *plan    // lowered programs and interned calls (Run), shared by a template's copies
 
 	// Each concern's state, in the concern's own type and file; the world
 	// composes them (their fields are the world's, by embedding). The order
@@ -157,6 +161,11 @@ type host struct {
 	// graph mode: task ids of the previous replay's nodes
 	prevJoin int32
 	syncing  int32 // the sync task blocking the host thread, or -1 (hostsync.go)
+	// acq: record tasks of deferred frees whose completion a malloc saw
+	// (dynalloc.go); every task issued afterwards depends on them. acqAt[s]:
+	// how many of them stream s's tasks depend on already.
+	acq   []int32
+	acqAt []int
 }
 
 // NewWorld returns a world of n ranks.
@@ -451,6 +460,9 @@ func (w *World) stepHost(r int) {
 		if h.next == 0 {
 			h.base = w.int32s(len(h.nodes))[:len(h.nodes)]
 		}
+		if mem := p.Ops[n.op].Mem; len(mem) > 0 {
+			w.runMem(r, mem) // the allocator calls made before this op (dynalloc.go)
+		}
 		t := w.newTask(r, h.next, n, p, 0, h.base)
 		h.base[h.next] = t.id
 		h.next++
@@ -547,6 +559,18 @@ func (w *World) newTask(r, i int, n node, p *Program, replay int32, base []int32
 	t.deps = w.int32s(len(n.deps))
 	for _, d := range n.deps {
 		w.addDep(t, base[d])
+	}
+	if op.FreeEvent {
+		t.users = 1 << 30 // a malloc may acquire it at any later point (dynalloc.go)
+	}
+	if h := &w.hosts[r]; len(h.acq) > 0 && w.cfg.Mode == Eager {
+		if h.acqAt == nil {
+			h.acqAt = make([]int, len(p.Streams))
+		}
+		for _, id := range h.acq[h.acqAt[n.stream]:] {
+			w.addDep(t, id)
+		}
+		h.acqAt[n.stream] = len(h.acq)
 	}
 	return t
 }

@@ -314,8 +314,21 @@ func (s lower) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 	gl.atReplay = mapped.atReplay
 	var alloc *ranks.Allocator
 	var managedSet map[string]bool // tensors an alloc op allocates, made at the first free or record_stream
+	// A free that waits for record_stream events comes back when a malloc
+	// finds them done, which only the run knows: such a rank's allocator
+	// runs at run time (ranks/dynalloc.go), its calls carried by the host
+	// ops they precede.
+	rt := !reference && cfg.Mode != "graph" && cfg.Bug.Caching != "off" && copies == 1 && s.deferredFree(p, ops)
+	var rtm runtimeMem
+	if rt {
+		managedSet = s.Managed()
+		defer rtm.flush(prog)
+		if r == 0 {
+			b.Notes = append(b.Notes, "rank 0 allocator: runs as the host reaches each call: a block freed after record_stream is handed out again once a malloc finds the recorded streams' events complete (process_events)")
+		}
+	}
 	for _, op := range ops {
-		if (op.Kind == OpAlloc || op.Kind == OpEmptyCache) && alloc == nil {
+		if (op.Kind == OpAlloc || op.Kind == OpEmptyCache) && alloc == nil && !rt {
 			alloc = w.NewAllocator(r, cfg.Bug.Caching != "off")
 		}
 	}
@@ -350,6 +363,15 @@ func (s lower) lowerProgram(w *ranks.World, cfg Config, hw ranks.Profile, comms 
 		}
 		if op.Kind.Comm() {
 			op.Name = issues.name(op.Kind, op.Name)
+		}
+		if rt {
+			rtm.attach(prog)
+			if ok, err := rtm.lower(w, s, cfg, p, prog, r, &op, st, bufs, managedSet); ok {
+				if err != nil {
+					return nil, nil, fmt.Errorf("rank %d: %w", r, err)
+				}
+				continue
+			}
 		}
 		if ok, err := gl.step(&op, prog, alloc, st); ok {
 			if err != nil {

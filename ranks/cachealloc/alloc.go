@@ -119,13 +119,17 @@ type Block struct {
 // race detector and the values see a use after free wherever the ranges
 // meet.
 //
-// Deferred frees: PyTorch records an event on each used stream and returns
-// the block when a later malloc finds those events complete
-// (process_events). The host runs ahead of the device here, so the model
-// answers "not complete" until the host synchronizes ([Allocator.Synchronize]);
-// that is the safe direction (the H200 run of validation/lifetime.py saw
-// the block come back within the same eager step when the device had
-// caught up; see docs/fidelity.md).
+// Deferred frees: PyTorch records an event on each used stream
+// (DeviceCachingAllocator::free → insert_events) and returns the block when
+// a later malloc finds all of them complete (malloc → process_events,
+// cudaEventQuery). Whether they are complete at a given malloc depends on
+// the device's progress, which this host-side structure cannot see: run in
+// host issue order alone, it answers "not complete" until the host
+// synchronizes ([Allocator.Synchronize]). A world that runs the allocator
+// at run time asks the device instead and calls [Allocator.Release] for
+// each free whose events are done at the malloc (ranks/dynalloc.go); the
+// H200 run of validation/lifetime.py saw the block come back within the
+// same eager step when the device had caught up (docs/fidelity.md).
 //
 // Graph capture ([Allocator.BeginCapture]): allocations come from a
 // private pool of the capture, whose blocks are freed and reused within the
@@ -344,6 +348,26 @@ func (a *Allocator) release(sp *span) {
 		}
 	}
 }
+
+// Release is process_events finding every event of blk's deferred free
+// complete (free with record_stream uses, [Allocator.Free]): the block
+// returns to its stream's pool, merged with its free neighbours. The world
+// that runs the allocator at run time calls it at a malloc, once the
+// recorded streams' work is done (ranks/dynalloc.go). It reports whether
+// blk was waiting.
+func (a *Allocator) Release(blk *Block) bool {
+	sp := blk.sp
+	if blk.live || !sp.pending || sp.allocated || a.deferredInCapture(sp) {
+		return false
+	}
+	a.release(sp)
+	a.Log = append(a.Log, fmt.Sprintf("process_events: %s's events complete: %#x back in stream %s's pool", blk.Name, blk.Ptr, blk.Stream))
+	return true
+}
+
+// Pending reports whether blk was freed with record_stream uses and still
+// waits for their events.
+func (a *Allocator) Pending(blk *Block) bool { return !blk.live && blk.sp.pending && !blk.sp.allocated }
 
 // Synchronize is a device synchronize seen by the allocator: every
 // deferred free completes (its recorded uses are done) and the block
