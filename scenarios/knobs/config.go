@@ -1,6 +1,7 @@
 package knobs
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -237,4 +238,31 @@ func (c *Config) ParsedStrategy() (collectives.Strategy, error) {
 // ParsedPlacement is c.Placement as streamsched's placement transform.
 func (c *Config) ParsedPlacement() (streamsched.Placement, error) {
 	return streamsched.ParsePlacement(c.Placement)
+}
+
+// UnmarshalJSON reads a Config as MarshalJSON's default writes it, and a
+// seed written as a bare number, as shard files and witnesses of earlier
+// versions hold it (the CLI reads them: docs/cli.md, merge).
+func (c *Config) UnmarshalJSON(b []byte) error {
+	type plain Config // without this method
+	aux := struct {
+		*plain
+		Seed json.RawMessage `json:"seed"`
+	}{plain: (*plain)(c)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	if aux.Seed == nil {
+		return nil
+	}
+	t := strings.TrimSpace(string(aux.Seed))
+	if u, err := strconv.Unquote(t); err == nil {
+		t = u
+	}
+	v, err := strconv.ParseUint(t, 10, 64)
+	if err != nil {
+		return fmt.Errorf("seed %s: want a non-negative 64-bit integer, as a decimal string or number", aux.Seed)
+	}
+	c.Seed = v
+	return nil
 }
