@@ -339,6 +339,10 @@ type Options struct {
 	// MaxFindings caps the findings of each kind a schedule keeps (0: the
 	// world's default, 32); VariantReport.FindingsTotal counts them all.
 	MaxFindings int
+	// Stop, when set, is asked before each explored schedule; once it
+	// says true no further schedule starts and the report is Partial
+	// (simctl run --time: the caller reads the clock, check does not).
+	Stop func() bool
 }
 
 // VariantReport is the judged result of one variant.
@@ -359,6 +363,10 @@ type VariantReport struct {
 	// BaseSeed is the seed the explored schedules derive from (the
 	// scenario's seed knob): schedule i's own seed is ScheduleSeed(BaseSeed, i).
 	BaseSeed    uint64    `json:"seed"`
+	// Partial: Options.Stop ended the exploration after Schedules of the
+	// Planned schedules (nominal included).
+	Partial bool `json:"partial,omitempty"`
+	Planned int  `json:"planned,omitempty"`
 	WitnessSeed *sim.Seed `json:"witness_seed"`
 	// WitnessSchedule is the index (1-based) of the explored schedule that
 	// first gave the verdict, 0 when the nominal schedule did.
@@ -485,6 +493,10 @@ func RunVariant(sc Scenario, v Variant, opt Options) (*VariantReport, error) {
 		steps = cnt.N
 	}
 	for i := 1; i <= su.Budget; i++ {
+		if opt.Stop != nil && opt.Stop() {
+			rep.Partial, rep.Planned = true, su.Budget+1
+			break
+		}
 		strategy, mode, ch, seed := MixedSchedule(su.Seed, i, steps)
 		o, err := runCapped(p, ref, mode, ch, opt.MaxFindings)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ type runFlags struct {
 	witness     string      // --witness FILE: the worst schedule, for simctl replay
 	budget      int         // --budget N: --set budget=N
 	budgetSet   bool
+	time        time.Duration // --time: stop exploring when it has passed
 }
 
 func newRunCmd(stdout, _ io.Writer) *cobra.Command {
@@ -57,6 +59,7 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 	cmd.Flags().IntVar(&f.maxFindings, "max-findings", 32, "keep at most N findings of each kind per variant (JSON's findings_total counts them all; findings_truncated says some were left out)")
 	cmd.Flags().IntVar(&f.budget, "budget", 0, "schedules to explore besides the nominal one, per variant (the same as --set budget=N; default: the scenario's budget knob)")
 	cmd.Flags().StringVar(&f.witness, "witness", "", "write the schedule behind the worst verdict to `FILE`, a witness for simctl replay")
+	cmd.Flags().DurationVar(&f.time, "time", 0, "stop starting schedules after this long (e.g. 30s, 10m), over all variants; a variant cut short says so (partial), and its verdict is from the schedules run")
 	addFineStepsFlag(cmd, &f.fineSteps)
 	f.out.addFlags(cmd)
 	return cmd
@@ -111,9 +114,17 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 	if f.maxFindings < 1 {
 		return usagef("--max-findings %d: want at least 1", f.maxFindings)
 	}
+	if f.time < 0 {
+		return usagef("--time %s: want a positive duration", f.time)
+	}
+	var stop func() bool
+	if f.time > 0 {
+		deadline := time.Now().Add(f.time)
+		stop = func() bool { return time.Now().After(deadline) }
+	}
 	rep := &Report{Scenario: sc.Name}
 	for _, v := range vs {
-		vr, err := check.RunVariant(sc, v, check.Options{Extra: f.sets, MaxFindings: f.maxFindings})
+		vr, err := check.RunVariant(sc, v, check.Options{Extra: f.sets, MaxFindings: f.maxFindings, Stop: stop})
 		if err != nil {
 			return usageError{fmt.Errorf("variant %s: %w", v.Name, err)}
 		}
@@ -130,6 +141,11 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 		}
 	} else {
 		writeText(stdout, sc, rep, f)
+		for _, v := range rep.Variants {
+			if v.Partial {
+				fmt.Fprintf(stdout, "incomplete: --time %s ran out: variant %s ran %d of %d schedules\n", f.time, quoteName(v.Name), v.Schedules, v.Planned)
+			}
+		}
 	}
 	if err := f.out.write(sc, rep.Variants); err != nil {
 		return err
