@@ -362,11 +362,11 @@ type VariantReport struct {
 	FindingsTruncated bool `json:"findings_truncated"`
 	// BaseSeed is the seed the explored schedules derive from (the
 	// scenario's seed knob): schedule i's own seed is ScheduleSeed(BaseSeed, i).
-	BaseSeed    uint64    `json:"seed"`
+	BaseSeed uint64 `json:"seed"`
 	// Partial: Options.Stop ended the exploration after Schedules of the
 	// Planned schedules (nominal included).
-	Partial bool `json:"partial,omitempty"`
-	Planned int  `json:"planned,omitempty"`
+	Partial     bool      `json:"partial,omitempty"`
+	Planned     int       `json:"planned,omitempty"`
 	WitnessSeed *sim.Seed `json:"witness_seed"`
 	// WitnessSchedule is the index (1-based) of the explored schedule that
 	// first gave the verdict, 0 when the nominal schedule did.

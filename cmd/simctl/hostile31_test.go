@@ -277,7 +277,9 @@ func TestHostileInputs31(t *testing.T) {
 		{name: "run's text output on /dev/full", args: []string{"run", e.scenario, "--set", "budget=2"}, code: 2, first: []string{"writing the output", "no space left"}, out: "/dev/full"},
 		{name: "merge's text output on /dev/full", args: []string{"merge", e.shards[0], e.shards[1]}, code: 2, first: []string{"writing the output"}, out: "/dev/full"},
 		{name: "run --time bounds a budget of a million schedules per variant", args: []string{"run", "tp8-shared-expert", "--set", "budget=1000000", "--time", "1s", "--no-expect"}, code: 0,
-			check: func(t *testing.T, r limitedRun) { require.Contains(t, r.stdout, "incomplete: --time 1s ran out: variant") }},
+			check: func(t *testing.T, r limitedRun) {
+				require.Contains(t, r.stdout, "incomplete: --time 1s ran out: variant")
+			}},
 		{name: "gemm(2^40, 2^40, 2^40) is an error at its line", args: []string{"validate", gemm}, code: 2, first: []string{gemm + ":", "out of range: gemm(1099511627776"}},
 		{name: "a UTF-8 BOM is no part of a key", args: []string{"validate", bom}, code: 0},
 		{name: "merge reads shards whose seeds are numbers (earlier versions)", args: []string{"merge", numeric[0], numeric[1], "--format", "json"}, code: 0,
