@@ -14,7 +14,6 @@ const dir = "../validation/corpus"
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
 var knownMiss = map[string]string{
-	"HalvesDisjoint":        "aux reads one half of x while main writes the other: the importer names whole storages, not the byte ranges of views, so the two look like one tensor",
 	"WarmGraphInternalFree": "the race is inside a CUDA graph captured before the recorded region: the replay's kernels are opaque",
 }
 

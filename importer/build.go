@@ -23,7 +23,11 @@ type item struct {
 	op     *cpuOp
 	reads  []string // tensor keys
 	writes []string
-	name   string
+	// span: the bytes [lo, hi) of each tensor key the kernel's operator
+	// named (a view: a slice, one half); views.go turns them into chunks.
+	span         map[string][2]int64
+	rdSfx, wrSfx []string // chunk ranges ("[0:2]") of reads and writes, by views()
+	name         string
 	// collective
 	coll *cpuOp
 	peer string // a send's or receive's peer: an index into the communicator
@@ -120,6 +124,7 @@ type builder struct {
 	probeStream                         map[*cpuOp]int64
 	replays                             int
 	emptyCaches                         int
+	sliced                              int             // tensors some kernel reaches in part (views.go)
 	orphanRf                            int64           // keys given to linked orphan operators in et (below every ET key)
 	queries                             int             // event queries that saw their event done
 	hostOpsN                            int             // host operators on pinned memory (host.go)
@@ -200,11 +205,13 @@ func (b *builder) access(it *item, label string) {
 				key := "s" + strconv.FormatInt(r.Storage, 10)
 				it.reads = appendOnce(it.reads, key)
 				b.tensor(key, r.Bytes())
+				it.addSpan(key, r)
 			}
 			for _, w := range append(append([]TensorRef(nil), eo.Outputs...), eo.Mutated...) {
 				key := "s" + strconv.FormatInt(w.Storage, 10)
 				it.writes = appendOnce(it.writes, key)
 				b.tensor(key, w.Bytes())
+				it.addSpan(key, w)
 			}
 			b.hostAccess(it, eo)
 			b.touch(it, label)
@@ -655,12 +662,14 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 		key := keyOf(w.Storage)
 		it.writes = appendOnce(it.writes, key)
 		b.tensor(key, w.Bytes())
+		it.addSpan(key, w)
 	}
 	for _, r := range eo.Inputs {
 		claim(r)
 		key := keyOf(r.Storage)
 		it.reads = appendOnce(it.reads, key)
 		b.tensor(key, r.Bytes())
+		it.addSpan(key, r)
 	}
 	b.hostAccess(it, eo)
 	b.touch(it, label)
@@ -804,6 +813,7 @@ func (b *builder) finish(items []*item) error {
 	if err := b.pair(out); err != nil {
 		return err
 	}
+	b.views(out)
 	nameOf := b.names()
 	for _, it := range out {
 		if it.tensorKey != "" {
@@ -853,8 +863,7 @@ func (b *builder) finish(items []*item) error {
 		switch it.kind {
 		case scenarios.OpKernel:
 			op.Name = it.name
-			op.Reads = it.reads
-			op.Writes = it.writes
+			op.Reads, op.Writes = withSuffix(it.reads, it.rdSfx), withSuffix(it.writes, it.wrSfx)
 			op.TimeNs = max(ns(it.act.dur), 1)
 		case scenarios.OpAllReduce, scenarios.OpAllGather, scenarios.OpReduceScatter, scenarios.OpAllToAll, scenarios.OpBroadcast:
 			op.Name, op.Comm, op.In, op.Out, op.Strategy = it.name, it.event, it.reads[0], it.writes[0], "nccl"
@@ -1213,6 +1222,9 @@ func (b *builder) pair(out []*item) error {
 			p.events = append(p.events, r.event)
 		}
 		it.event = r.event
+	}
+	if b.sliced > 0 {
+		p.notef("%d tensors are reached through views (slices, halves) of their storage: a kernel reads and writes only the chunks its view covers (T[LO:HI]; rounded outwards where a view's edge falls inside a chunk)", b.sliced)
 	}
 	if b.queries > 0 {
 		p.notef("%d cudaEventQuery calls returned after their event's work had ended in the recorded timing: each is taken as the host seeing the event done (a sync of its stream; a query before that orders nothing)", b.queries)

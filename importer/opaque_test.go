@@ -61,3 +61,18 @@ func TestOpaqueReplayTakesStaticBuffers(t *testing.T) {
 
 	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "CompiledReduceOverheadForked")))
 }
+
+// Views: the execution trace gives each tensor's offset and element count,
+// so a kernel on x[:H] reaches x's first chunks only. HalvesDisjoint (aux
+// reads x[:H] while main rewrites x[H:] in place; clean on the GPU) reads
+// ok; HalvesOverlap (main rewrites x[:H]; racy) still races.
+func TestViewsReachTheirChunks(t *testing.T) {
+	res := importCorpus(t, "HalvesDisjoint")
+	require.Contains(t, string(res.YAML), "reached through views")
+	sin := kernelNamed(t, res, "sin")
+	mul := kernelNamed(t, res, "mul_")
+	require.Regexp(t, `\[0:2\]$`, sin.Reads[0])
+	require.Regexp(t, `\[2:4\]$`, mul.Writes[0])
+	require.Equal(t, "ok", dporVerdict(t, res))
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "HalvesOverlap")))
+}
