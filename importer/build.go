@@ -814,6 +814,9 @@ func (b *builder) finish(items []*item) error {
 		return err
 	}
 	b.views(out)
+	if b.sliced > 0 {
+		p.notef("%d tensors are reached through views (slices, halves) of their storage: a kernel reads and writes only the chunks its view covers (T[LO:HI]; rounded outwards where a view's edge falls inside a chunk)", b.sliced)
+	}
 	nameOf := b.names()
 	for _, it := range out {
 		if it.tensorKey != "" {
@@ -1222,9 +1225,6 @@ func (b *builder) pair(out []*item) error {
 			p.events = append(p.events, r.event)
 		}
 		it.event = r.event
-	}
-	if b.sliced > 0 {
-		p.notef("%d tensors are reached through views (slices, halves) of their storage: a kernel reads and writes only the chunks its view covers (T[LO:HI]; rounded outwards where a view's edge falls inside a chunk)", b.sliced)
 	}
 	if b.queries > 0 {
 		p.notef("%d cudaEventQuery calls returned after their event's work had ended in the recorded timing: each is taken as the host seeing the event done (a sync of its stream; a query before that orders nothing)", b.queries)
