@@ -117,6 +117,7 @@ func (w *World) dynOf(r int) *dynAlloc {
 	d := w.dyn[r]
 	if d == nil {
 		d = &dynAlloc{a: cachealloc.New(r, true), block: map[int32]*Block{}}
+		d.a.Quiet()
 		w.dyn[r] = d
 	}
 	return d

@@ -151,8 +151,20 @@ type Allocator struct {
 	// deferred: blocks freed during a capture with record_stream uses
 	deferred []*span
 	// Log records every decision, in order ("malloc L0.rt_out (64 KiB) on
-	// main: 0x7f0000010000, reuses freed memory of L0.x_norm").
-	Log []string
+	// main: 0x7f0000010000, reuses freed memory of L0.x_norm"), unless
+	// [Allocator.Quiet] turned it off.
+	Log   []string
+	quiet bool
+}
+
+// Quiet turns the decision log off: an allocator run once per schedule
+// (ranks/dynalloc.go) keeps no log nobody reads.
+func (a *Allocator) Quiet() { a.quiet = true }
+
+func (a *Allocator) logf(format string, args ...any) {
+	if !a.quiet {
+		a.Log = append(a.Log, fmt.Sprintf(format, args...))
+	}
 }
 
 // New returns rank's allocator. With caching false every malloc gets
@@ -263,11 +275,13 @@ func (a *Allocator) Malloc(name, stream string, bytes int64) (*Block, error) {
 		blk.Tensors = append(blk.Tensors, o.Name)
 	}
 	blk.Tensors = append(blk.Tensors, name)
-	msg := fmt.Sprintf("malloc %s (%s) on %s: %#x in segment #%d (%s), %s", name, FormatBytes(bytes), stream, sp.ptr, sp.seg.ID, FormatBytes(sp.seg.Size), how)
-	if len(blk.Over) > 0 {
-		msg += fmt.Sprintf("; overlaps freed %s", names(blk.Over))
+	if !a.quiet {
+		msg := fmt.Sprintf("malloc %s (%s) on %s: %#x in segment #%d (%s), %s", name, FormatBytes(bytes), stream, sp.ptr, sp.seg.ID, FormatBytes(sp.seg.Size), how)
+		if len(blk.Over) > 0 {
+			msg += fmt.Sprintf("; overlaps freed %s", names(blk.Over))
+		}
+		a.Log = append(a.Log, msg)
 	}
-	a.Log = append(a.Log, msg)
 	return blk, nil
 }
 
@@ -315,16 +329,16 @@ func (a *Allocator) Free(blk *Block) error {
 		// cudaFree: the memory goes back to the driver (and cudaFree
 		// synchronizes the device, so whatever reuses it is ordered).
 		sp.seg.Released = true
-		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x released to the driver (no caching)", blk.Name, sp.ptr))
+		a.logf("free %s: %#x released to the driver (no caching)", blk.Name, sp.ptr)
 	case len(sp.uses) > 0:
 		sp.pending = true
 		if a.capture > 0 {
 			a.deferred = append(a.deferred, sp)
 		}
-		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x deferred until its uses on %v complete (record_stream)", blk.Name, sp.ptr, sp.uses))
+		a.logf("free %s: %#x deferred until its uses on %v complete (record_stream)", blk.Name, sp.ptr, sp.uses)
 	default:
 		a.release(sp)
-		a.Log = append(a.Log, fmt.Sprintf("free %s: %#x back in stream %s's pool", blk.Name, blk.Ptr, blk.Stream))
+		a.logf("free %s: %#x back in stream %s's pool", blk.Name, blk.Ptr, blk.Stream)
 	}
 	return nil
 }
@@ -361,7 +375,7 @@ func (a *Allocator) Release(blk *Block) bool {
 		return false
 	}
 	a.release(sp)
-	a.Log = append(a.Log, fmt.Sprintf("process_events: %s's events complete: %#x back in stream %s's pool", blk.Name, blk.Ptr, blk.Stream))
+	a.logf("process_events: %s's events complete: %#x back in stream %s's pool", blk.Name, blk.Ptr, blk.Stream)
 	return true
 }
 
@@ -409,7 +423,7 @@ func (a *Allocator) EmptyCache() {
 	for _, sg := range a.segs {
 		if !sg.Released && sg.Pool == 0 && sg.head.free() && sg.head.next == nil {
 			sg.Released = true
-			a.Log = append(a.Log, fmt.Sprintf("empty_cache: segment #%d (%s at %#x) released", sg.ID, FormatBytes(sg.Size), sg.Base))
+			a.logf("empty_cache: segment #%d (%s at %#x) released", sg.ID, FormatBytes(sg.Size), sg.Base)
 		}
 	}
 }
