@@ -1,11 +1,11 @@
-package scenarios_test
+package format_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/collsim/collsim/scenarios"
+	"github.com/collsim/collsim/scenarios/format"
 )
 
 // TestUnusedKnobs: a knob the file's form does not read is an error at its
@@ -38,7 +38,7 @@ func TestUnusedKnobs(t *testing.T) {
 			if tt.set != "" {
 				src += "  - {name: b, set: {" + tt.set + "}}\n"
 			}
-			_, err := scenarios.LoadSpec("k.yaml", []byte(src))
+			_, err := format.LoadSpec("k.yaml", []byte(src))
 			if tt.wantErr == "" {
 				require.NoError(t, err, src)
 				return
