@@ -35,14 +35,21 @@ type Comm struct {
 	// and driver ≥ 12.3 and not capturing under a driver < 12.9, to its
 	// launch-completion event (ncclImplicitOrderLaunch:
 	// CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT in ncclLaunchKernel; see
-	// getImplicitOrder). The model is the serial mode: the next kernel waits
-	// for the previous one to complete. In the launch mode a kernel waits
-	// only for the previous one to start, so with co-resident kernels
-	// ([Comm.Coresident]) host orders that differ across ranks can complete
-	// there where the model hangs; NCCL's documentation calls such orders
-	// the user's error either way ("users must ensure the order of
-	// host-side launches matches for all devices").
+	// getImplicitOrder). ImplicitOrder alone is the serial mode: the next
+	// kernel waits for the previous one to complete; ImplicitLaunch is the
+	// launch mode, where a kernel waits only for the previous one to start,
+	// so with co-resident kernels ([Comm.Coresident]) host orders that
+	// differ across ranks can complete where the serial mode hangs. NCCL's
+	// documentation calls such orders the user's error either way ("users
+	// must ensure the order of host-side launches matches for all
+	// devices").
 	ImplicitOrder bool
+	// ImplicitLaunch is ImplicitOrder's launch mode (CUDA ≥ 12.3): a kernel
+	// waits for the previous one of the GPU to start, not to complete
+	// ([ranks.KernelSpec.OrderLaunch]). It applies only with Coresident:
+	// where one NCCL kernel runs at a time per GPU, waiting for the
+	// previous one to start is waiting for it to finish, the serial mode.
+	ImplicitLaunch bool
 	// GraphUnordered drops the communicator's launch order inside CUDA
 	// graphs: kernels captured on different streams get no edge from it,
 	// so graphs replayed on different streams are not serialized. That is
@@ -208,8 +215,7 @@ func (c *Comm) AllReduce(rank int, call string, s Strategy, in, out *ranks.Buffe
 	switch s {
 	case NCCL:
 		k.Gen = c.ring(i, in, out)
-		k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
-		k.Exclusive = c.exclusive()
+		c.order(k)
 	case Multimem, P2POneShot:
 		k.Gen = c.oneShot(i, call, s, in, out)
 	case NCCLTree, MultimemTwoShot, P2PTwoShot:

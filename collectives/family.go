@@ -152,8 +152,7 @@ func (c *Comm) Collective(rank int, call Call) (*ranks.KernelSpec, error) {
 		Blocks: blocks, Spins: true}
 	switch call.Strategy {
 	case NCCL, NCCLTree:
-		k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
-		k.Exclusive = c.exclusive()
+		c.order(k)
 		if call.Strategy == NCCLTree {
 			k.Instrs = c.treeAllReduce(i, call)
 		} else {
@@ -174,6 +173,15 @@ func (c *Comm) Collective(rank int, call Call) (*ranks.KernelSpec, error) {
 		k.Instrs = c.symmetric(i, call, ws, blocks)
 	}
 	return k, nil
+}
+
+// order sets k's NCCL ordering: its order key, whether the key holds
+// inside CUDA graphs, whether it waits for the previous kernel's start or
+// completion, and its exclusive slot.
+func (c *Comm) order(k *ranks.KernelSpec) {
+	k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
+	k.OrderLaunch = c.ImplicitOrder && c.ImplicitLaunch && c.Coresident
+	k.Exclusive = c.exclusive()
 }
 
 // exclusive is the [ranks.KernelSpec.Exclusive] key of the communicator's

@@ -101,8 +101,8 @@ func (c *Comm) p2pKernel(what, rank, peer int, name string, buf *ranks.Buffer) (
 		return nil, 0, fmt.Errorf("%s %q: missing tensor", []string{"send", "recv"}[what], name)
 	}
 	k := &ranks.KernelSpec{Name: name, Coll: name, Kind: []string{"send", "recv"}[what] + "/nccl", Sig: p2pSig(buf.Bytes), GroupSize: 2,
-		OrderKey: c.orderKey(), Exclusive: c.exclusive(),
 		Instrs: []ranks.Instr{{Op: ranks.OpDelay, Phase: "launch", Dur: c.HW.KStart}}}
+	c.order(k)
 	return k, c.Group[peer], nil
 }
 

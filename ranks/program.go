@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/collsim/collsim/mutant"
 	"github.com/collsim/collsim/sim"
@@ -60,6 +61,16 @@ type KernelSpec struct {
 	// same key on this rank in host issue order, whatever the stream — NCCL's
 	// per-communicator strong stream (src/enqueue.cc ncclLaunchPrepare).
 	OrderKey string
+	// OrderLaunch makes the OrderKey edge wait for the previous kernel of
+	// the key to start, not to complete: this kernel becomes ready no
+	// earlier than that one did (it inherits that kernel's dependencies).
+	// NCCL_LAUNCH_ORDER_IMPLICIT's launch mode, CUDA ≥ 12.3: the next
+	// launch waits on the previous kernel's launch-completion event
+	// (NCCL src/enqueue.cc ncclLaunchFinish and ncclLaunchKernel,
+	// CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT). A front end sets it
+	// only where kernels of different keys may be resident together;
+	// otherwise starting is completing's worst case.
+	OrderLaunch bool
 	// OrderEagerOnly limits OrderKey to eager launches: under graph capture
 	// the library adds no edge (RCCL's graph path, rocm/rccl #2179).
 	OrderEagerOnly bool
@@ -336,7 +347,15 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 		case Launch:
 			if k := op.Kernel.OrderKey; k != "" && !(capture && op.Kernel.OrderEagerOnly) {
 				if t, ok := orderTail[k]; ok {
-					n.deps = append(n.deps, t)
+					if op.Kernel.OrderLaunch {
+						for _, d := range nodes[t].deps {
+							if !slices.Contains(n.deps, d) {
+								n.deps = append(n.deps, d)
+							}
+						}
+					} else {
+						n.deps = append(n.deps, t)
+					}
 				}
 				orderTail[k] = int32(len(nodes))
 			}

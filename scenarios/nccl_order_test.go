@@ -30,22 +30,34 @@ func runVerdict(t *testing.T, sc check.Scenario, variant string, extra ...string
 // runs both communicators' kernels together (nccl-coresident). Implicit
 // order (NCCL's serial mode: a kernel waits for the previous one's
 // completion, src/enqueue.cc getImplicitOrder) rescues a consistent host
-// order, never an opposite one, co-resident or not.
+// order, never an opposite one, co-resident or not; its launch mode lets
+// co-resident kernels finish opposite host orders.
 func TestNCCLCoresident(t *testing.T) {
 	sc, ok := scenarios.Lookup("two-comms-opposite-order")
 	require.True(t, ok)
 	for _, tc := range []struct {
-		variant, coresident, want string
+		variant, order, coresident, want string
 	}{
-		{"per-comm-order", "off", "hang"},
-		{"per-comm-order", "on", "ok"},
-		{"implicit-order", "off", "ok"},
-		{"implicit-order", "on", "ok"},
-		{"host-opposite", "off", "hang"},
-		{"host-opposite", "on", "hang"},
+		{"per-comm-order", "", "off", "hang"},
+		{"per-comm-order", "", "on", "ok"},
+		{"implicit-order", "", "off", "ok"},
+		{"implicit-order", "", "on", "ok"},
+		{"host-opposite", "", "off", "hang"},
+		{"host-opposite", "", "on", "hang"},
+		// The launch mode (CUDA ≥ 12.3): a kernel waits for the previous
+		// one to start. One kernel per GPU, that is the serial mode; with
+		// co-resident kernels the opposite host orders finish, though the
+		// program serialized on one stream still hangs.
+		{"implicit-order", "implicit-launch", "on", "ok"},
+		{"host-opposite", "implicit-launch", "off", "hang"},
+		{"host-opposite", "implicit-launch", "on", "reference-hang"},
 	} {
-		t.Run(tc.variant+"/"+tc.coresident, func(t *testing.T) {
-			require.Equal(t, tc.want, runVerdict(t, sc, tc.variant, "nccl-coresident="+tc.coresident))
+		t.Run(tc.variant+"/"+tc.order+"/"+tc.coresident, func(t *testing.T) {
+			extra := []string{"nccl-coresident=" + tc.coresident}
+			if tc.order != "" {
+				extra = append(extra, "nccl-order="+tc.order)
+			}
+			require.Equal(t, tc.want, runVerdict(t, sc, tc.variant, extra...))
 		})
 	}
 }

@@ -90,7 +90,8 @@ func (s lower) comms(w *ranks.World, cfg Config, hw ranks.Profile) (map[string]*
 				cm.PadSlots = max(cm.PadSlots, op.Blocks*len(group))
 			}
 		}
-		cm.ImplicitOrder = cfg.NCCLOrder == "implicit"
+		cm.ImplicitOrder = cfg.NCCLOrder == "implicit" || cfg.NCCLOrder == "implicit-launch"
+		cm.ImplicitLaunch = cfg.NCCLOrder == "implicit-launch"
 		cm.StreamGuard = cfg.SymmGuard == "on"
 		cm.GraphUnordered = cfg.NCCLOrder == "graph-unordered"
 		cm.Coresident = cfg.NCCLCoresident == "on"

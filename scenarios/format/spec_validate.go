@@ -669,7 +669,7 @@ func supporting(op collectives.Op) string {
 // as collectives.Comm orders its kernels: its own, or one for every
 // communicator with nccl-order implicit.
 func ncclOrderKey(cfg Config, comm string) string {
-	if cfg.NCCLOrder == "implicit" {
+	if cfg.NCCLOrder == "implicit" || cfg.NCCLOrder == "implicit-launch" {
 		return "nccl:implicit"
 	}
 	return "nccl:" + comm
