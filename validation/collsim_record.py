@@ -11,10 +11,16 @@ then
 
     simctl import out/step.json --et out/step.et.json -o step.yaml
 
-Capture CUDA graphs inside the region where you can: the importer reads a
-capture it sees and matches each replay to it; a graph captured before the
-region replays kernels whose tensors no record names (the importer guesses
-them from the static buffers the step fills and reads, and says so).
+CUDA graphs: the importer reads each capture and matches every replay to
+it. A graph is usually captured during warm-up, before the region (a
+torch.cuda.graph warmed up first; torch.compile(mode="reduce-overhead"),
+which captures on an early call). So importing this module also hooks
+torch.cuda.CUDAGraph: every capture made outside a `record` region is
+profiled on its own (the same settings), and the next `record` writes those
+captures into its trace and execution trace, before the region, where the
+importer finds them. Import collsim_record before the first capture;
+COLLSIM_RECORD_CAPTURES=0 turns the hook off, clear_captures() forgets the
+captures kept so far.
 
 `record` turns on exactly what the importer reads, and nothing it does not
 need: the profiler's CPU and CUDA activities with tensor shapes, every
@@ -44,14 +50,20 @@ region; warm-up is the script's own business):
 The only dependency is torch (2.4 or later; recorded and tested with 2.11).
 """
 import contextlib
+import json
 import os
 import runpy
+import shutil
 import sys
+import tempfile
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-__all__ = ["record", "profiler_settings"]
+__all__ = ["record", "profiler_settings", "clear_captures"]
+
+_recording = False   # inside a record() region: captures are in its trace already
+_captures = []       # directories of captures profiled outside a region: c.json, c.et.json
 
 
 def profiler_settings():
@@ -85,6 +97,8 @@ def record(prefix, step=True, name="step", execution_trace=True, probe_record_st
     orig = torch.Tensor.record_stream
     if probe_record_stream:
         torch.Tensor.record_stream = _probed(orig)
+    global _recording
+    _recording = True
     try:
         with profile(**kw) as p:
             if step:
@@ -95,7 +109,104 @@ def record(prefix, step=True, name="step", execution_trace=True, probe_record_st
             torch.cuda.synchronize()
     finally:
         torch.Tensor.record_stream = orig
+        _recording = False
     p.export_chrome_trace(prefix + ".json")
+    _merge_captures(prefix, execution_trace)
+
+
+def clear_captures():
+    """Forget the captures profiled so far (the next record writes none of them)."""
+    while _captures:
+        shutil.rmtree(_captures.pop(0), ignore_errors=True)
+
+
+def _merge_captures(prefix, execution_trace):
+    """Put the captures profiled before the region into PREFIX.json (and
+    PREFIX.et.json), ahead of the region's events. Each capture's External
+    ids and execution-trace node ids are moved past the region's, so they
+    name nothing of it; correlation and record-function ids are the
+    process's own and stay."""
+    if not _captures:
+        return
+    try:
+        with open(prefix + ".json") as f:
+            tr = json.load(f)
+        et = None
+        if execution_trace and os.path.exists(prefix + ".et.json"):
+            with open(prefix + ".et.json") as f:
+                et = json.load(f)
+        events = []
+        nodes = []
+        for k, d in enumerate(_captures):
+            off = (k + 1) * 1000000000
+            with open(os.path.join(d, "c.json")) as f:
+                ct = json.load(f)
+            for e in ct.get("traceEvents", []):
+                a = e.get("args")
+                if isinstance(a, dict) and isinstance(a.get("External id"), int):
+                    a["External id"] += off
+                events.append(e)
+            if et is not None and os.path.exists(os.path.join(d, "c.et.json")):
+                with open(os.path.join(d, "c.et.json")) as f:
+                    ce = json.load(f)
+                for n in ce.get("nodes", []):
+                    n["id"] = n.get("id", 0) + off
+                    if n.get("ctrl_deps"):
+                        n["ctrl_deps"] += off
+                    nodes.append(n)
+        tr["traceEvents"] = events + tr.get("traceEvents", [])
+        with open(prefix + ".json", "w") as f:
+            json.dump(tr, f)
+        if et is not None:
+            et["nodes"] = nodes + et.get("nodes", [])
+            with open(prefix + ".et.json", "w") as f:
+                json.dump(et, f)
+    except Exception as e:   # never lose the region's own trace for this
+        sys.stderr.write(f"collsim_record: the captures before the region were not added ({e!r})\n")
+    clear_captures()
+
+
+def _hook_captures():
+    """Profile each CUDA graph capture made outside a record() region."""
+    G = torch.cuda.CUDAGraph
+    if getattr(G, "_collsim_hooked", False) or os.environ.get("COLLSIM_RECORD_CAPTURES", "1") == "0":
+        return
+    begin, end = G.capture_begin, G.capture_end
+
+    def capture_begin(self, *a, **k):
+        self._collsim_prof = None
+        if not _recording:
+            try:
+                from torch.profiler import ExecutionTraceObserver
+                d = tempfile.mkdtemp(prefix="collsim-capture-")
+                kw = profiler_settings()
+                kw["execution_trace_observer"] = ExecutionTraceObserver().register_callback(os.path.join(d, "c.et.json"))
+                p = profile(**kw)
+                p.__enter__()
+                self._collsim_prof = (p, d)
+            except Exception:
+                self._collsim_prof = None
+        return begin(self, *a, **k)
+
+    def capture_end(self, *a, **k):
+        r = end(self, *a, **k)
+        pd = getattr(self, "_collsim_prof", None)
+        self._collsim_prof = None
+        if pd is not None:
+            p, d = pd
+            try:
+                p.__exit__(None, None, None)
+                p.export_chrome_trace(os.path.join(d, "c.json"))
+                _captures.append(d)
+            except Exception:
+                shutil.rmtree(d, ignore_errors=True)
+        return r
+
+    G.capture_begin, G.capture_end = capture_begin, capture_end
+    G._collsim_hooked = True
+
+
+_hook_captures()
 
 
 def _probed(orig):

@@ -60,6 +60,8 @@ def run_one(cls, out):
     name = cls.__name__
     r = {"mechanism": cls.mechanism, "intent": cls.intent, "kind": cls.kind, "delay": cls.delay,
          "doc": (cls.__doc__ or "").strip(), "step_mark": cls.step_mark}
+    import collsim_record
+    collsim_record.clear_captures()     # captures of earlier programs in this process are not this one's
     t0 = time.time()
     p = cls()
     p.setup()

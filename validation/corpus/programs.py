@@ -1839,3 +1839,261 @@ class AsyncCollectiveNoWait(AsyncCollective):
 class AsyncCollectiveWaited(AsyncCollective):
     intent = "clean"
     waited = True
+
+
+# --- 10. held out, third batch: written after the second batch's mending, before any mending for them
+
+class StaleEvent(Base):
+    """aux waits on an event recorded once at setup (stale) instead of one recorded after main's write."""
+    mechanism = "held-out-c"
+    delay = "main, before it writes buf"
+    fresh = False
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.ev.record(self.main)
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux, buf, ev = self.main, self.aux, self.buf, self.ev
+        buf.zero_()
+        nap(sleep)
+        torch.mul(self.src, 2.0, out=buf)
+        if self.fresh:
+            ev.record(main)
+        ev.wait(aux)
+        with torch.cuda.stream(aux):
+            y = buf.sin()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class StaleEventRacy(StaleEvent):
+    intent = "racy"
+
+
+@program
+class StaleEventFresh(StaleEvent):
+    intent = "clean"
+    fresh = True
+
+
+class Transitive(Base):
+    """main writes buf; aux2 waits on aux, which waited on main: aux2's read of buf is ordered through aux."""
+    mechanism = "held-out-c"
+    delay = "main, before it writes buf"
+    early = False
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux, aux2, buf = self.main, self.aux, self.aux2, self.buf
+        e1, e2 = torch.cuda.Event(), torch.cuda.Event()
+        buf.zero_()
+        nap(sleep)
+        torch.mul(self.src, 2.0, out=buf)
+        e1.record(main)
+        if self.early:
+            e2.record(aux)          # recorded before aux waits on main: orders nothing of main's
+        aux.wait_event(e1)
+        with torch.cuda.stream(aux):
+            t = self.src.cos()
+        if not self.early:
+            e2.record(aux)
+        aux2.wait_event(e2)
+        with torch.cuda.stream(aux2):
+            y = buf.sin()
+        main.wait_stream(aux)
+        main.wait_stream(aux2)
+        return [(y, self.y_ref)]
+
+
+@program
+class TransitiveEvents(Transitive):
+    intent = "clean"
+
+
+@program
+class TransitiveRecordTooEarly(Transitive):
+    intent = "racy"
+    early = True
+
+
+class D2DCopy(Base):
+    """aux copies x into dst (a device-to-device copy); main overwrites x in place."""
+    mechanism = "held-out-c"
+    delay = "aux, before its copy"
+    joined = False
+
+    def extra(self):
+        self.x = torch.empty(N, device="cuda")
+        self.dst = torch.empty(N, device="cuda")
+        self.d_ref = self.src * 2.0
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        torch.mul(self.src, 2.0, out=self.x)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            self.dst.copy_(self.x)
+        if self.joined:
+            main.wait_stream(aux)
+        self.x.mul_(0.5)
+        main.wait_stream(aux)
+        return [(self.dst, self.d_ref)]
+
+
+@program
+class D2DCopyOverwrite(D2DCopy):
+    intent = "racy"
+
+
+@program
+class D2DCopyJoined(D2DCopy):
+    intent = "clean"
+    joined = True
+
+
+class IndexPut(Base):
+    """aux scatters rows into buf with index_put_; main reads buf."""
+    mechanism = "held-out-c"
+    delay = "aux, before its scatter"
+    joined = False
+
+    def extra(self):
+        self.buf = torch.zeros(N, device="cuda")
+        self.idx = torch.arange(0, N, 2, device="cuda")
+        self.vals = torch.randn(N // 2, device="cuda")
+        ref = torch.zeros(N, device="cuda")
+        ref[self.idx] = self.vals
+        self.r_ref = ref.sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.buf.zero_()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            self.buf.index_put_((self.idx,), self.vals)
+        if self.joined:
+            main.wait_stream(aux)
+        r = self.buf.sin()
+        main.wait_stream(aux)
+        return [(r, self.r_ref)]
+
+
+@program
+class IndexPutNoJoin(IndexPut):
+    intent = "racy"
+
+
+@program
+class IndexPutJoined(IndexPut):
+    intent = "clean"
+    joined = True
+
+
+class StorageResize(Base):
+    """aux reads x; the host frees x's storage with untyped_storage().resize_(0); main allocates again."""
+    mechanism = "held-out-c"
+    delay = "aux, before its read"
+    fixed = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        x = self.src * 2.0
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = x.sin()
+        if self.fixed:
+            x.record_stream(aux)
+        c = self.A @ self.B
+        x.untyped_storage().resize_(0)
+        w = self.src.cos()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class StorageResizeRacy(StorageResize):
+    intent = "racy"
+
+
+@program
+class StorageResizeRecordStream(StorageResize):
+    intent = "clean"
+    fixed = True
+
+
+class AsyncCollectiveFreeInput(Base):
+    """all_gather_into_tensor(async_op=True) of x; the host drops x before work.wait(); main allocates."""
+    kind = "nccl"
+    mechanism = "held-out-c"
+    intent = "clean"
+    delay = "NCCL's stream: a large collective issued before it"
+
+    def extra(self):
+        AsyncCollective.extra(self)
+        self.o_ref = self.src * 2.0
+
+    def step(self, sleep):
+        x = self.src * 2.0
+        if sleep:
+            self.dist.all_gather_into_tensor(self.big_out, self.big_in, async_op=True)
+        work = self.dist.all_gather_into_tensor(self.out, x, async_op=True)
+        del x
+        w = self.src.cos()
+        work.wait()
+        return [(self.out, self.o_ref)]
+
+
+@program
+class AsyncCollectiveFreeInputClean(AsyncCollectiveFreeInput):
+    pass
+
+
+@program
+class WarmGraphInternalFreeHooked(WarmGraphInternalFree):
+    """WarmGraphInternalFree recorded by a recorder that also records captures made before the region."""
+    mechanism = "held-out-c"
+
+
+@program
+class WarmGraphInternalJoinedHooked(WarmGraphInternalFree):
+    """The same graph with aux joined before x is freed inside the capture."""
+    mechanism = "held-out-c"
+    intent = "clean"
+
+    def body(self, sleep=0):
+        main = torch.cuda.current_stream()
+        x = self.static_in * 2.0
+        self.aux.wait_stream(main)
+        with torch.cuda.stream(self.aux):
+            nap(sleep)
+            y = x.sin()
+        c = self.A @ self.B
+        main.wait_stream(self.aux)
+        del x
+        w = self.static_in.cos()
+        return [y]
+
+
+@program
+class CompiledReduceOverheadNoForkHooked(CompiledReduceOverheadNoFork):
+    mechanism = "held-out-c"
+
+
+@program
+class CompiledReduceOverheadForkedHooked(CompiledReduceOverheadNoFork):
+    mechanism = "held-out-c"
+    intent = "clean"
+    fork = True
