@@ -203,7 +203,7 @@ func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report, f runFlags) {
 				fmt.Fprintf(w, "   %s\n", v.Doc)
 			}
 		}
-		fmt.Fprintf(w, "   config: %s\n", v.Config.Summary())
+		fmt.Fprintf(w, "   config: %s\n", configSummary(sc, v.Config))
 		for _, n := range v.Notes {
 			fmt.Fprintf(w, "   note: %s\n", n)
 		}
@@ -330,4 +330,13 @@ func shortProvenance(msg string) string {
 
 func fmtNs(ns int64) string {
 	return fmt.Sprintf("%.2fµs", float64(ns)/1000)
+}
+
+// configSummary is a variant's config line: for a scenario file, only the
+// knobs its form reads (format.Spec.Summary).
+func configSummary(sc *scenarios.Scenario, c check.Settings) string {
+	if cfg, ok := c.(*scenarios.Config); ok && sc != nil && sc.Spec != nil {
+		return sc.Spec.Summary(*cfg)
+	}
+	return c.Summary()
 }

@@ -234,7 +234,7 @@ func drawSchedule(stdout io.Writer, sc *scenarios.Scenario, name string, cfg sce
 	}
 	spans := o.Built.World.Spans()
 	if f.format == formatJSON {
-		rep := showReport{Scenario: sc.Name, Variant: name, Config: cfg.Summary(), Verdict: o.Verdict, TraceHash: o.TraceHash,
+		rep := showReport{Scenario: sc.Name, Variant: name, Config: configSummary(sc, &cfg), Verdict: o.Verdict, TraceHash: o.TraceHash,
 			StepTimeNs: int64(o.StepTime), Notes: o.Built.Notes, Spans: []spanJSON{}}
 		for _, s := range spans {
 			sj := spanJSON{Rank: s.Rank, Stream: s.Stream, Name: s.Name, Kind: s.Kind, Replay: s.Replay, Coll: s.Coll, StartNs: int64(s.Start), EndNs: int64(s.End)}
@@ -247,7 +247,7 @@ func drawSchedule(stdout io.Writer, sc *scenarios.Scenario, name string, cfg sce
 	}
 	pal := paletteFor(stdout)
 	fmt.Fprintf(stdout, "scenario %s, variant %s\n", pal.Bold(quoteName(sc.Name)), pal.Bold(quoteName(name)))
-	fmt.Fprintf(stdout, "config: %s\n", cfg.Summary())
+	fmt.Fprintf(stdout, "config: %s\n", configSummary(sc, &cfg))
 	for _, n := range o.Built.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}

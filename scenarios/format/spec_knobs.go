@@ -217,3 +217,22 @@ func (s *Spec) CheckSets(sets []string) error {
 	}
 	return nil
 }
+
+// Summary is cfg.Summary() with only the knobs s's form reads: a programs
+// file neither places ops (placement) nor stacks layers, so its config line
+// does not say placement=single layers=1 (simctl show --lowered writes such
+// files from graphs that did).
+func (s *Spec) Summary(cfg Config) string {
+	if (s.Graph != nil && s.Graph.Builder != "") || cfg.Issue != "" || cfg.Engines != "" {
+		return cfg.Summary()
+	}
+	used := s.UsedKnobs()
+	var parts []string
+	for _, kv := range [][2]string{{"tp", fmt.Sprint(cfg.TP)}, {"arch", cfg.Arch}, {"mode", cfg.Mode}, {"phase", cfg.Phase},
+		{"strategy", cfg.Strategy}, {"workspace", cfg.Workspace}, {"placement", cfg.Placement}, {"layers", fmt.Sprint(cfg.Layers)}} {
+		if used[kv[0]] {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	return strings.Join(parts, " ")
+}
