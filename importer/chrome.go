@@ -352,26 +352,6 @@ func check(e *Event) string {
 	return ""
 }
 
-// skip reads one JSON value of any shape with the token API.
-func skip(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('['), json.Delim('{'):
-			depth++
-		case json.Delim(']'), json.Delim('}'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
-}
-
 func jsonMsg(err error) string {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return "the file ends too early"
