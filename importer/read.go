@@ -77,6 +77,11 @@ func (s span) has(t float64) bool { return t >= s.lo && t <= s.hi }
 // (a scenario program holds at most scenarios.MaxOps ops anyway).
 const maxCalls = 16 * scenarios.MaxOps
 
+// maxDeviceDurUs is the longest device activity imported (µs): a
+// scenario's times are at most an hour (an 11-day kernel was refused by
+// the validation of the written file, blamed on the importer).
+const maxDeviceDurUs = 3600e6
+
 // rankTrace is the kept part of one rank's trace.
 type rankTrace struct {
 	file string
@@ -303,6 +308,9 @@ func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 		}
 		if err := lim.keep(path, ndev, "device activities of the step's calls", e.Index); err != nil {
 			return err
+		}
+		if e.Dur > maxDeviceDurUs {
+			return &Error{File: path, Event: e.Index, Offset: -1, Msg: fmt.Sprintf("%s %q runs %.0f s, longer than a scenario's longest time (1 h); expected a device activity's duration in µs", e.Cat, e.Name, e.Dur/1e6)}
 		}
 		ndev++
 		a := &devAct{idx: e.Index, cat: e.Cat, name: e.Name, ts: e.Ts, dur: e.Dur, stream: e.Args.Stream, corr: e.Args.Corr,

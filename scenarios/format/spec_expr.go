@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
@@ -401,6 +402,19 @@ func nameValue(env exprEnv, name string) (int64, error) {
 // name: in an expression the name stands for it (routed_dtype: fp32 → 4).
 var dtypeBytes = map[string]int64{"fp8": 1, "int8": 1, "bf16": 2, "fp16": 2, "fp32": 4, "int32": 4, "fp64": 8, "int64": 8}
 
+// clipExpr is an expression as an error quotes it: one longer than any
+// expression may be shows its start (a 350 KB expression was echoed whole).
+func clipExpr(s string) string {
+	if len(s) <= maxExprLen {
+		return s
+	}
+	cut := 48
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // exprAt parses the expression string n holds, reporting a syntax error
 // at its column and a name that is neither a knob nor one of the file's
 // params.
@@ -412,7 +426,7 @@ func (d *decoder) exprAt(n ast.Node, txt, what string) *Expr {
 		if q := n.GetToken(); q != nil && (q.Type == token.DoubleQuoteType || q.Type == token.SingleQuoteType) {
 			at.Col++ // past the opening quote
 		}
-		d.add(at, "%s: %q: %v; expected an integer or an expression over knobs such as tokens*hidden*2", what, txt, err)
+		d.add(at, "%s: %q: %v; expected an integer or an expression over knobs such as tokens*hidden*2", what, clipExpr(txt), err)
 		return nil
 	}
 	for _, name := range e.names() {
