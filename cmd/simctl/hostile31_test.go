@@ -31,7 +31,7 @@ type limitedRun struct {
 // runLimited runs simctl args in a child process (TestMain's SIMCTL_CHILD)
 // under an address-space limit of 2 GiB, as `ulimit -v 2097152` sets it,
 // with stdout to the file out ("" for a buffer).
-func runLimited(t *testing.T, out string, args ...string) limitedRun {
+func runLimited(t *testing.T, in, out string, args ...string) limitedRun {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -41,6 +41,12 @@ func runLimited(t *testing.T, out string, args ...string) limitedRun {
 	c.Env = append(os.Environ(), "SIMCTL_CHILD=1", "SIMCTL_ARGS="+strings.Join(args, "\n"))
 	var o, e bytes.Buffer
 	c.Stdout, c.Stderr = &o, &e
+	if in != "" {
+		f, err := os.Open(in)
+		require.NoError(t, err)
+		defer f.Close()
+		c.Stdin = f
+	}
 	if out != "" {
 		f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE, 0o644)
 		require.NoError(t, err)
@@ -191,6 +197,18 @@ func TestHostileInputs31(t *testing.T) {
 	require.NoError(t, os.WriteFile(killed, []byte(ck[:strings.LastIndex(ck[:len(ck)-1], "\n")+1]), 0o644)) // the last record lost
 	gemm := e.write(t, "gemm.yaml", strings.Replace(mustRead(t, e.scenario), "time: 4us", `time: "gemm(1024*1024*1024*1024, 1024*1024*1024*1024, 1024*1024*1024*1024)"`, 1))
 	bom := e.write(t, "bom.yaml", "\ufeff"+mustRead(t, e.scenario))
+	longExpr := e.write(t, "long-expr.yaml", strings.Replace(mustRead(t, e.scenario), "time: 4us", `time: "`+strings.Repeat("1+", 175000)+`1"`, 1))
+	var tr map[string]any
+	require.NoError(t, json.Unmarshal([]byte(mustRead(t, trace)), &tr))
+	for _, ev := range tr["traceEvents"].([]any) {
+		if m := ev.(map[string]any); m["cat"] == "kernel" {
+			m["dur"] = 11 * 86400 * 1e6 // 11 days, in µs
+			break
+		}
+	}
+	day11, err := json.Marshal(tr)
+	require.NoError(t, err)
+	longKernel := e.write(t, "day11.json", string(day11))
 	chunksFile := func() string {
 		var b strings.Builder
 		b.WriteString("name: manychunks\nhardware: h100\nranks: 8\nmode: eager\nknobs:\n  budget: 0\ntensors:\n")
@@ -228,6 +246,7 @@ func TestHostileInputs31(t *testing.T) {
 		heavy bool     // left out of -short
 		check func(t *testing.T, r limitedRun)
 		out   string // stdout to this file
+		in    string // stdin from this file
 	}{
 		// Crashes and hangs: readers bounded by what they read.
 		{name: "gzip bomb: one huge string", args: []string{"import", str}, code: 2, first: []string{str + ":1:", "a string longer than 4.0 MiB", "--max-token-bytes"}},
@@ -282,6 +301,12 @@ func TestHostileInputs31(t *testing.T) {
 			}},
 		{name: "gemm(2^40, 2^40, 2^40) is an error at its line", args: []string{"validate", gemm}, code: 2, first: []string{gemm + ":", "out of range: gemm(1099511627776"}},
 		{name: "a UTF-8 BOM is no part of a key", args: []string{"validate", bom}, code: 0},
+		{name: "a 350 KB expression is not echoed whole", args: []string{"validate", longExpr}, code: 2, first: []string{longExpr + ":", "expression of 350001 characters"},
+			check: func(t *testing.T, r limitedRun) { require.Less(t, len(r.stderr), 1000) }},
+		{name: "an 11-day kernel is refused at its event, not blamed on the importer", args: []string{"import", longKernel}, code: 2, first: []string{longKernel + ": event ", "longer than a scenario's longest time (1 h)"},
+			check: func(t *testing.T, r limitedRun) { require.NotContains(t, r.stderr, "importer bug") }},
+		{name: "import - reads standard input", args: []string{"import", "-"}, in: trace, code: 0,
+			check: func(t *testing.T, r limitedRun) { require.Contains(t, r.stdout, "name: stdin") }},
 		{name: "merge reads shards whose seeds are numbers (earlier versions)", args: []string{"merge", numeric[0], numeric[1], "--format", "json"}, code: 0,
 			check: func(t *testing.T, r limitedRun) { require.Equal(t, merged, r.stdout) }},
 	}
@@ -290,7 +315,7 @@ func TestHostileInputs31(t *testing.T) {
 			if c.heavy && testing.Short() {
 				t.Skip("heavy: left out of -short")
 			}
-			r := runLimited(t, c.out, c.args...)
+			r := runLimited(t, c.in, c.out, c.args...)
 			require.Equal(t, c.code, r.code, "stdout:\n%.2000s\nstderr:\n%.2000s", r.stdout, r.stderr)
 			first, _, _ := strings.Cut(r.stderr, "\n")
 			for _, w := range c.first {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/collsim/collsim/importer"
 	"github.com/collsim/collsim/scenarios"
@@ -42,10 +46,15 @@ Exit status 0 when the file was written, 2 on unreadable input
   simctl import rank0.json.gz rank1.json.gz --step ProfilerStep#3 -o step3.yaml  # not run: your own traces`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			o.Traces = args
 			if err := checkOutputs("-o", []string{out}, append(append([]string{}, args...), o.ET...)); err != nil {
 				return err
 			}
+			traces, spool, err := spoolStdin(args, lim.MaxBytes)
+			if err != nil {
+				return err
+			}
+			defer spool.remove()
+			o.Traces = traces
 			o.Limits = lim
 			if lim.MaxEvents < 1 || lim.MaxKept < 1 {
 				return usagef("--max-events %d --max-kept %d: want at least 1", lim.MaxEvents, lim.MaxKept)
@@ -53,7 +62,12 @@ Exit status 0 when the file was written, 2 on unreadable input
 			res, err := importer.Import(o)
 			if err != nil {
 				// Unreadable or unusable input: exit 2.
-				return usageError{err}
+				return usageError{spool.rename(err)}
+			}
+			for i := range res.Ranks {
+				if res.Ranks[i].File == spool.path {
+					res.Ranks[i].File = "-"
+				}
 			}
 			// The summary goes to stdout when the file goes elsewhere.
 			sum := stdout
@@ -106,4 +120,60 @@ func (s *sizeFlag) Set(v string) error {
 	}
 	*s.n = n
 	return nil
+}
+
+// stdinSpool is standard input copied to a file: the importer reads a
+// trace three times (window, host side, device side), which a pipe cannot
+// give. Its name is stdin.json, so the scenario and the summary say
+// "stdin"; errors say "-".
+type stdinSpool struct{ dir, path string }
+
+// spoolStdin replaces a "-" among args by a file holding standard input
+// (at most limit bytes; a gzip is read as gzip, whatever the name).
+func spoolStdin(args []string, limit int64) ([]string, *stdinSpool, error) {
+	sp := &stdinSpool{}
+	out := append([]string{}, args...)
+	for i, a := range out {
+		if a != "-" {
+			continue
+		}
+		if sp.path != "" {
+			return nil, sp, usagef("standard input (-) given twice")
+		}
+		dir, err := os.MkdirTemp("", "simctl-import-")
+		if err != nil {
+			return nil, sp, err
+		}
+		sp.dir, sp.path = dir, filepath.Join(dir, "stdin.json")
+		f, err := os.Create(sp.path)
+		if err != nil {
+			return nil, sp, err
+		}
+		n, err := io.Copy(f, io.LimitReader(stdin, limit+1))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, sp, fmt.Errorf("reading standard input: %w", err)
+		}
+		if n > limit {
+			return nil, sp, usagef("-: standard input is larger than %s; raise --max-trace-bytes to read it", scenarios.FormatBytes(limit))
+		}
+		out[i] = sp.path
+	}
+	return out, sp, nil
+}
+
+// rename says "-" where err names the spooled file.
+func (s *stdinSpool) rename(err error) error {
+	if s == nil || s.path == "" || err == nil {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), s.path, "-"))
+}
+
+func (s *stdinSpool) remove() {
+	if s != nil && s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+	}
 }
