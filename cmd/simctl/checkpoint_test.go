@@ -22,8 +22,13 @@ var growSink [][]byte
 // TestMain lets a test run simctl as a child process (SIMCTL_CHILD=1, its
 // arguments in SIMCTL_ARGS, one per line), so the child can be killed.
 func TestMain(m *testing.M) {
-	if os.Getenv("SIMCTL_GROW") == "1" { // TestWatchdogStopsAGrowingRun
-		startWatchdog(64<<20, 0, adviceFor("run"))
+	if g := os.Getenv("SIMCTL_GROW"); g != "" { // TestWatchdogStopsAGrowingRun
+		if g == "as" { // the address space only: a heap limit never reached
+			fewerMallocArenas()
+			startWatchdog(1<<40, addressSpaceLimit(), adviceFor("import"))
+		} else {
+			startWatchdog(64<<20, 0, adviceFor("run"))
+		}
 		for range 1 << 14 { // 16 GiB, if nothing stopped it
 			growSink = append(growSink, make([]byte, 1<<20))
 			time.Sleep(time.Millisecond)
@@ -207,5 +212,27 @@ func TestWatchdogStopsAGrowingRun(t *testing.T) {
 	require.Equal(t, 2, ee.ExitCode(), "%s", out)
 	require.Contains(t, string(out), "simctl: out of memory: the heap reached")
 	require.Contains(t, string(out), "over --max-memory 64.0 MiB")
+	require.NotContains(t, string(out), "fatal error")
+}
+
+// TestWatchdogStopsAtTheAddressSpaceLimit: under ulimit -v 2 GiB, a
+// process whose heap grows (1 MiB a millisecond, no heap limit that could
+// fire) ends with exit 2 and a message naming the address-space limit and
+// the command's own knobs, before the runtime dies with "fatal error: out
+// of memory" (which it did with a limit computed from the heap alone).
+func TestWatchdogStopsAtTheAddressSpaceLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ulimit -v and /proc: linux")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	c := exec.Command("/bin/sh", "-c", `ulimit -v 2097152 && exec "$0" -test.run='^$'`, exe)
+	c.Env = append(os.Environ(), "SIMCTL_GROW=as")
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	require.Equal(t, 2, ee.ExitCode(), "%s", out)
+	require.Contains(t, string(out), "simctl: out of memory: the process mapped")
+	require.Contains(t, string(out), "its address-space limit (ulimit -v) allows; import one step")
 	require.NotContains(t, string(out), "fatal error")
 }
