@@ -197,6 +197,11 @@ func TestHostileInputs31(t *testing.T) {
 	require.NoError(t, os.WriteFile(killed, []byte(ck[:strings.LastIndex(ck[:len(ck)-1], "\n")+1]), 0o644)) // the last record lost
 	gemm := e.write(t, "gemm.yaml", strings.Replace(mustRead(t, e.scenario), "time: 4us", `time: "gemm(1024*1024*1024*1024, 1024*1024*1024*1024, 1024*1024*1024*1024)"`, 1))
 	bom := e.write(t, "bom.yaml", "\ufeff"+mustRead(t, e.scenario))
+	var body strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&body, "          - {kernel: \"k%d_{l}\", stream: main, reads: [x], writes: [a], time: 1us}\n", i)
+	}
+	repeat := e.write(t, "repeat.yaml", strings.Replace(mustRead(t, e.scenario), "    ops:\n", "    ops:\n      - repeat: {count: 1024, as: l}\n        ops:\n"+body.String(), 1))
 	longExpr := e.write(t, "long-expr.yaml", strings.Replace(mustRead(t, e.scenario), "time: 4us", `time: "`+strings.Repeat("1+", 175000)+`1"`, 1))
 	var tr map[string]any
 	require.NoError(t, json.Unmarshal([]byte(mustRead(t, trace)), &tr))
@@ -301,6 +306,8 @@ func TestHostileInputs31(t *testing.T) {
 			}},
 		{name: "gemm(2^40, 2^40, 2^40) is an error at its line", args: []string{"validate", gemm}, code: 2, first: []string{gemm + ":", "out of range: gemm(1099511627776"}},
 		{name: "a UTF-8 BOM is no part of a key", args: []string{"validate", bom}, code: 0},
+		{name: "a repeat that expands too far says so first", args: []string{"validate", repeat}, code: 2, first: []string{repeat + ":", "ops to run per rank (repeated blocks expanded, over replays)"},
+			check: func(t *testing.T, r limitedRun) { require.NotContains(t, r.stderr, "has no program") }},
 		{name: "a 350 KB expression is not echoed whole", args: []string{"validate", longExpr}, code: 2, first: []string{longExpr + ":", "expression of 350001 characters"},
 			check: func(t *testing.T, r limitedRun) { require.Less(t, len(r.stderr), 1000) }},
 		{name: "an 11-day kernel is refused at its event, not blamed on the importer", args: []string{"import", longKernel}, code: 2, first: []string{longKernel + ": event ", "longer than a scenario's longest time (1 h)"},

@@ -395,8 +395,17 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 				}
 			}
 		}
-		if n := p.ExpandedLen(cfg) * replays; n > MaxTasks {
-			report(p.pos.at("ops"), fmt.Sprintf("%d ops to run per rank (repeated blocks expanded, over replays); at most %d", n, MaxTasks))
+		if k := p.ExpandedLen(cfg) * replays; k > MaxTasks {
+			report(p.pos.at("ops"), fmt.Sprintf("%d ops to run per rank (repeated blocks expanded, over replays); at most %d", k, MaxTasks))
+			// Its ranks have this program, too long as it is: the
+			// error is its length, not a rank without a program.
+			if rs, err := p.Ranks.Resolve(n); err == nil {
+				for _, r := range rs {
+					if owner[r] < 0 {
+						owner[r] = pi
+					}
+				}
+			}
 			continue
 		}
 		issue, _ := s.Passes(cfg, false)
@@ -437,6 +446,9 @@ func (s *Spec) validateConfig(cfg Config, report func(Pos, string)) {
 	}
 	if cfg.Mode == "graph" {
 		for i := range progs {
+			if progs[i].ExpandedLen(cfg)*replays > MaxTasks {
+				continue // said above; expanding it is what the limit prevents
+			}
 			if progs[i].HasCaptures() {
 				s.checkCaptures(cfg, &progs[i], commRanks, report)
 			} else {
