@@ -1,6 +1,8 @@
 package explore
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -72,6 +74,18 @@ func FuzzMerge(f *testing.F) {
 		var files []*ShardFile
 		for _, data := range [][]byte{a, b} {
 			sf, err := ParseShardFile(data)
+			// Read record by record, the same file (what merge does).
+			rf, rerr := ReadShardFile(bytes.NewReader(data))
+			switch {
+			case err == nil && rerr != nil && !strings.Contains(rerr.Error(), "a second"):
+				t.Fatalf("ParseShardFile reads it, ReadShardFile says %v", rerr)
+			case err == nil && rerr == nil:
+				x, _ := json.Marshal(sf)
+				y, _ := json.Marshal(rf)
+				if !bytes.Equal(x, y) {
+					t.Fatalf("ParseShardFile and ReadShardFile differ:\n%s\n%s", x, y)
+				}
+			}
 			if err != nil {
 				return
 			}

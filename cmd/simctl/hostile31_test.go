@@ -239,8 +239,8 @@ func TestHostileInputs31(t *testing.T) {
 	}
 	var big0, big1 string
 	if !testing.Short() {
-		big0 = bigShard(t, e.shards[0], filepath.Join(d, "big0.json"), 0, 600000)
-		big1 = bigShard(t, e.shards[1], filepath.Join(d, "big1.json"), 1, 600000)
+		big0 = bigShard(t, e.shards[0], filepath.Join(d, "big0.json"), 0, 760000) // 88 MB
+		big1 = bigShard(t, e.shards[1], filepath.Join(d, "big1.json"), 1, 760000)
 	}
 
 	cases := []struct {
@@ -272,7 +272,9 @@ func TestHostileInputs31(t *testing.T) {
 		// Memory limits that fire first, in each command's own knobs.
 		{name: "--workers 4 of tp=256 layers=4", args: []string{"explore", "tp8-shared-expert", "--set", "tp=256", "--set", "layers=4", "--workers", "4", "--budget", "8"}, code: 2, first: []string{"--workers 4:", "the limit is", "lower --workers to"}},
 		{name: "--workers 32 of tp=64 layers=8", args: []string{"explore", "tp8-shared-expert", "--set", "tp=64", "--set", "layers=8", "--workers", "32", "--budget", "64"}, code: 2, first: []string{"--workers 32:", "lower --workers to"}},
-		{name: "merging two 88 MB shards", args: []string{"merge", big0, big1}, code: 2, first: []string{"merge: 2 shard files of", "--max-memory"}, heavy: true},
+		{name: "merging two 88 MB shards", args: []string{"merge", big0, big1}, code: 0, heavy: true,
+			check: func(t *testing.T, r limitedRun) { require.Contains(t, r.stdout, "schedules: 1520000") }},
+		{name: "shards over --max-memory are refused before they are read", args: []string{"merge", big0, big1, "--max-memory", "128MiB"}, code: 2, first: []string{"merge: 2 shard files of", "--max-memory"}, heavy: true},
 		{name: "validate of 3,000 missing files", args: append([]string{"validate"}, missing...), code: 2, first: []string{"/nonexistent/m0.y"}},
 		{name: "tensors of chunks: 4096 refused before they run", args: []string{"run", chunksFile}, code: 2, first: []string{"over the resource budget", "the chunks of the file's tensors"}},
 		// Nothing overwritten.

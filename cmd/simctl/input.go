@@ -66,6 +66,25 @@ func readFile(path, what string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
+// openRegular opens path for reading if it is a regular file, without
+// blocking (a FIFO's open waits for a writer); what names its role.
+func openRegular(path, what string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w (%s); want a %s file", path, errNotRegular, st.Mode().Type(), what)
+	}
+	return f, nil
+}
+
 // readScenario reads a scenario file, at most scenarios.MaxFileBytes.
 // A UTF-8 byte order mark, which some editors write first, is dropped: it
 // read as part of the first key.

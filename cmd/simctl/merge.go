@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"os"
@@ -38,13 +39,9 @@ overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
 			}
 			var files []*explore.ShardFile
 			for _, a := range args {
-				data, err := readFile(a, "shard", maxShardBytes) // input.go
+				f, err := readShardFile(a)
 				if err != nil {
-					return usagef("%w", err)
-				}
-				f, err := explore.ParseShardFile(data)
-				if err != nil {
-					return usagef("%s: %v", quoteName(a), err)
+					return err
 				}
 				f.Source = a
 				files = append(files, f)
@@ -80,14 +77,15 @@ overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
 	return cmd
 }
 
-// mergeBytesPerFileByte is merge's peak memory per byte of its shard files:
-// two shards of 43 MB peaked at 260 MB (the files read whole, then their
-// records decoded).
-const mergeBytesPerFileByte = 3
+// mergeBytesPerFile2Bytes is merge's peak memory per two bytes of its
+// shard files: two shards of 43 MB peaked at 128 MB resident, their
+// records decoded one at a time (260 MB when the files were read whole
+// first).
+const mergeBytesPerFile2Bytes = 3
 
 // checkMergeMemory refuses shard files whose records would not fit in
-// --max-memory, before any is read (two 88 MB shards ran out of memory
-// under ulimit -v 2GiB).
+// --max-memory, before any is read (two 88 MB shards, read whole, ran out
+// of memory under ulimit -v 2GiB).
 func checkMergeMemory(paths []string) error {
 	var total int64
 	for _, p := range paths {
@@ -95,10 +93,33 @@ func checkMergeMemory(paths []string) error {
 			total += st.Size()
 		}
 	}
-	need := total*mergeBytesPerFileByte + 32<<20
+	need := total/2*mergeBytesPerFile2Bytes + 32<<20
 	if need <= scenarios.MemoryBudget {
 		return nil
 	}
 	return usagef("merge: %d shard files of %s together would need about %s of memory; the limit is %s (--max-memory); merge on a machine with more (raise --max-memory), or explore with fewer schedules per shard file (a smaller --budget, without --outcomes)",
 		len(paths), scenarios.FormatBytes(total), scenarios.FormatBytes(need), scenarios.FormatBytes(scenarios.MemoryBudget))
+}
+
+// readShardFile reads a shard file record by record (explore.ReadShardFile:
+// its bytes are not held); a malformed one is read again whole, at most
+// maxShardBytes, to say where it goes wrong.
+func readShardFile(path string) (*explore.ShardFile, error) {
+	fd, err := openRegular(path, "shard")
+	if err != nil {
+		return nil, usagef("%w", err)
+	}
+	f, err := explore.ReadShardFile(bufio.NewReaderSize(fd, 1<<16))
+	fd.Close()
+	if err == nil {
+		return f, nil
+	}
+	data, rerr := readFile(path, "shard", maxShardBytes)
+	if rerr != nil {
+		return nil, usagef("%w", rerr)
+	}
+	if _, perr := explore.ParseShardFile(data); perr != nil {
+		err = perr
+	}
+	return nil, usagef("%s: %v", quoteName(path), err)
 }
