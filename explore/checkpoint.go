@@ -1,9 +1,12 @@
 package explore
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/collsim/collsim/check"
 )
@@ -52,6 +55,60 @@ func AppendLine(b []byte, v any) ([]byte, error) {
 		return b, err
 	}
 	return append(append(b, line...), '\n'), nil
+}
+
+// ReadCheckpoint reads a checkpoint file from r as [ParseCheckpoint] does,
+// a line at a time, without holding the file's bytes; the strings records
+// repeat (verdicts, outcome hashes, kind lists) are shared. good is the
+// length of the well-formed prefix.
+func ReadCheckpoint(r io.Reader) (h *CheckpointHeader, recs []*Record, good int64, err error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	strs := map[string]string{}
+	intern := func(s string) string {
+		if v, ok := strs[s]; ok {
+			return v
+		}
+		strs[s] = s
+		return s
+	}
+	kinds := map[string][]string{}
+	for line := 1; ; line++ {
+		text, rerr := br.ReadBytes('\n')
+		if rerr != nil { // io.EOF: what is left is torn, or nothing
+			if rerr != io.EOF {
+				return nil, nil, 0, rerr
+			}
+			break
+		}
+		body := text[:len(text)-1]
+		if h == nil {
+			x, _, _, perr := ParseCheckpoint(text)
+			if perr != nil {
+				return nil, nil, 0, perr
+			}
+			h = x
+		} else {
+			var r Record
+			if err := json.Unmarshal(body, &r); err != nil {
+				return nil, nil, 0, fmt.Errorf("%w: line %d: not a schedule record: %w", ErrBadInput, line, jsonAt(body, err))
+			}
+			r.Verdict, r.OutHash = intern(r.Verdict), intern(r.OutHash)
+			if len(r.Kinds) > 0 {
+				k := strings.Join(r.Kinds, "\x00")
+				if ks, ok := kinds[k]; ok {
+					r.Kinds = ks
+				} else {
+					kinds[k] = r.Kinds
+				}
+			}
+			recs = append(recs, &r)
+		}
+		good += int64(len(text))
+	}
+	if h == nil {
+		return nil, nil, 0, fmt.Errorf("%w: line 1: empty checkpoint (no header line)", ErrBadInput)
+	}
+	return h, recs, good, nil
 }
 
 // ParseCheckpoint reads a checkpoint file. It returns the header, the
