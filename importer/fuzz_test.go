@@ -70,8 +70,13 @@ func FuzzImport(f *testing.F) {
 	}
 	// Corpus traces with the record kinds of the real-program corpus: graph
 	// captures and replays without step marks, two graphs, allocations by
-	// operators without kernels, a collective's c10d operator.
-	for _, name := range []string{"GraphFreeWhileRead", "TwoGraphsSideStream", "EmptyLikeOut", "NcclSideStreamNoJoin", "StaticOutputHeldAcrossReplays"} {
+	// operators without kernels, a collective's c10d operator; and those of
+	// the held-out batches: event queries, cudaFree, a thread started in
+	// the region, pinned host buffers, views, a graph captured before the
+	// region, an in-place _foreach_ op, backward on the autograd thread.
+	for _, name := range []string{"GraphFreeWhileRead", "TwoGraphsSideStream", "EmptyLikeOut", "NcclSideStreamNoJoin", "StaticOutputHeldAcrossReplays",
+		"EventQueryPollThenAux", "EmptyCacheAfterDel", "ThreadHandoffNoEvent", "D2HHostReadNoSync", "HostBufferReuseRacy", "HalvesDisjoint",
+		"WarmGraphAuxReadNoFork", "CompiledReduceOverheadNoFork", "BackwardThenAuxNoFork"} {
 		f.Add(gunzip(f, filepath.Join(corpusTraces, name+".json.gz")), gunzip(f, filepath.Join(corpusTraces, name+".et.json.gz")))
 	}
 	f.Fuzz(func(t *testing.T, trace, et []byte) {
