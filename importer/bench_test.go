@@ -127,7 +127,9 @@ func BenchmarkImportLarge(b *testing.B) {
 	b.SetBytes(st.Size())
 	b.ResetTimer()
 	for b.Loop() {
-		res, err := importer.Import(importer.Options{Traces: []string{path}, StepIndex: 10})
+		// A trace this large has more events than the default limit lets in
+		// (--max-events); the user raises it, as here.
+		res, err := importer.Import(importer.Options{Traces: []string{path}, StepIndex: 10, Limits: importer.Limits{MaxEvents: 1 << 30}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -152,7 +154,9 @@ func TestSyntheticTraceImports(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	res, err := importer.Import(importer.Options{Traces: []string{path}, StepIndex: 10})
+	// A trace this large has more events than the default limit lets in
+		// (--max-events); the user raises it, as here.
+		res, err := importer.Import(importer.Options{Traces: []string{path}, StepIndex: 10, Limits: importer.Limits{MaxEvents: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}
