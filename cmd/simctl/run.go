@@ -163,8 +163,10 @@ func runScenario(stdout io.Writer, name string, f runFlags) error {
 
 func writeText(w io.Writer, sc *scenarios.Scenario, rep *Report, f runFlags) {
 	fmt.Fprintf(w, "scenario %s\n", quoteName(sc.Name))
-	for _, line := range strings.Split(sc.Description, "\n") {
-		fmt.Fprintf(w, "  %s\n", quoteName(line))
+	if sc.Description != "" { // a file may have none: no blank line for it
+		for _, line := range strings.Split(sc.Description, "\n") {
+			fmt.Fprintf(w, "  %s\n", quoteName(line))
+		}
 	}
 	fmt.Fprintln(w)
 	// Columns at least as wide as they always were, wider where a name,
