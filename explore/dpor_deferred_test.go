@@ -117,11 +117,11 @@ func TestDPORDeferredFreesMatchNaive(t *testing.T) {
 	}
 	var skipped atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
-		tg := genDeferred(rt).target(rt)
+		gen := func(rt *rapid.T) *Target { return genDeferred(rt).target(rt) }
 		// One trace more than the naive runs: DPOR learns that it is
 		// complete when it looks for the next trace, and a program
 		// without a race has as many classes as interleavings (two).
-		requireDPORMatchesNaive(rt, tg, scale(3000, 800), func(tg *Target, runs int) (map[outcomeKey]bool, *Summary) {
+		requireDPORMatchesNaive(rt, gen, scale(3000, 800), func(tg *Target, runs int) (map[outcomeKey]bool, *Summary) {
 			got, sum := dporEveryOutcome(tg, runs+1)
 			require.LessOrEqual(rt, sum.Schedules, runs)
 			return got, sum

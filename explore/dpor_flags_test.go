@@ -72,9 +72,8 @@ func TestDPORFlagsMatchNaive(t *testing.T) {
 	}
 	var checked, skipped atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
-		p := genFlags(rt)
-		tg := &Target{Scenario: p.scenario(), Variant: "flags"}
-		requireDPORMatchesNaive(rt, tg, limit, dporEveryOutcome, &skipped)
+		gen := func(rt *rapid.T) *Target { return &Target{Scenario: genFlags(rt).scenario(), Variant: "flags"} }
+		requireDPORMatchesNaive(rt, gen, limit, dporEveryOutcome, &skipped)
 		checked.Add(1)
 	})
 	t.Logf("checked %d generated flag programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)

@@ -173,9 +173,8 @@ func TestDPORNaiveEveryChoice(t *testing.T) {
 	}
 	var checked, skipped atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
-		p := genRich(rt)
-		tg := &Target{Scenario: p.scenario(), Variant: "rich"}
-		requireDPORMatchesNaive(rt, tg, limit, dporOutcomes, &skipped)
+		gen := func(rt *rapid.T) *Target { return &Target{Scenario: genRich(rt).scenario(), Variant: "rich"} }
+		requireDPORMatchesNaive(rt, gen, limit, dporOutcomes, &skipped)
 		if n := checked.Add(1); n%25 == 0 {
 			t.Logf("%d programs checked so far", n)
 		}
@@ -183,15 +182,36 @@ func TestDPORNaiveEveryChoice(t *testing.T) {
 	t.Logf("checked %d generated programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)
 }
 
-// requireDPORMatchesNaive enumerates tg naively (at most limit runs;
-// beyond that the case is skipped and counted in skipped) and requires
-// dpor, given the naive run count as its budget, to finish complete with
-// the same verdicts and outcomes in no more traces.
-func requireDPORMatchesNaive(rt *rapid.T, tg *Target, limit int, dpor func(*Target, int) (map[outcomeKey]bool, *Summary), skipped *atomic.Int64) {
-	want, runs, ok := naiveOutcomes(tg, limit)
-	if !ok {
+// naiveDraws is how many programs requireDPORMatchesNaive draws for one
+// case before it gives up on finding one small enough to enumerate. A
+// skipped case is an invalid one to rapid, which fails a check with fewer
+// valid cases than it asked for once ten times as many were invalid: under
+// -short a property runs 2 cases and failed after 20 skips (TestDPORNaive-
+// EveryChoice: "only generated 1 valid tests from 21 total"), depending on
+// the random seed.
+const naiveDraws = 16
+
+// requireDPORMatchesNaive draws a program with gen until its naive
+// enumeration fits in limit runs (at most naiveDraws draws; each draw too
+// large is counted in skipped, and a case with none is skipped) and
+// requires dpor, given the naive run count as its budget, to finish
+// complete with the same verdicts and outcomes in no more traces.
+func requireDPORMatchesNaive(rt *rapid.T, gen func(*rapid.T) *Target, limit int, dpor func(*Target, int) (map[outcomeKey]bool, *Summary), skipped *atomic.Int64) {
+	var (
+		tg   *Target
+		want map[outcomeKey]bool
+		runs int
+		ok   bool
+	)
+	for range naiveDraws {
+		tg = gen(rt)
+		if want, runs, ok = naiveOutcomes(tg, limit); ok {
+			break
+		}
 		skipped.Add(1)
-		rt.Skipf("naive enumeration too large (> %d runs)", runs-1)
+	}
+	if !ok {
+		rt.Skipf("naive enumeration too large (> %d runs) for %d programs drawn", runs-1, naiveDraws)
 	}
 	got, sum := dpor(tg, runs)
 	require.True(rt, *sum.Complete, "dpor must finish within %d traces", runs)
