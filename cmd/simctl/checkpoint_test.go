@@ -224,6 +224,9 @@ func TestWatchdogStopsAtTheAddressSpaceLimit(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("ulimit -v and /proc: linux")
 	}
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory does not fit ulimit -v 2 GiB: .ci/run runs this test without -race")
+	}
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	c := exec.Command("/bin/sh", "-c", `ulimit -v 2097152 && exec "$0" -test.run='^$'`, exe)
