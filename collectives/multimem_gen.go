@@ -30,8 +30,12 @@ type multimemGen struct {
 	// the multimem.st micro-op handed out, and its one source
 	st    ranks.Instr
 	stSrc [1]ranks.Src
-	refs  []*ranks.Buffer // what Refs lists (nil: made on each call)
-	n0    int             // Len, counted once (an explorer asks at every choice)
+	// the barrier micro-op handed out: a put or wait, of which only Op,
+	// Phase, Pad, Slot and Peer change (every other field stays zero but
+	// Dur, the signal latency)
+	bar  ranks.Instr
+	refs []*ranks.Buffer // what Refs lists (nil: made on each call)
+	n0   int             // Len, counted once (an explorer asks at every choice)
 }
 
 // multimemGen is multimemAllReduce's kernel, generated: in g when it is
@@ -95,7 +99,7 @@ func (g *multimemGen) At(pc int, in *ranks.Instr) *ranks.Instr {
 	}
 	pc--
 	if pc < g.barrierLen() {
-		return g.barrier(pc, "barrier-entry", in)
+		return g.barrier(pc, "barrier-entry")
 	}
 	pc -= g.barrierLen()
 	for b := range g.blocks {
@@ -124,23 +128,37 @@ func (g *multimemGen) At(pc int, in *ranks.Instr) *ranks.Instr {
 		}
 		return &g.st
 	}
-	return g.barrier(pc, "barrier-exit", in)
+	return g.barrier(pc, "barrier-exit")
 }
 
 // barrier is micro-op k of syncRemoteBlocks: block b's put to thread t's
-// rank for k < blocks·n, then block b's wait for it.
-func (g *multimemGen) barrier(k int, phase string, in *ranks.Instr) *ranks.Instr {
+// rank for k < blocks·n, then block b's wait for it. It hands out g.bar,
+// writing only the fields that differ between barrier micro-ops (a whole
+// Instr written per micro-op was a tenth of a random tp8 schedule).
+func (g *multimemGen) barrier(k int, phase string) *ranks.Instr {
 	n := g.n
 	put := k < g.blocks*n
 	if !put {
 		k -= g.blocks * n
 	}
-	b, t := k/n, (g.i+k%n)%n
-	if put {
-		*in = ranks.Instr{Op: ranks.OpPut, Phase: phase, Pad: g.pads[t], Slot: b*n + g.i, Dur: g.sig, Peer: g.group[t]}
-	} else {
-		*in = ranks.Instr{Op: ranks.OpWait, Phase: phase, Pad: g.pads[g.i], Slot: b*n + t, Dur: g.sig, Peer: g.group[t]}
+	b, j := k/n, k%n
+	t := g.i + j
+	if t >= n {
+		t -= n
 	}
+	in := &g.bar
+	if in.Dur != g.sig || in.Op != ranks.OpPut && in.Op != ranks.OpWait {
+		*in = ranks.Instr{Dur: g.sig}
+	}
+	if in.Phase != phase {
+		in.Phase = phase
+	}
+	if put {
+		in.Op, in.Pad, in.Slot = ranks.OpPut, g.pads[t], b*n+g.i
+	} else {
+		in.Op, in.Pad, in.Slot = ranks.OpWait, g.pads[g.i], b*n+t
+	}
+	in.Peer = g.group[t]
 	return in
 }
 
@@ -181,6 +199,6 @@ func (g *multimemGen) RebindInto(m ranks.Rebinding, old ranks.InstrGen) ranks.In
 		c.pads[p] = m.Pad(q)
 	}
 	clear(srcs)
-	c.red, c.redSrcs, c.st = ranks.Instr{}, srcs, ranks.Instr{}
+	c.red, c.redSrcs, c.st, c.bar = ranks.Instr{}, srcs, ranks.Instr{}, ranks.Instr{}
 	return c
 }
