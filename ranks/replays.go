@@ -147,6 +147,56 @@ func (w *World) setupReplayInputs() {
 	for _, e := range w.explicitIn {
 		explicit[e.id] = e.f
 	}
+	cls := w.replayClasses()
+	for _, b := range w.bufs {
+		in := replayInput{b: b, f: explicit[b.id]}
+		if in.f == nil {
+			if !w.deriveInputs || !b.inited || b.Block != nil || b.Sym != nil || cls[b.id] != clsData {
+				continue
+			}
+			in.base = make([]uint64, len(b.Vals))
+			for c, v := range b.Vals {
+				in.base[c] = v.N
+			}
+		}
+		w.rin = append(w.rin, in)
+	}
+	k := R - 1
+	switch {
+	case w.cfg.Mode == Graph:
+		k = 0
+	case w.inputReplay > 0:
+		k = w.inputReplay - 1
+	}
+	for i := range w.rin {
+		in := &w.rin[i]
+		for c := range in.b.Vals {
+			in.b.Vals[c].N = in.value(k, R, c)
+		}
+	}
+	if w.watch != nil {
+		w.snaps = make([][][]Value, w.N)
+	}
+}
+
+// How the kernels touch a buffer that is its own storage (no Block):
+// written by one, read by one as data, read by one as a flag protocol's
+// value. A derived replay input is read as data and nothing else.
+const (
+	clsWritten uint8 = 1 << iota
+	clsData
+	clsProto
+)
+
+// replayClasses returns, per buffer id, how the kernels touch the buffer
+// (clsWritten, clsData, clsProto; only for buffers without a Block). It
+// depends on the programs alone, so a template's copy takes the
+// template's, decided once in NewTemplate (listing every kernel's
+// micro-ops was a sixteenth of a random tp8 schedule).
+func (w *World) replayClasses() []uint8 {
+	if t := w.tmpl; t != nil && t.replayCls != nil {
+		return t.replayCls
+	}
 	var written locSet // storage a kernel writes
 	var data locSet    // storage a kernel reads as data (not as a flag protocol's value)
 	var proto locSet   // storage a flag op reads: a put's data, a wait's comparand
@@ -183,36 +233,22 @@ func (w *World) setupReplayInputs() {
 			}
 		}
 	}
+	cls := make([]uint8, len(w.bufs))
 	for _, b := range w.bufs {
-		in := replayInput{b: b, f: explicit[b.id]}
-		if in.f == nil {
-			if !w.deriveInputs || !b.inited || b.Block != nil || b.Sym != nil || written.has(b.storage()) ||
-				!data.has(b.storage()) || proto.has(b.storage()) {
-				continue
-			}
-			in.base = make([]uint64, len(b.Vals))
-			for c, v := range b.Vals {
-				in.base[c] = v.N
-			}
+		if b.Block != nil {
+			continue
 		}
-		w.rin = append(w.rin, in)
-	}
-	k := R - 1
-	switch {
-	case w.cfg.Mode == Graph:
-		k = 0
-	case w.inputReplay > 0:
-		k = w.inputReplay - 1
-	}
-	for i := range w.rin {
-		in := &w.rin[i]
-		for c := range in.b.Vals {
-			in.b.Vals[c].N = in.value(k, R, c)
+		if written.has(b.storage()) {
+			cls[b.id] |= clsWritten
+		}
+		if data.has(b.storage()) {
+			cls[b.id] |= clsData
+		}
+		if proto.has(b.storage()) {
+			cls[b.id] |= clsProto
 		}
 	}
-	if w.watch != nil {
-		w.snaps = make([][][]Value, w.N)
-	}
+	return cls
 }
 
 // replayDone is called when rank's graph replay k has finished (its join

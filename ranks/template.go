@@ -48,7 +48,8 @@ type Template struct {
 	plan          *plan                // lowered once for every copy (nil: each lowers, and reports the error)
 	res           *residency           // the programs' pools before any run (initResidency copies them)
 	nVals, nSlots int
-	arenas        arenas // released copies' memory, for the next copies (arena.go)
+	arenas        arenas  // released copies' memory, for the next copies (arena.go)
+	replayCls     []uint8 // replayClasses, read-only (nil: fewer than two replays)
 }
 
 // ErrNotTemplate is returned by [NewTemplate] for a world it cannot copy
@@ -209,6 +210,9 @@ func NewTemplate(w *World) (*Template, error) {
 		t.plan.coarse, t.plan.coarseSet = coarseStatic(w.progs, base, t.shared), true
 	}
 	t.res = residencyOf(w) // copies get its pools fresh, and share the rest
+	if w.cfg.Replays >= 2 {
+		t.replayCls = w.replayClasses() // decided once here: the copies share it
+	}
 	return t, nil
 }
 
