@@ -247,7 +247,7 @@ func (w *World) launchLazy(r int, replay int32) {
 	w.noteLaunch(r, replay)
 	for i := range h.nodes {
 		if id := first + int32(i); lz.waiting[id] == 0 {
-			w.issue(w.make(id))
+			w.issue(w.makeIn(id, taskIdent{int32(r), int32(i), replay}))
 		}
 	}
 	w.issue(join)
@@ -260,9 +260,12 @@ func (w *World) alive() {
 }
 
 // make makes task id of a lazy launch, as newTask would have at launch.
-func (w *World) make(id int32) *task {
+func (w *World) make(id int32) *task { return w.makeIn(id, w.identOf(id)) }
+
+// makeIn is make for a caller that knows id's rank, node and replay (in,
+// what identOf would find).
+func (w *World) makeIn(id int32, in taskIdent) *task {
 	lz := &w.lz
-	in := w.identOf(id)
 	r := int(in.rank)
 	n := w.plan.nodes[r][in.node]
 	p := w.progs[r]
@@ -328,7 +331,7 @@ func (w *World) completeLazy(t *task) {
 	} else {
 		first := w.firstOf(t)
 		for _, k := range w.plan.rdeps[t.rank][t.id-first] {
-			w.depDone(first + k)
+			w.depDoneIn(first+k, taskIdent{int32(t.rank), k, t.replay})
 		}
 		w.depDone(first + int32(len(w.plan.nodes[t.rank]))) // t's replay's join
 	}
@@ -339,7 +342,11 @@ func (w *World) completeLazy(t *task) {
 
 // depDone counts one finished dependency of task id, making and
 // scheduling it when it was the last.
-func (w *World) depDone(id int32) {
+func (w *World) depDone(id int32) { w.depDoneIn(id, taskIdent{rank: -1}) }
+
+// depDoneIn is depDone with id's rank, node and replay in in when the
+// caller knows them (rank -1: it does not, identOf finds them).
+func (w *World) depDoneIn(id int32, in taskIdent) {
 	if d := w.tasks[id]; d != nil {
 		d.waiting--
 		if d.waiting == 0 && d.issued {
@@ -348,7 +355,10 @@ func (w *World) depDone(id int32) {
 		return
 	}
 	if w.lz.waiting[id]--; w.lz.waiting[id] == 0 {
-		d := w.make(id)
+		if in.rank < 0 {
+			in = w.identOf(id)
+		}
+		d := w.makeIn(id, in)
 		w.eng.Schedule(w.readyAt(d), w.key(d), int32(w.N)+d.id)
 	}
 }
