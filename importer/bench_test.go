@@ -155,8 +155,8 @@ func TestSyntheticTraceImports(t *testing.T) {
 	}
 	f.Close()
 	// A trace this large has more events than the default limit lets in
-		// (--max-events); the user raises it, as here.
-		res, err := importer.Import(importer.Options{Traces: []string{path}, StepIndex: 10, Limits: importer.Limits{MaxEvents: 1 << 30}})
+	// (--max-events); the user raises it, as here.
+	res, err := importer.Import(importer.Options{Traces: []string{path}, StepIndex: 10, Limits: importer.Limits{MaxEvents: 1 << 30}})
 	if err != nil {
 		t.Fatal(err)
 	}
