@@ -245,13 +245,13 @@ func (w *World) checkFifo(t *task, f *Fifo, send bool) {
 // task other's earlier access of the same kind are not ordered.
 func (w *World) syncRace(t *task, other int32, m pendingMsg, kind string) {
 	o := w.task(other)
-	res := "\x00fifo\x00"
+	var res int32
 	if m.pad != nil {
-		res = fmt.Sprintf("\x00pad\x00%s\x00%d", m.pad.Name, m.slot)
+		res = w.slotNameID(m.pad, m.slot)
 	} else {
-		res += m.fifo.Name
+		res = w.nameID("\x00fifo\x00" + m.fifo.Name)
 	}
-	key := raceDedupeKey{res: 1 + w.nameID(res), a: w.taskNameID(o), b: w.taskNameID(t), kinds: uint16(kind[0])<<8 | uint16(kind[0]), same: o.rank == t.rank}
+	key := raceDedupeKey{res: 1 + res, a: w.taskNameID(o), b: w.taskNameID(t), kinds: uint16(kind[0])<<8 | uint16(kind[0]), same: o.rank == t.rank}
 	if !w.raceDedupe.Add(key, key.Hash()) {
 		return
 	}
@@ -637,6 +637,29 @@ func (w *World) nameID(s string) int32 {
 		id = int32(len(w.names))
 		w.names[s] = id
 	}
+	return id
+}
+
+// padSlot is a pad and one of its slots.
+type padSlot struct {
+	pad  *SignalPad
+	slot int
+}
+
+// slotNameID is the interned name of pad p's slot as a race resource,
+// formatted once per pad and slot: syncRace asks on every unordered slot
+// access, before its dedupe (a Sprintf each was a tenth of a buggy DPOR
+// trace).
+func (w *World) slotNameID(p *SignalPad, slot int) int32 {
+	k := padSlot{p, slot}
+	if id, ok := w.slotName[k]; ok {
+		return id
+	}
+	id := w.nameID(fmt.Sprintf("\x00pad\x00%s\x00%d", p.Name, slot))
+	if w.slotName == nil {
+		w.slotName = map[padSlot]int32{}
+	}
+	w.slotName[k] = id
 	return id
 }
 

@@ -144,6 +144,8 @@ type findingState struct {
 	raceDedupe findings.KeySet[raceDedupeKey]
 	names      map[string]int32
 	bufName    []int32 // per buffer id: 1 + its name's id, 0: not yet
+	// per pad and slot: its interned race-resource name (syncRace)
+	slotName map[padSlot]int32
 	// deferMsgs: Run leaves race and mismatch messages to FormatMessages
 	deferMsgs bool
 }
