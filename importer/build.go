@@ -124,6 +124,7 @@ type builder struct {
 	probeStream                         map[*cpuOp]int64
 	replays                             int
 	emptyCaches                         int
+	foreignAt                           map[int]bool    // replays of captures from another ET session (graph.go)
 	sliced                              int             // tensors some kernel reaches in part (views.go)
 	orphanRf                            int64           // keys given to linked orphan operators in et (below every ET key)
 	queries                             int             // event queries that saw their event done
@@ -140,7 +141,7 @@ type builder struct {
 
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{},
-		probeStream: map[*cpuOp]int64{}, opaqueAt: map[int]float64{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
+		probeStream: map[*cpuOp]int64{}, opaqueAt: map[int]float64{}, foreignAt: map[int]bool{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
 	for _, op := range rt.ops {
 		if op.ext >= 0 {
 			if _, dup := b.byExt[op.ext]; !dup || op.cat == "cpu_op" {

@@ -111,6 +111,7 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 		}
 	}
 	items := b.replayItems(capCalls, work, "g"+strconv.Itoa(ci+1)+".r"+strconv.Itoa(b.replays)+".")
+	foreign := b.foreignCapture(capCalls)
 	// Issue every node at the launch, in capture order; the joins last.
 	sortItems(items)
 	for i, it := range items {
@@ -121,8 +122,42 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 		}
 		it.issue = launch.end
 		it.captured = it.kind == scenarios.OpKernel
+		if foreign && it.kind == scenarios.OpKernel {
+			it.opaque = b.replays
+		}
+	}
+	if foreign {
+		b.opaqueAt[b.replays] = launch.ts
+		b.foreignAt[b.replays] = true
 	}
 	return items
+}
+
+// foreignET is where collsim_record puts the execution-trace nodes of a
+// capture it profiled before the recorded region: past 10^9 (one block of
+// 10^9 ids per capture), beyond any node id of the region's own trace.
+const foreignET = 1_000_000_000
+
+// foreignCapture reports whether a capture's operators come from another
+// execution-trace session than the step's (collsim_record's capture hook):
+// the observer numbers storages afresh in each session, so the capture's
+// tensors and the step's cannot be told equal by id. Its replay keeps the
+// capture's own tensors (a race inside the graph shows) and also takes a
+// graph's static buffers from the step as an opaque replay does
+// (opaqueReplays): the inputs the step filled before it, the outputs the
+// step first reads after it.
+func (b *builder) foreignCapture(calls []*call) bool {
+	for _, c := range calls {
+		if !isLaunchCall(c.name) {
+			continue
+		}
+		if op := b.byExt[c.ext]; op != nil {
+			if eo := b.et[op.rf]; eo != nil {
+				return eo.Node >= foreignET
+			}
+		}
+	}
+	return false
 }
 
 // replayItems matches a replay's device activities to the captured calls
@@ -457,6 +492,10 @@ func (b *builder) opaqueReplays(out []*item) {
 			if it.opaque == r {
 				n++
 			}
+		}
+		if b.foreignAt[r] {
+			b.p.notef("graph launch at host time %.3f µs replays a capture recorded in a profiling session of its own (before the region): its kernels use the capture's tensors, and are also taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it, as a graph's static buffers are (the two sessions name tensors apart: a guess)", b.rel(b.opaqueAt[r]), len(ins), len(outs))
+			continue
 		}
 		b.p.notef("graph launch at host time %.3f µs: its capture is not in the trace (captured before the recorded region); its %d kernels are taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it, as a graph's static buffers are (a guess: record the capture inside the region to know)", b.rel(b.opaqueAt[r]), n, len(ins), len(outs))
 	}
