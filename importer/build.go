@@ -124,6 +124,7 @@ type builder struct {
 	probeStream                         map[*cpuOp]int64
 	replays                             int
 	emptyCaches                         int
+	recProbed                           int             // event records whose stream a probe named
 	foreignAt                           map[int]bool    // replays of captures from another ET session (graph.go)
 	sliced                              int             // tensors some kernel reaches in part (views.go)
 	orphanRf                            int64           // keys given to linked orphan operators in et (below every ET key)
@@ -151,7 +152,7 @@ func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 		switch {
 		case op.name == "record_param_comms":
 			b.comms = append(b.comms, op)
-		case op.name == probeAnnotation:
+		case op.name == probeAnnotation || op.name == eventProbe:
 			b.probes = append(b.probes, op)
 		case op.cat == "user_annotation" && op.name != rt.step && !strings.HasPrefix(op.name, "ProfilerStep#") && !strings.HasPrefix(op.name, "nccl:") && !strings.HasPrefix(op.name, "##"):
 			b.annots = append(b.annots, op)
@@ -407,8 +408,9 @@ func (b *builder) eager() error {
 		case strings.Contains(c.name, "GraphLaunch"):
 			items = append(items, b.inlineReplay(c, work)...)
 		case len(work) > 0 && b.probeAt(c.ts, c.tid) != nil:
-			// collsim_record's record_stream probe: its stream names the
-			// record_stream call's stream; the kernel is not the program's.
+			// collsim_record's record_stream or event-record probe: its
+			// stream names the call's stream; the kernel is not the
+			// program's.
 			pr := b.probeAt(c.ts, c.tid)
 			b.probeStream[pr] = work[0].stream
 		case len(work) > 0:
@@ -426,7 +428,14 @@ func (b *builder) eager() error {
 			}
 			items = append(items, its...)
 		case strings.HasPrefix(c.name, "cudaEventRecord"):
-			items = append(items, &item{kind: scenarios.OpRecord, ts: c.ts, issue: c.end, stream: -1, corr: c.corr})
+			it := &item{kind: scenarios.OpRecord, ts: c.ts, issue: c.end, stream: -1, corr: c.corr}
+			if pr := b.probeAt(c.ts, c.tid); pr != nil && pr.name == eventProbe {
+				if s, ok := b.probeStream[pr]; ok {
+					it.stream = s
+					b.recProbed++
+				}
+			}
+			items = append(items, it)
 		case c.name == "cudaStreamWaitEvent":
 			it := &item{kind: scenarios.OpWait, ts: c.ts, issue: c.end, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1}
 			if len(syncs) > 0 {
@@ -495,6 +504,12 @@ func (b *builder) rel(t float64) float64 {
 // probeAnnotation is the range validation/collsim_record.py puts around a
 // record_stream call, with one empty kernel on the named stream inside.
 const probeAnnotation = "collsim::record_stream"
+
+// eventProbe is the range collsim_record puts around an event record
+// (torch.cuda.Event.record, and so Stream.record_event and wait_stream),
+// with one empty kernel on the record's stream first: CUPTI reports a
+// wait's stream but not a record's, and the kernel's stream names it.
+const eventProbe = "collsim::event_record"
 
 // probeAt is the record_stream probe range on host thread tid holding host
 // time t, if any.

@@ -33,14 +33,17 @@ with record_function("step"), which is what the importer imports by default
 and synchronises the device before the profiler stops, so every kernel of
 the region is in the trace.
 
-One fact no profiler setting records is the stream a `record_stream` call
-names (the trace shows the call, with "<Stream>" for its argument). Inside
-`record`, each `Tensor.record_stream(s)` is wrapped in
-record_function("collsim::record_stream") and launches one empty kernel
+Two facts no profiler setting records are the stream a `record_stream` call
+names (the trace shows the call, with "<Stream>" for its argument) and the
+stream an event is recorded on (CUPTI names a wait's stream, not a
+record's). Inside `record`, each `Tensor.record_stream(s)` and each
+`torch.cuda.Event.record(s)` (so `Stream.record_event` and `wait_stream`
+too) is wrapped in record_function("collsim::record_stream") or
+("collsim::event_record") and launches one empty kernel
 (torch.cuda._sleep(0)) on `s` first: the kernel's stream in the trace is the
 stream the call named. The importer reads it there and leaves the probe
-kernel out of the program (probe_record_stream=False turns this off; the
-importer then says it guessed the stream).
+kernel out of the program (probe_record_stream=False turns both off; the
+importer then says it guessed).
 
 As a command, it records a whole script (its module-level code is the
 region; warm-up is the script's own business):
@@ -95,8 +98,10 @@ def record(prefix, step=True, name="step", execution_trace=True, probe_record_st
         from torch.profiler import ExecutionTraceObserver
         kw["execution_trace_observer"] = ExecutionTraceObserver().register_callback(prefix + ".et.json")
     orig = torch.Tensor.record_stream
+    orig_rec = torch.cuda.Event.record
     if probe_record_stream:
         torch.Tensor.record_stream = _probed(orig)
+        torch.cuda.Event.record = _probed_event_record(orig_rec)
     global _recording
     _recording = True
     try:
@@ -109,6 +114,7 @@ def record(prefix, step=True, name="step", execution_trace=True, probe_record_st
             torch.cuda.synchronize()
     finally:
         torch.Tensor.record_stream = orig
+        torch.cuda.Event.record = orig_rec
         _recording = False
     p.export_chrome_trace(prefix + ".json")
     _merge_captures(prefix, execution_trace)
@@ -216,6 +222,26 @@ def _probed(orig):
                 torch.cuda._sleep(0)
             return orig(self, stream)
     return record_stream
+
+
+def _probed_event_record(orig):
+    # CUPTI reports the stream a cudaStreamWaitEvent waits on but not the
+    # stream a cudaEventRecord records on: one empty kernel on that stream,
+    # inside a "collsim::event_record" range, names it. Not while the
+    # stream is being captured (the kernel would join the graph).
+    def record(self, stream=None):
+        s = stream if stream is not None else torch.cuda.current_stream()
+        try:
+            capturing = torch.cuda.is_current_stream_capturing()
+        except Exception:
+            capturing = True
+        if capturing:
+            return orig(self, stream)
+        with record_function("collsim::event_record"):
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(0)
+            return orig(self, stream)
+    return record
 
 
 def main(argv):
