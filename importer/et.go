@@ -325,36 +325,18 @@ func hostScalars(io etIO) int {
 // hostTensors appends the CPU tensors of more than one element in an ET
 // value (tensors reads the CUDA ones).
 func hostTensors(v json.RawMessage, out []TensorRef, depth int) []TensorRef {
-	if depth > 8 || len(v) == 0 || v[0] != '[' {
-		return out
-	}
-	var xs []json.RawMessage
-	if json.Unmarshal(v, &xs) != nil {
-		return out
-	}
-	if len(xs) == 6 {
-		var dev string
-		var n [5]int64
-		ok := json.Unmarshal(xs[5], &dev) == nil
-		for i := 0; ok && i < 5; i++ {
-			ok = json.Unmarshal(xs[i], &n[i]) == nil
-		}
-		if ok {
-			if dev == "cpu" && n[3] > 1 && n[4] > 0 && n[2] >= 0 && n[4] <= 64 && n[3] < 1<<50 && n[2] < 1<<50 {
-				out = append(out, TensorRef{Storage: n[1], Offset: n[2], Numel: n[3], ItemSize: n[4]})
-			}
-			return out
-		}
-	}
-	for _, x := range xs {
-		out = hostTensors(x, out, depth+1)
-	}
-	return out
+	return etTensors(v, out, depth, func(dev string, numel int64) bool { return dev == "cpu" && numel > 1 })
 }
 
 // tensors appends the CUDA tensors in an ET value: a tensor tuple, or a
 // list of values (TensorList, GenericList), at most 8 levels deep.
 func tensors(v json.RawMessage, out []TensorRef, depth int) []TensorRef {
+	return etTensors(v, out, depth, func(dev string, numel int64) bool { return strings.HasPrefix(dev, "cuda") && numel >= 0 })
+}
+
+// etTensors appends the tensor tuples [id, storage, offset, numel,
+// itemsize, device] in an ET value that keep accepts.
+func etTensors(v json.RawMessage, out []TensorRef, depth int, keep func(dev string, numel int64) bool) []TensorRef {
 	if depth > 8 || len(v) == 0 || v[0] != '[' {
 		return out
 	}
@@ -370,14 +352,14 @@ func tensors(v json.RawMessage, out []TensorRef, depth int) []TensorRef {
 			ok = json.Unmarshal(xs[i], &n[i]) == nil
 		}
 		if ok {
-			if strings.HasPrefix(dev, "cuda") && n[3] >= 0 && n[4] > 0 && n[2] >= 0 && n[4] <= 64 && n[3] < 1<<50 && n[2] < 1<<50 {
+			if keep(dev, n[3]) && n[4] > 0 && n[2] >= 0 && n[4] <= 64 && n[3] < 1<<50 && n[2] < 1<<50 {
 				out = append(out, TensorRef{Storage: n[1], Offset: n[2], Numel: n[3], ItemSize: n[4]})
 			}
 			return out
 		}
 	}
 	for _, x := range xs {
-		out = tensors(x, out, depth+1)
+		out = etTensors(x, out, depth+1, keep)
 	}
 	return out
 }

@@ -1,9 +1,6 @@
 package importer_test
 
 import (
-	"compress/gzip"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,13 +14,7 @@ import (
 // empty kernel launched on stream.
 func withEventProbe(t *testing.T, name string, k int, stream float64) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(corpusTraces, name+".json.gz"))
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	var tr map[string]any
-	require.NoError(t, json.NewDecoder(z).Decode(&tr))
+	tr := readCorpusTrace(t, name)
 	evs := tr["traceEvents"].([]any)
 	var rec map[string]any
 	n := 0
@@ -45,11 +36,7 @@ func withEventProbe(t *testing.T, name string, k int, stream float64) string {
 		map[string]any{"ph": "X", "cat": "kernel", "name": "void at::cuda::(anonymous namespace)::spin_kernel(long)", "pid": 0, "tid": stream, "ts": ts + 1, "dur": 1.0, "args": map[string]any{"correlation": corr, "stream": stream, "device": 0.0}},
 	)
 	tr["traceEvents"] = evs
-	out := filepath.Join(t.TempDir(), name+".json")
-	b, err := json.Marshal(tr)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(out, b, 0o644))
-	return out
+	return writeTrace(t, name, tr)
 }
 
 // CUPTI reports a wait's stream but not a record's, so an event recorded

@@ -16,10 +16,8 @@ import (
 
 const corpusTraces = "../validation/corpus/traces"
 
-// withoutProbe rewrites a trace recorded with validation/collsim_record.py
-// as a plain profiler would have recorded it: without the
-// "collsim::record_stream" ranges and the empty kernel each launched.
-func withoutProbe(t *testing.T, name string) string {
+// readCorpusTrace decodes the corpus trace name (its gzipped Kineto JSON).
+func readCorpusTrace(t *testing.T, name string) map[string]any {
 	t.Helper()
 	f, err := os.Open(filepath.Join(corpusTraces, name+".json.gz"))
 	require.NoError(t, err)
@@ -28,6 +26,25 @@ func withoutProbe(t *testing.T, name string) string {
 	require.NoError(t, err)
 	var tr map[string]any
 	require.NoError(t, json.NewDecoder(z).Decode(&tr))
+	return tr
+}
+
+// writeTrace writes a rewritten trace to a temporary file named name.json.
+func writeTrace(t *testing.T, name string, tr map[string]any) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name+".json")
+	b, err := json.Marshal(tr)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(out, b, 0o644))
+	return out
+}
+
+// withoutProbe rewrites a trace recorded with validation/collsim_record.py
+// as a plain profiler would have recorded it: without the
+// "collsim::record_stream" ranges and the empty kernel each launched.
+func withoutProbe(t *testing.T, name string) string {
+	t.Helper()
+	tr := readCorpusTrace(t, name)
 	evs := tr["traceEvents"].([]any)
 	type rng struct{ lo, hi float64 }
 	var probes []rng
@@ -65,11 +82,7 @@ func withoutProbe(t *testing.T, name string) string {
 	}
 	require.GreaterOrEqual(t, dropped, 3, "the range, its launch and its kernel")
 	tr["traceEvents"] = kept
-	out := filepath.Join(t.TempDir(), name+".json")
-	b, err := json.Marshal(tr)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(out, b, 0o644))
-	return out
+	return writeTrace(t, name, tr)
 }
 
 func dporVerdict(t *testing.T, res *importer.Result) string {

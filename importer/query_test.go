@@ -1,9 +1,6 @@
 package importer_test
 
 import (
-	"compress/gzip"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,13 +13,7 @@ import (
 // query, and writes it to a temporary file.
 func withSlowKernel(t *testing.T, name string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(corpusTraces, name+".json.gz"))
-	require.NoError(t, err)
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	var tr map[string]any
-	require.NoError(t, json.NewDecoder(z).Decode(&tr))
+	tr := readCorpusTrace(t, name)
 	evs := tr["traceEvents"].([]any)
 	var q map[string]any
 	for _, e := range evs {
@@ -41,11 +32,7 @@ func withSlowKernel(t *testing.T, name string) string {
 	}
 	require.NotNil(t, k)
 	k["dur"] = q["ts"].(float64) + q["dur"].(float64) + 100 - k["ts"].(float64)
-	out := filepath.Join(t.TempDir(), name+".json")
-	b, err := json.Marshal(tr)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(out, b, 0o644))
-	return out
+	return writeTrace(t, name, tr)
 }
 
 // torch.cuda.Event.query() polled until true orders what the host does
