@@ -13,9 +13,7 @@ const dir = "../validation/corpus"
 
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
-var knownMiss = map[string]string{
-	"TransitiveRecordTooEarly": "aux records e2 before it has launched anything and before it waits on main; the trace does not say which stream an event was recorded on, and the importer takes the stream the host launched to last (main), so aux2's wait orders it after main's write, which it does not on the GPU",
-}
+var knownMiss = map[string]string{}
 
 // TestBenchmark imports and checks every corpus program and requires
 // collsim's verdict to match the GPU's label on each: racy → race or worse,

@@ -43,13 +43,18 @@ func writeTrace(t *testing.T, name string, tr map[string]any) string {
 // as a plain profiler would have recorded it: without the
 // "collsim::record_stream" ranges and the empty kernel each launched.
 func withoutProbe(t *testing.T, name string) string {
+	return withoutProbes(t, name, "collsim::record_stream")
+}
+
+// withoutProbes strips the probe ranges named probe (and their kernels).
+func withoutProbes(t *testing.T, name, probe string) string {
 	t.Helper()
 	tr := readCorpusTrace(t, name)
 	evs := tr["traceEvents"].([]any)
 	type rng struct{ lo, hi float64 }
 	var probes []rng
 	for _, e := range evs {
-		if m := e.(map[string]any); m["name"] == "collsim::record_stream" {
+		if m := e.(map[string]any); m["name"] == probe {
 			probes = append(probes, rng{m["ts"].(float64), m["ts"].(float64) + m["dur"].(float64)})
 		}
 	}
@@ -58,7 +63,9 @@ func withoutProbe(t *testing.T, name string) string {
 	for _, e := range evs {
 		m := e.(map[string]any)
 		args, _ := m["args"].(map[string]any)
-		if m["cat"] != "cuda_runtime" || args == nil {
+		// the probe's own launch, not the call it names (an event
+		// probe's range also holds the cudaEventRecord)
+		if m["cat"] != "cuda_runtime" || args == nil || strings.HasPrefix(m["name"].(string), "cudaEventRecord") {
 			continue
 		}
 		ts, _ := m["ts"].(float64)
@@ -74,7 +81,7 @@ func withoutProbe(t *testing.T, name string) string {
 		m := e.(map[string]any)
 		args, _ := m["args"].(map[string]any)
 		c, _ := args["correlation"].(float64)
-		if m["name"] == "collsim::record_stream" || (args != nil && corrs[c] && m["cat"] != "cuda_sync") {
+		if m["name"] == probe || (args != nil && corrs[c] && m["cat"] != "cuda_sync") {
 			dropped++
 			continue
 		}
