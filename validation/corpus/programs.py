@@ -2097,3 +2097,211 @@ class CompiledReduceOverheadForkedHooked(CompiledReduceOverheadNoFork):
     mechanism = "held-out-c"
     intent = "clean"
     fork = True
+
+
+# --- 11. generality checks: one more program per importer rule, in another idiom, not looked at first
+
+@program
+class ForeachAddNoJoin(Base):
+    """aux adds in place into two tensors with torch._foreach_add_; main reads one without waiting."""
+    mechanism = "held-out-d"
+    intent = "racy"
+    delay = "aux, before its _foreach_add_"
+
+    def extra(self):
+        self.a = torch.empty(N, device="cuda")
+        self.b = torch.empty(N, device="cuda")
+        self.r_ref = (self.src + 1.0).sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.a.copy_(self.src)
+        self.b.copy_(self.src)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            torch._foreach_add_([self.a, self.b], 1.0)
+        r = self.a.sin()
+        main.wait_stream(aux)
+        return [(r, self.r_ref)]
+
+
+@program
+class WarmGraphTwoOutputs(WarmGraph):
+    """A warm-up-captured graph with two outputs; aux reads the second without waiting for the replay."""
+    mechanism = "held-out-d"
+    intent = "racy"
+    delay = "main, before the replay"
+
+    def body(self):
+        return [self.static_in * 2.0, self.static_in.cos()]
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.static_in)
+        nap(sleep)
+        self.g.replay()
+        with torch.cuda.stream(aux):
+            r = self.outs[1] * 3.0
+        main.wait_stream(aux)
+        return [(r, (self.src * k).cos() * 3.0)]
+
+
+@program
+class ThreadCopyNoEvent(Base):
+    """A thread started in the step copies src into buf on aux (copy_); the main thread reads buf after a threading.Event."""
+    mechanism = "held-out-d"
+    intent = "racy"
+    delay = "aux (the producer thread), before its copy"
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.y_ref = self.src.sin()
+
+    def step(self, sleep):
+        import threading
+        main, aux, buf = self.main, self.aux, self.buf
+        buf.zero_()
+        done = threading.Event()
+
+        def producer():
+            with torch.cuda.stream(aux):
+                aux.wait_stream(main)
+                nap(sleep)
+                buf.copy_(self.src)
+            done.set()
+
+        t = threading.Thread(target=producer)
+        t.start()
+        done.wait()
+        y = buf.sin()
+        t.join()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class HostInplaceAfterH2D(Base):
+    """A non_blocking H2D copy out of pinned h; the host then adds to h in place before the copy is done."""
+    mechanism = "held-out-d"
+    intent = "racy"
+    delay = "main, before the copy"
+
+    def extra(self):
+        self.h = torch.empty(N).pin_memory()
+        self.base = torch.randn(N)
+        self.d = torch.empty(N, device="cuda")
+        self.d_ref = self.base.cuda()
+
+    def step(self, sleep):
+        self.h.copy_(self.base)
+        nap(sleep)
+        self.d.copy_(self.h, non_blocking=True)
+        self.h.add_(1.0)
+        return [(self.d, self.d_ref)]
+
+
+@program
+class EmptyCacheMatmulLoop(Base):
+    """Two iterations: aux reads the matmul output c, main drops it and calls empty_cache before the next matmul."""
+    mechanism = "held-out-d"
+    intent = "clean"
+    delay = "aux, before its read"
+
+    def extra(self):
+        self.c_ref = (self.A @ self.B).float().sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        outs = []
+        for _ in range(2):
+            c = self.A @ self.B
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                outs.append(c.float().sin())
+            del c
+            torch.cuda.empty_cache()
+            w = self.B @ self.A
+        main.wait_stream(aux)
+        return [(o, self.c_ref) for o in outs]
+
+
+@program
+class EventQueryPollAux(Base):
+    """aux writes buf and records ev; the host polls ev.query(); main then reads buf with no device wait."""
+    mechanism = "held-out-d"
+    intent = "clean"
+    delay = "aux, before it writes buf"
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.y_ref = (self.src * 3.0).sin()
+
+    def step(self, sleep):
+        main, aux, buf = self.main, self.aux, self.buf
+        buf.zero_()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            torch.mul(self.src, 3.0, out=buf)
+            self.ev.record()
+        while not self.ev.query():
+            pass
+        y = buf.sin()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class QuartersDisjoint(Base):
+    """torch.chunk into quarters: aux writes the first quarter of out while main writes the last."""
+    mechanism = "held-out-d"
+    intent = "clean"
+    delay = "aux, before its write"
+
+    def extra(self):
+        self.out = torch.empty(N, device="cuda")
+        q = torch.chunk(self.src, 4)
+        self.want = torch.cat([q[0].sin(), q[1] * 0, q[2] * 0, q[3].cos()])
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.out.zero_()
+        qs, qo = torch.chunk(self.src, 4), torch.chunk(self.out, 4)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            torch.sin(qs[0], out=qo[0])
+        torch.cos(qs[3], out=qo[3])
+        main.wait_stream(aux)
+        return [(self.out, self.want)]
+
+
+@program
+class RecordEventBeforeLaunch(Base):
+    """e = aux.record_event() before aux waits on main; aux2 waits on e and reads what main wrote."""
+    mechanism = "held-out-d"
+    intent = "racy"
+    delay = "main, before it writes buf"
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux, aux2, buf = self.main, self.aux, self.aux2, self.buf
+        buf.zero_()
+        e = aux.record_event()
+        nap(sleep)
+        torch.mul(self.src, 2.0, out=buf)
+        aux.wait_stream(main)
+        aux2.wait_event(e)
+        with torch.cuda.stream(aux2):
+            y = buf.sin()
+        main.wait_stream(aux)
+        main.wait_stream(aux2)
+        return [(y, self.y_ref)]
