@@ -63,14 +63,7 @@ func AppendLine(b []byte, v any) ([]byte, error) {
 // length of the well-formed prefix.
 func ReadCheckpoint(r io.Reader) (h *CheckpointHeader, recs []*Record, good int64, err error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	strs := map[string]string{}
-	intern := func(s string) string {
-		if v, ok := strs[s]; ok {
-			return v
-		}
-		strs[s] = s
-		return s
-	}
+	intern := interner{}.of
 	kinds := map[string][]string{}
 	for line := 1; ; line++ {
 		text, rerr := br.ReadBytes('\n')
@@ -229,4 +222,16 @@ func planOf(budget int, sh Shard) schedules {
 		return schedules{0, 1, budget}
 	}
 	return schedules{sh.Index, sh.Count, owned(sh.Index, sh.Count, budget)}
+}
+
+// interner shares one copy of each string the records of a checkpoint or
+// a shard repeat (verdicts, outcome hashes, kind lists).
+type interner map[string]string
+
+func (m interner) of(s string) string {
+	if v, ok := m[s]; ok {
+		return v
+	}
+	m[s] = s
+	return s
 }

@@ -63,14 +63,7 @@ func ReadShardFile(r io.Reader) (*ShardFile, error) {
 	head := map[string]json.RawMessage{}
 	var recs []*Record
 	seen := false
-	strs := map[string]string{}
-	intern := func(s string) string {
-		if v, ok := strs[s]; ok {
-			return v
-		}
-		strs[s] = s
-		return s
-	}
+	intern := interner{}.of
 	kinds := map[string][]string{}
 	for dec.More() {
 		kt, err := dec.Token()
