@@ -1,6 +1,9 @@
 package importer
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // orphanLaunch is a launch from a host thread other than the step's with
 // no operator around it in the trace.
@@ -20,6 +23,17 @@ type orphanLaunch struct {
 // operators in order, only where every pair holds as many launches as
 // operators; otherwise nothing is linked and a note says so.
 func (b *builder) linkOrphans(ls []orphanLaunch) {
+	// torch.cuda._sleep's kernel (a program's delay, or collsim_record's
+	// probe in a thread whose ranges the profiler did not record) has no
+	// operator in the execution trace either: it is matched with nothing and
+	// stays an opaque kernel.
+	kept := ls[:0:0]
+	for _, l := range ls {
+		if !allSpin(l.its) {
+			kept = append(kept, l)
+		}
+	}
+	ls = kept
 	if len(ls) == 0 {
 		return
 	}
@@ -74,4 +88,14 @@ func (b *builder) linkOrphans(ls []orphanLaunch) {
 		}
 	}
 	b.p.notef("%d kernel launches from %d host threads whose operators the profiler did not record (threads started inside the recorded region) are matched to the execution trace's operators of those threads in order (a guess; start such threads before recording to know)", len(ls), len(order))
+}
+
+// allSpin reports whether every kernel of a launch is torch.cuda._sleep's.
+func allSpin(its []*item) bool {
+	for _, it := range its {
+		if it.act == nil || !strings.Contains(it.act.name, "spin_kernel") {
+			return false
+		}
+	}
+	return len(its) > 0
 }
