@@ -13,9 +13,7 @@ const dir = "../validation/corpus"
 
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
-var knownMiss = map[string]string{
-	"RecordEventBeforeLaunch": "aux2 waits on an event recorded before a wait_stream's own record and wait; the trace pairs a wait with no record (no record correlation id), so the importer pairs it with the latest record before it in host order, the wait_stream's, which orders aux2 after main's write; the recorder's probe names a record's stream, not its event",
-}
+var knownMiss = map[string]string{}
 
 // TestBenchmark imports and checks every corpus program and requires
 // collsim's verdict to match the GPU's label on each: racy → race or worse,

@@ -37,8 +37,13 @@ type item struct {
 	waitEvent int64
 	recStream int64 // a wait's record stream when CUPTI named it
 	recCorr   int64
-	device    bool // sync: every stream
-	note      string
+	// cupti is the CUDA event a wait or an event sync waits on, as
+	// CUPTI numbers events (wait_on_cuda_event_id; 0: not given); on a
+	// record, the event the record probe's own wait named (pair).
+	cupti    int64
+	recProbe *cpuOp // a record's collsim::event_record probe, if any
+	device   bool   // sync: every stream
+	note     string
 	// alloc / free / record_stream
 	tensorKey string
 	mem       *memEvent
@@ -122,6 +127,7 @@ type builder struct {
 	rsGuessed, rsProbed, noKernelAllocs int
 	probes                              []*cpuOp // collsim::record_stream annotations (validation/collsim_record.py)
 	probeStream                         map[*cpuOp]int64
+	probeEvent                          map[*cpuOp]int64 // an event-record probe → the CUPTI id of the event it recorded
 	replays                             int
 	emptyCaches                         int
 	recProbed                           int             // event records whose stream a probe named
@@ -142,7 +148,7 @@ type builder struct {
 
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{},
-		probeStream: map[*cpuOp]int64{}, opaqueAt: map[int]float64{}, foreignAt: map[int]bool{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
+		probeStream: map[*cpuOp]int64{}, probeEvent: map[*cpuOp]int64{}, opaqueAt: map[int]float64{}, foreignAt: map[int]bool{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
 	for _, op := range rt.ops {
 		if op.ext >= 0 {
 			if _, dup := b.byExt[op.ext]; !dup || op.cat == "cpu_op" {
@@ -430,6 +436,7 @@ func (b *builder) eager() error {
 		case strings.HasPrefix(c.name, "cudaEventRecord"):
 			it := &item{kind: scenarios.OpRecord, ts: c.ts, issue: c.end, stream: -1, corr: c.corr}
 			if pr := b.probeAt(c.ts, c.tid); pr != nil && pr.name == eventProbe {
+				it.recProbe = pr
 				if s, ok := b.probeStream[pr]; ok {
 					it.stream = s
 					b.recProbed++
@@ -437,10 +444,18 @@ func (b *builder) eager() error {
 			}
 			items = append(items, it)
 		case c.name == "cudaStreamWaitEvent":
+			if pr := b.probeAt(c.ts, c.tid); pr != nil && pr.name == eventProbe {
+				// The probe's own wait, on a stream of its own that
+				// runs nothing: CUPTI's id of the event just recorded.
+				if len(syncs) > 0 && syncs[0].waitEvent > 0 {
+					b.probeEvent[pr] = syncs[0].waitEvent
+				}
+				continue
+			}
 			it := &item{kind: scenarios.OpWait, ts: c.ts, issue: c.end, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1}
 			if len(syncs) > 0 {
 				s := syncs[0]
-				it.stream, it.waitEvent, it.recStream, it.recCorr = s.stream, s.waitEvent, s.waitStream, s.waitCorr
+				it.stream, it.waitEvent, it.recStream, it.recCorr, it.cupti = s.stream, s.waitEvent, s.waitStream, s.waitCorr, max(s.waitEvent, 0)
 			}
 			items = append(items, it)
 		case c.name == "cudaStreamSynchronize":
@@ -471,7 +486,7 @@ func (b *builder) eager() error {
 		case c.name == "cudaEventSynchronize":
 			it := &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1, corr: c.corr, device: true}
 			if len(syncs) > 0 {
-				it.waitEvent, it.recStream, it.recCorr = syncs[0].waitEvent, syncs[0].waitStream, syncs[0].waitCorr
+				it.waitEvent, it.recStream, it.recCorr, it.cupti = syncs[0].waitEvent, syncs[0].waitStream, syncs[0].waitCorr, max(syncs[0].waitEvent, 0)
 			}
 			items = append(items, it)
 		}
@@ -1122,14 +1137,36 @@ func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
 //
 // Exact when the cuda_sync entry names the record (its correlation id and
 // stream, libkineto's wait_on_cuda_event_record_corr_id and wait_on_stream).
+// Exact too when both ends name the event: CUPTI numbers the event a wait
+// waits on (wait_on_cuda_event_id), and collsim_record's event-record probe
+// makes a wait of its own on a private stream right after each record, so
+// the record carries the same number. A wait then takes the latest record
+// of its event.
+//
 // Otherwise a guess: the latest cudaEventRecord before the wait in host
 // order (PyTorch's Stream.wait_stream and Event.wait issue the two back to
-// back), on the stream the host launched to last before the record other
-// than the waiting one. A wait whose stream is unknown (no cuda_sync entry)
-// takes the stream of the next kernel issued after it.
+// back) that no wait on another event has taken, on the stream the host
+// launched to last before the record other than the waiting one, and
+// not on the waiting stream where another will do (a stream waiting on its
+// own record orders nothing; programs do not write it on purpose). Once
+// guessed, a record belongs to the wait's event, so a later wait on
+// another event looks further back (e = s.record_event() early, then a
+// wait_stream, then a wait on e: e's wait skips wait_stream's record). A
+// wait whose stream is unknown (no cuda_sync entry) takes the stream of
+// the next kernel issued after it.
 func (b *builder) pair(out []*item) error {
 	p := b.p
 	evN := 0
+	// evOf: the CUPTI event of a record, by index in out: from its probe
+	// (exact) or from the wait a guess paired it with.
+	evOf := map[int]int64{}
+	for j, it := range out {
+		if it.kind == scenarios.OpRecord && it.recProbe != nil {
+			if id, ok := b.probeEvent[it.recProbe]; ok {
+				evOf[j] = id
+			}
+		}
+	}
 	lastLaunch := func(i int, not int64) int64 {
 		for j := i - 1; j >= 0; j-- {
 			if k := out[j]; (k.kind == scenarios.OpKernel || isColl(k.kind)) && k.stream != not && k.stream != hostStream {
@@ -1158,7 +1195,7 @@ func (b *builder) pair(out []*item) error {
 				continue
 			}
 		}
-		rec := -1
+		rec, own := -1, -1
 		exact := false
 		for j := i - 1; j >= 0; j-- {
 			if out[j].kind != scenarios.OpRecord {
@@ -1171,8 +1208,39 @@ func (b *builder) pair(out []*item) error {
 				}
 				continue
 			}
+			if it.cupti > 0 {
+				if id, ok := evOf[j]; ok {
+					if id != it.cupti {
+						continue // another event's record
+					}
+					if out[j].recProbe != nil && b.probeEvent[out[j].recProbe] == id {
+						rec, exact = j, true
+						break
+					}
+					// A record an earlier wait on this event was paired
+					// with by a guess: a candidate like an unknown one
+					// (the event may have been recorded again since).
+				}
+				switch {
+				case out[j].stream >= 0 && out[j].stream == it.stream && it.kind == scenarios.OpWait:
+					if own < 0 {
+						own = j // a record on the waiting stream itself orders nothing: the last resort
+					}
+				case rec < 0:
+					rec = j // the latest record of an unknown event: a guess, unless one of this event is further back
+				}
+				continue
+			}
 			rec = j
 			break
+		}
+		if rec < 0 {
+			rec = own
+		}
+		if rec >= 0 && it.cupti > 0 {
+			if _, ok := evOf[rec]; !ok {
+				evOf[rec] = it.cupti
+			}
 		}
 		if rec < 0 {
 			if it.query {
@@ -1256,8 +1324,9 @@ func (b *builder) pair(out []*item) error {
 		p.notef("%d stream waits without a cuda_sync entry: each is taken to be on the stream of the next kernel (a guess; %s)", guessedWait, advice)
 	}
 	if p.guesses > 0 {
-		p.notef("%d waits paired with the latest event record before them in host order (the trace has no record correlation id: a guess)", p.guesses)
+		p.notef("%d waits paired with the latest event record before them in host order that no wait on another event had taken (the trace has no record correlation id, and no event-record probe named the event: a guess)", p.guesses)
 	}
+
 	return nil
 }
 

@@ -36,14 +36,17 @@ the region is in the trace.
 Two facts no profiler setting records are the stream a `record_stream` call
 names (the trace shows the call, with "<Stream>" for its argument) and the
 stream an event is recorded on (CUPTI names a wait's stream, not a
-record's). Inside `record`, each `Tensor.record_stream(s)` and each
-`torch.cuda.Event.record(s)` (so `Stream.record_event` and `wait_stream`
-too) is wrapped in record_function("collsim::record_stream") or
-("collsim::event_record") and launches one empty kernel
+record's), and which event a wait waits on is named by a number CUPTI gives
+the wait but not the record. Inside `record`, each `Tensor.record_stream(s)`
+and each `torch.cuda.Event.record(s)` (so `Stream.record_event` and
+`wait_stream` too) is wrapped in record_function("collsim::record_stream")
+or ("collsim::event_record") and launches one empty kernel
 (torch.cuda._sleep(0)) on `s` first: the kernel's stream in the trace is the
-stream the call named. The importer reads it there and leaves the probe
-kernel out of the program (probe_record_stream=False turns both off; the
-importer then says it guessed).
+stream the call named. After an event record, a private stream that runs
+nothing waits on the event: that wait's event number names the record's
+event. The importer reads both there and leaves the probe kernel and wait
+out of the program (probe_record_stream=False turns both off; the importer
+then says it guessed).
 
 As a command, it records a whole script (its module-level code is the
 region; warm-up is the script's own business):
@@ -224,11 +227,18 @@ def _probed(orig):
     return record_stream
 
 
+_probe_streams = {}
+
+
 def _probed_event_record(orig):
     # CUPTI reports the stream a cudaStreamWaitEvent waits on but not the
     # stream a cudaEventRecord records on: one empty kernel on that stream,
-    # inside a "collsim::event_record" range, names it. Not while the
-    # stream is being captured (the kernel would join the graph).
+    # inside a "collsim::event_record" range, names it. CUPTI names a
+    # wait's event (wait_on_cuda_event_id) but not a record's: a wait of
+    # a private stream that runs nothing on the event just recorded names
+    # it, so the importer pairs each wait with its own event's record.
+    # Not while the stream is being captured (the kernel would join the
+    # graph).
     def record(self, stream=None):
         s = stream if stream is not None else torch.cuda.current_stream()
         try:
@@ -240,7 +250,12 @@ def _probed_event_record(orig):
         with record_function("collsim::event_record"):
             with torch.cuda.stream(s):
                 torch.cuda._sleep(0)
-            return orig(self, stream)
+            out = orig(self, stream)
+            dev = s.device
+            if dev not in _probe_streams:
+                _probe_streams[dev] = torch.cuda.Stream(device=dev)
+            _probe_streams[dev].wait_event(self)
+            return out
     return record
 
 
