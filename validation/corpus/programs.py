@@ -2305,3 +2305,426 @@ class RecordEventBeforeLaunch(Base):
         main.wait_stream(aux)
         main.wait_stream(aux2)
         return [(y, self.y_ref)]
+
+
+# --- 12. held-out-e: idioms the corpus did not use (unbind, index_copy_ into a cache, addmm(out=), a
+# Module forward beside optimizer.step(), a generator prefetcher, graphs sharing a pool,
+# make_graphed_callables, torch.cuda.MemPool, reduce_scatter_tensor). Written before being scored,
+# by a helper who had not read the importer; each label is what the GPU shows.
+
+class UnbindRow(Base):
+    """x is a (4, N/4) activation; aux reads one of x.unbind(0)'s rows; main drops x and allocates."""
+    mechanism = "held-out-e"
+    delay = "aux, before its read of the row"
+    keep = False      # True: main keeps the row (a view, so x's storage too) alive until after the join
+
+    def extra(self):
+        self.y_ref = torch.mul(self.src.view(4, -1), 2.0).unbind(0)[2].sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        x = torch.mul(self.src.view(4, -1), 2.0)
+        row = x.unbind(0)[2]
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = row.sin()
+        c = self.A @ self.B
+        del x
+        if not self.keep:
+            del row
+        w = self.src.cos()          # 16 MiB on main: takes x's block if it is free
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class UnbindRowDropped(UnbindRow):
+    intent = "racy"
+
+
+@program
+class UnbindRowKeptAlive(UnbindRow):
+    intent = "clean"
+    keep = True
+
+
+class KVCacheRing(Base):
+    """A decode step: main attends over a KV cache with a compiled function while aux writes the next
+    tokens into the ring's oldest slots with index_copy_ (entered with torch.cuda.StreamContext)."""
+    kind = "compile"
+    mechanism = "held-out-e"
+    delay = "main, before the compiled attention reads the cache"
+    waited = False    # True: aux waits for main's read before it overwrites the slots
+    S, D, T = 4096, 1024, 256
+
+    def extra(self):
+        S, D, T = self.S, self.D, self.T
+        scale = D ** -0.5
+        self.cache0 = torch.randn(S, D, device="cuda")
+        self.cache = self.cache0.clone()
+        self.q = torch.randn(D, device="cuda")
+        self.new = torch.randn(T, D, device="cuda")
+        self.pos = torch.arange(T, device="cuda")
+        self.attend = torch.compile(lambda c, q: (c * q).sum(1) * scale)
+        for _ in range(3):
+            self.attend(self.cache, self.q)
+        self.a_ref = self.attend(self.cache0, self.q).clone()
+        self.c_ref = self.cache0.index_copy(0, self.pos, self.new)
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.cache.copy_(self.cache0)           # the cache as this step finds it
+        aux.wait_stream(main)
+        nap(sleep)
+        a = self.attend(self.cache, self.q)      # reads every slot
+        if self.waited:
+            aux.wait_stream(main)
+        with torch.cuda.StreamContext(aux):
+            self.cache.index_copy_(0, self.pos, self.new)
+        main.wait_stream(aux)
+        return [(a, self.a_ref), (self.cache, self.c_ref)]
+
+
+@program
+class KVCacheRingOverwrite(KVCacheRing):
+    intent = "racy"
+
+
+@program
+class KVCacheRingWaited(KVCacheRing):
+    intent = "clean"
+    waited = True
+
+
+class AddmmOut(FreeWhileRead):
+    """x = torch.empty filled by torch.addmm(bias, a, b, out=x); aux reads x; main frees x and fills a
+    new empty with torch.matmul(out=), which may take x's block."""
+    mechanism = "held-out-e"
+    K = 2048          # K * K float32 = 16 MiB, the large pool
+
+    def extra(self):
+        K = self.K
+        self.a = torch.randn(K, K, device="cuda") * K ** -0.5
+        self.b = torch.randn(K, K, device="cuda")
+        self.bias = torch.randn(K, device="cuda")
+        self.y_ref = self.read(self.make_x())
+
+    def make_x(self):
+        x = torch.empty(self.K, self.K, device="cuda")
+        torch.addmm(self.bias, self.a, self.b, out=x)
+        return x
+
+    def make_w(self):
+        w = torch.empty(self.K, self.K, device="cuda")
+        torch.matmul(self.b, self.a, out=w)
+        return w
+
+
+@program
+class AddmmOutFreed(AddmmOut):
+    intent = "racy"
+
+
+@program
+class AddmmOutRecordStream(AddmmOut):
+    intent = "clean"
+    fix = "record_stream"
+
+
+class LinearBesideOptimizer(Base):
+    """aux runs an nn.Linear forward (an evaluation beside training); main runs torch.optim.SGD's
+    step(), which updates the weight in place."""
+    mechanism = "held-out-e"
+    delay = "aux, before the forward"
+    joined = False    # True: main waits for aux before the optimizer step
+
+    def extra(self):
+        self.lin = torch.nn.Linear(2048, 2048).cuda()
+        self.inp = torch.randn(512, 2048, device="cuda")
+        self.w0 = self.lin.weight.detach().clone()
+        self.b0 = self.lin.bias.detach().clone()
+        for p in self.lin.parameters():
+            p.grad = torch.randn_like(p)
+        self.opt = torch.optim.SGD(self.lin.parameters(), lr=0.5)
+        with torch.no_grad():
+            self.y_ref = self.lin(self.inp).clone()
+        self.opt.step()
+        self.restore()
+        with torch.cuda.stream(self.aux), torch.no_grad():
+            self.lin(self.inp)
+
+    def restore(self):
+        with torch.no_grad():
+            self.lin.weight.copy_(self.w0)
+            self.lin.bias.copy_(self.b0)
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.restore()                           # the weights as this step finds them
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux), torch.no_grad():
+            nap(sleep)
+            y = self.lin(self.inp)
+        if self.joined:
+            main.wait_stream(aux)
+        self.opt.step()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class LinearBesideOptimizerRacy(LinearBesideOptimizer):
+    intent = "racy"
+
+
+@program
+class LinearBesideOptimizerJoined(LinearBesideOptimizer):
+    intent = "clean"
+    joined = True
+
+
+class Prefetcher(Base):
+    """A generator prefetches the next batch on a copy stream (pinned h.to("cuda", non_blocking=True)),
+    one batch ahead, and yields it with an event; main waits on the event, takes the batch with
+    record_stream and normalises it in place."""
+    mechanism = "held-out-e"
+    delay = "cs (the copy stream), before each copy"
+    early = False     # True: the event is recorded before the copy is issued
+
+    def extra(self):
+        g = torch.Generator().manual_seed(2)
+        self.host = [torch.randn(N, generator=g).pin_memory() for _ in range(4)]
+        self.refs = [(h.cuda() - 0.5) * 2.0 for h in self.host]
+        self.cs = torch.cuda.Stream()
+
+    def batches(self, sleep):
+        for h in self.host:
+            with torch.cuda.stream(self.cs):
+                if self.early:
+                    ev = self.cs.record_event()
+                nap(sleep)
+                d = h.to("cuda", non_blocking=True)
+                if not self.early:
+                    ev = self.cs.record_event()
+            yield d, ev
+
+    def step(self, sleep):
+        main = self.main
+        self.cs.wait_stream(main)
+        it = self.batches(sleep)
+        nxt = next(it)
+        outs = []
+        for _ in range(len(self.host)):
+            d, ev = nxt
+            nxt = next(it, None)                 # the next copy is issued before this batch is used
+            main.wait_event(ev)
+            d.record_stream(main)
+            d.sub_(0.5).mul_(2.0)
+            outs.append(d)
+        main.wait_stream(self.cs)
+        return list(zip(outs, self.refs))
+
+
+@program
+class PrefetcherEventBeforeCopy(Prefetcher):
+    intent = "racy"
+    early = True
+
+
+@program
+class PrefetcherEventAfterCopy(Prefetcher):
+    intent = "clean"
+
+
+class PoolGraphs(Base):
+    """Two graphs, each with a 16 MiB temporary freed inside its capture; g1 replays on a side stream
+    while main runs a matmul and replays g2. With one pool (torch.cuda.graph_pool_handle()) g2's
+    temporary takes g1's freed block; with a pool each, they share nothing."""
+    kind = "graph"
+    mechanism = "held-out-e"
+    delay = "side, inside g1, between writing its temporary and reading it"
+    shared = False
+
+    def extra(self):
+        self.side = torch.cuda.Stream()
+        self.o1_ref = (self.src * 2.0).sin()
+        self.o2_ref = (self.src * 3.0).cos()
+        s = torch.cuda.Stream()
+        s.wait_stream(self.main)
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                self.body1(0)
+                self.body2()
+        self.main.wait_stream(s)
+        torch.cuda.synchronize()
+        self.gs = {0: self.capture(0)}
+
+    def body1(self, sleep):
+        t = self.src * 2.0
+        nap(sleep)
+        return t.sin()
+
+    def body2(self):
+        t = self.src * 3.0
+        return t.cos()
+
+    def capture(self, sleep):
+        pool = torch.cuda.graph_pool_handle() if self.shared else None
+        g1, g2 = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g1, pool=pool):
+            o1 = self.body1(sleep)
+        with torch.cuda.graph(g2, pool=pool):
+            o2 = self.body2()
+        torch.cuda.synchronize()
+        return g1, g2, o1, o2
+
+    def step(self, sleep):
+        if sleep not in self.gs:
+            self.gs[sleep] = self.capture(sleep)
+        g1, g2, o1, o2 = self.gs[sleep]
+        self.side.wait_stream(self.main)
+        with torch.cuda.stream(self.side):
+            g1.replay()
+        c = self.A @ self.B
+        g2.replay()
+        self.main.wait_stream(self.side)
+        return [(o1, self.o1_ref), (o2, self.o2_ref)]
+
+    def record(self, rec):
+        from torch.profiler import record_function
+        with rec(step=False):
+            self.gs[0] = self.capture(0)
+            with record_function("step"):
+                r = self.step(0)
+            torch.cuda.synchronize()
+        return r
+
+
+@program
+class SharedPoolGraphsConcurrent(PoolGraphs):
+    intent = "racy"
+    shared = True
+
+
+@program
+class OwnPoolGraphsConcurrent(PoolGraphs):
+    intent = "clean"
+
+
+class GraphedCallable(Base):
+    """An nn.Linear made a CUDA graph by torch.cuda.make_graphed_callables (captured at set-up); aux
+    reads call 1's output while main makes call 2, which rewrites the same static output buffer."""
+    kind = "graph"
+    mechanism = "held-out-e"
+    delay = "aux, before its read of call 1's output"
+    cloned = False    # True: main clones call 1's output before call 2, and aux reads the clone
+
+    def extra(self):
+        self.lin = torch.nn.Linear(1024, 1024).cuda()
+        self.x1 = torch.randn(256, 1024, device="cuda")
+        self.x2 = torch.randn(256, 1024, device="cuda")
+        with torch.no_grad():
+            self.r1_ref = self.lin(self.x1).sin()
+            self.o2_ref = self.lin(self.x2).clone()
+        self.lin = torch.cuda.make_graphed_callables(self.lin, (torch.randn(256, 1024, device="cuda"),))
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        with torch.no_grad():
+            o1 = self.lin(self.x1)
+            if self.cloned:
+                o1 = o1.clone()
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                r1 = o1.sin()
+            o2 = self.lin(self.x2)
+            main.wait_stream(aux)
+        return [(r1, self.r1_ref), (o2, self.o2_ref)]
+
+
+@program
+class GraphedCallableOutputHeld(GraphedCallable):
+    intent = "racy"
+
+
+@program
+class GraphedCallableOutputCloned(GraphedCallable):
+    intent = "clean"
+    cloned = True
+
+
+class MemPoolStep(FreeWhileRead):
+    """The free-while-read step with every allocation routed to a torch.cuda.MemPool by
+    torch.cuda.use_mem_pool; set-up fails (the driver records the error) on a torch without them."""
+    mechanism = "held-out-e"
+
+    def extra(self):
+        if not (hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool")):
+            raise RuntimeError("torch.cuda.MemPool / use_mem_pool not in torch " + torch.__version__)
+        self.pool = torch.cuda.MemPool()
+        super().extra()
+
+    def step(self, sleep):
+        with torch.cuda.use_mem_pool(self.pool):
+            return super().step(sleep)
+
+
+@program
+class MemPoolFreeWhileRead(MemPoolStep):
+    intent = "racy"
+
+
+@program
+class MemPoolRecordStream(MemPoolStep):
+    intent = "clean"
+    fix = "record_stream"
+
+
+class ReduceScatterRead(Base):
+    """reduce_scatter_tensor on aux (a one-rank NCCL group: out is the whole input) writes out; main
+    reads out."""
+    kind = "nccl"
+    mechanism = "held-out-e"
+    delay = "aux, before the collective"
+    joined = False    # True: main waits for aux before its read
+
+    def extra(self):
+        import torch.distributed as dist
+        if not dist.is_initialized():
+            dist.init_process_group("nccl", init_method="file://" + os.path.join(tempfile.mkdtemp(), "pg"), rank=0, world_size=1,
+                                    device_id=torch.device("cuda", 0))
+        self.dist = dist
+        self.x = torch.empty(N, device="cuda")
+        self.out = torch.empty(N, device="cuda")
+        self.r_ref = (self.src * 2.0).sin()
+        with torch.cuda.stream(self.aux):
+            dist.reduce_scatter_tensor(self.out, self.src)
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        torch.mul(self.src, 2.0, out=self.x)
+        self.out.zero_()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            self.dist.reduce_scatter_tensor(self.out, self.x)
+        if self.joined:
+            main.wait_stream(aux)
+        r = self.out.sin()
+        main.wait_stream(aux)
+        return [(r, self.r_ref)]
+
+
+@program
+class ReduceScatterReadNoJoin(ReduceScatterRead):
+    intent = "racy"
+
+
+@program
+class ReduceScatterReadJoined(ReduceScatterRead):
+    intent = "clean"
+    joined = True
