@@ -51,7 +51,8 @@ type Engine struct {
 	// Discrete-event models mostly schedule in increasing order (a lockstep
 	// ring at time T schedules every rank's next step at T+d in key order)
 	// or keep few items pending (tp8: 8 on average), so most items never
-	// touch the btree; the order of pops is exactly q's order.
+	// touch the btree; the order of pops is exactly q's order. In Untimed
+	// mode run holds every pending item and q stays empty.
 	run    []Item
 	runAt  int // run[runAt:] are pending
 	now    Time
@@ -107,7 +108,7 @@ func (e *Engine) Schedule(at Time, key uint64, actor int32) {
 	}
 	e.seq++
 	it := Item{At: at, Key: key, Seq: e.seq, Actor: actor}
-	if e.mode == Timed {
+	{
 		if e.runAt == len(e.run) {
 			e.run, e.runAt = append(e.run[:0], it), 0
 			return
@@ -121,9 +122,12 @@ func (e *Engine) Schedule(at Time, key uint64, actor int32) {
 			e.run = append(e.run, it)
 			return
 		}
-		if len(e.run)-e.runAt < smallQueue {
+		if e.mode == Untimed || len(e.run)-e.runAt < smallQueue {
 			// A short queue is kept whole in run: a sorted insert into a
-			// few items beats the btree's generic node operations.
+			// few items beats the btree's generic node operations. In
+			// Untimed mode the whole queue is run, however long: every
+			// step hands the chooser every pending item, a copy of run
+			// (listing a btree cost more than the insert's copy).
 			// it < run[last]: its place is the first item after it,
 			// found by binary search in run[runAt:last]
 			lo, hi := e.runAt, len(e.run)-1
@@ -203,16 +207,24 @@ func (e *Engine) Next() (Item, bool) {
 	}
 	var it Item
 	chosen := false
-	if e.mode == Untimed && e.q.Len() > 1 {
+	if e.mode == Untimed && len(e.run)-e.runAt > 1 {
+		// Every pending item is in run, in queue order (Schedule).
 		chosen = true
-		e.cands = e.cands[:0]
-		e.q.Ascend(func(x Item) bool { e.cands = append(e.cands, x); return true })
+		e.cands = append(e.cands[:0], e.run[e.runAt:]...)
 		i := e.choose.ChooseItem(e.cands)
 		if i < 0 || i >= len(e.cands) {
 			panic(fmt.Sprintf("sim: chooser picked %d of %d items", i, len(e.cands)))
 		}
 		it = e.cands[i]
-		e.q.Delete(it)
+		// Remove run[runAt+i], moving the shorter side.
+		k := e.runAt + i
+		if i < len(e.run)-1-k {
+			copy(e.run[e.runAt+1:k+1], e.run[e.runAt:k])
+			e.runAt++
+		} else {
+			copy(e.run[k:], e.run[k+1:])
+			e.run = e.run[:len(e.run)-1]
+		}
 	} else {
 		if e.runAt == len(e.run) {
 			it, _ = e.q.DeleteMin()

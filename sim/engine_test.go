@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/google/btree"
@@ -421,4 +423,68 @@ func TestCancel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pickChooser hands ChooseItem's candidates to a test and picks what the
+// test set.
+type pickChooser struct {
+	sim.Nominal
+	saw  []sim.Item
+	pick int
+}
+
+func (c *pickChooser) ChooseItem(items []sim.Item) int {
+	c.saw = append(c.saw[:0], items...)
+	return min(c.pick, len(items)-1)
+}
+
+// In Untimed mode the chooser sees every pending item in queue order, and
+// the one it picks is handed out: against a sorted reference, through long
+// queues (past smallQueue), picks at the head, the tail and between, and
+// items scheduled before the head.
+func TestUntimedMatchesSortedReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := &pickChooser{}
+		e := sim.NewEngine(sim.Untimed, c)
+		var ref []sim.Item
+		var seq uint64
+		less := func(x, y sim.Item) bool {
+			return x.At < y.At || x.At == y.At && (x.Key < y.Key || x.Key == y.Key && x.Seq < y.Seq)
+		}
+		n := rapid.IntRange(1, 400).Draw(t, "ops")
+		for i := range n {
+			if rapid.IntRange(0, 2).Draw(t, "pop") == 0 {
+				c.pick = rapid.IntRange(0, 80).Draw(t, "pick")
+				c.saw = c.saw[:0]
+				it, ok := e.Next()
+				if len(ref) == 0 {
+					if ok {
+						t.Fatalf("popped %+v from an empty reference", it)
+					}
+					continue
+				}
+				sort.Slice(ref, func(a, b int) bool { return less(ref[a], ref[b]) })
+				want := ref[0]
+				if len(ref) > 1 {
+					if !slices.Equal(c.saw, ref) {
+						t.Fatalf("step %d: chooser saw %v, want %v", i, c.saw, ref)
+					}
+					want = ref[min(c.pick, len(ref)-1)]
+				}
+				ref = slices.DeleteFunc(ref, func(x sim.Item) bool { return x == want })
+				if !ok || it != want {
+					t.Fatalf("step %d: popped %+v, want %+v", i, it, want)
+				}
+				continue
+			}
+			at := e.Now() + sim.Time(rapid.SampledFrom([]int{0, 1, 2, 5, 9}).Draw(t, "delay"))
+			key := uint64(rapid.IntRange(0, 4).Draw(t, "key"))
+			e.Schedule(at, key, int32(i))
+			seq++
+			ref = append(ref, sim.Item{At: at, Key: key, Seq: seq, Actor: int32(i)})
+			if e.Len() != len(ref) {
+				t.Fatalf("Len %d, want %d", e.Len(), len(ref))
+			}
+		}
+	})
 }
