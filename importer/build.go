@@ -417,8 +417,12 @@ func (b *builder) eager() error {
 			// collsim_record's record_stream or event-record probe: its
 			// stream names the call's stream; the kernel is not the
 			// program's.
+			// An event-record probe's second kernel runs on its private
+			// stream, after the record: the first names the stream.
 			pr := b.probeAt(c.ts, c.tid)
-			b.probeStream[pr] = work[0].stream
+			if _, ok := b.probeStream[pr]; !ok {
+				b.probeStream[pr] = work[0].stream
+			}
 		case len(work) > 0:
 			op := b.byExt[c.ext]
 			if op == nil {
@@ -1139,9 +1143,10 @@ func (b *builder) collective(it *item, c *cpuOp, n map[string]int) bool {
 // stream, libkineto's wait_on_cuda_event_record_corr_id and wait_on_stream).
 // Exact too when both ends name the event: CUPTI numbers the event a wait
 // waits on (wait_on_cuda_event_id), and collsim_record's event-record probe
-// makes a wait of its own on a private stream right after each record, so
-// the record carries the same number. A wait then takes the latest record
-// of its event.
+// makes a wait of its own on a private stream right after each record
+// (and an empty kernel there: Kineto drops the waits of a stream that ran
+// no work), so the record carries the same number. A wait then takes the
+// latest record of its event.
 //
 // Otherwise a guess: the latest cudaEventRecord before the wait in host
 // order (PyTorch's Stream.wait_stream and Event.wait issue the two back to

@@ -42,10 +42,10 @@ and each `torch.cuda.Event.record(s)` (so `Stream.record_event` and
 `wait_stream` too) is wrapped in record_function("collsim::record_stream")
 or ("collsim::event_record") and launches one empty kernel
 (torch.cuda._sleep(0)) on `s` first: the kernel's stream in the trace is the
-stream the call named. After an event record, a private stream that runs
-nothing waits on the event: that wait's event number names the record's
-event. The importer reads both there and leaves the probe kernel and wait
-out of the program (probe_record_stream=False turns both off; the importer
+stream the call named. After an event record, a private stream waits on the
+event and runs one empty kernel (Kineto keeps a wait only on a stream that
+ran work): that wait's event number names the record's event. The importer
+reads both there and leaves the probe kernels and wait out of the program (probe_record_stream=False turns both off; the importer
 then says it guessed).
 
 As a command, it records a whole script (its module-level code is the
@@ -235,8 +235,9 @@ def _probed_event_record(orig):
     # stream a cudaEventRecord records on: one empty kernel on that stream,
     # inside a "collsim::event_record" range, names it. CUPTI names a
     # wait's event (wait_on_cuda_event_id) but not a record's: a wait of
-    # a private stream that runs nothing on the event just recorded names
-    # it, so the importer pairs each wait with its own event's record.
+    # a private stream (it runs only empty kernels) on the event just
+    # recorded names it, so the importer pairs each wait with its own
+    # event's record.
     # Not while the stream is being captured (the kernel would join the
     # graph).
     def record(self, stream=None):
@@ -254,7 +255,12 @@ def _probed_event_record(orig):
             dev = s.device
             if dev not in _probe_streams:
                 _probe_streams[dev] = torch.cuda.Stream(device=dev)
-            _probe_streams[dev].wait_event(self)
+            p = _probe_streams[dev]
+            p.wait_event(self)
+            # Kineto keeps a stream wait only on a stream that ran some
+            # work in the window: one empty kernel after the wait.
+            with torch.cuda.stream(p):
+                torch.cuda._sleep(0)
             return out
     return record
 
