@@ -244,14 +244,14 @@ func (w *World) checkFifo(t *task, f *Fifo, send bool) {
 // syncRace reports that t's access of a pad slot or FIFO (m names it) and
 // task other's earlier access of the same kind are not ordered.
 func (w *World) syncRace(t *task, other int32, m pendingMsg, kind string) {
-	o := w.task(other)
+	oName, oRank := w.taskNameIDOf(other)
 	var res int32
 	if m.pad != nil {
 		res = w.slotNameID(m.pad, m.slot)
 	} else {
 		res = w.nameID("\x00fifo\x00" + m.fifo.Name)
 	}
-	key := raceDedupeKey{res: 1 + res, a: w.taskNameID(o), b: w.taskNameID(t), kinds: uint16(kind[0])<<8 | uint16(kind[0]), same: o.rank == t.rank}
+	key := raceDedupeKey{res: 1 + res, a: oName, b: w.taskNameID(t), kinds: uint16(kind[0])<<8 | uint16(kind[0]), same: oRank == t.rank}
 	if !w.raceDedupe.Add(key, key.Hash()) {
 		return
 	}
@@ -259,7 +259,7 @@ func (w *World) syncRace(t *task, other int32, m pendingMsg, kind string) {
 	m.kind, m.t, m.other, m.prev, m.cur = pendingRace, t.id, other, kind, kind
 	w.reportPending(Finding{
 		Kind:    KindRace,
-		Ranks:   uniqInts(o.rank, t.rank),
+		Ranks:   uniqInts(oRank, t.rank),
 		Ops:     []string{w.taskName(other), w.taskName(t.id)},
 		Streams: []string{w.streamName(other), w.streamName(t.id)},
 	}, m)
@@ -539,11 +539,11 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	if !w.raceSeen.Add(fast, h) {
 		return
 	}
-	o := w.task(other)
+	oName, oRank := w.taskNameIDOf(other)
 	// One finding per (resource, op pair, access kinds, streams): the same
 	// race on every rank and chunk is one bug. Names are interned, so the
 	// key is a few integers.
-	key := raceDedupeKey{res: w.bufNameID(b), a: w.taskNameID(o), b: w.taskNameID(t), kinds: fast.kinds, same: o.rank == t.rank}
+	key := raceDedupeKey{res: w.bufNameID(b), a: oName, b: w.taskNameID(t), kinds: fast.kinds, same: oRank == t.rank}
 	if !w.raceDedupe.Add(key, key.Hash()) {
 		return
 	}
@@ -551,7 +551,7 @@ func (w *World) race(t *task, other int32, b *Buffer, c int, prev, cur string) {
 	w.noteTasks(other, t.id)
 	w.reportPending(Finding{
 		Kind:    KindRace,
-		Ranks:   uniqInts(o.rank, t.rank),
+		Ranks:   uniqInts(oRank, t.rank),
 		Ops:     []string{a, bn},
 		Streams: []string{w.streamName(other), w.streamName(t.id)},
 	}, pendingMsg{kind: pendingRace, t: t.id, other: other, buf: b, chunk: c, prev: prev, cur: cur})
@@ -676,6 +676,26 @@ func (w *World) taskNameID(t *task) int32 {
 		}
 	}
 	return t.nameID
+}
+
+// taskNameIDOf is taskNameID of task id and its rank, without the
+// stand-in w.task builds for a retired task (its op, folded and rebound)
+// when the plan names the task's op: a kernel launch, the other side of
+// most races, checked on every unordered access before the dedupe.
+func (w *World) taskNameIDOf(id int32) (int32, int) {
+	if t := w.tasks[id]; t != nil {
+		return w.taskNameID(t), t.rank
+	}
+	in := w.identOf(id)
+	if in.node >= 0 {
+		// The stand-in's node is the op's index, and taskNameID gives a
+		// launch the plan's name, which is non-zero only for launches.
+		if nid := w.plan.opName[in.rank][w.plan.nodes[in.rank][in.node].op]; nid != 0 {
+			return nid, int(in.rank)
+		}
+	}
+	o := w.task(id)
+	return w.taskNameID(o), o.rank
 }
 
 // bufNameID interns b's name, once per buffer.
