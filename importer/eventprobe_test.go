@@ -29,3 +29,20 @@ func TestEventRecordProbeNamesTheStream(t *testing.T) {
 	require.Contains(t, string(plain.YAML), "event records: the trace does not say which stream")
 	require.Equal(t, "ok", dporVerdict(t, plain), "the guess (main) orders aux2 after main")
 }
+
+// CUPTI numbers the event a wait waits on but not the event a record
+// records; collsim_record's probe makes a private stream wait on each
+// event it records, so the record carries the number too and every wait is
+// paired with its own event's record, with no guess. RecordEventBeforeLaunch
+// (e = aux.record_event(); main writes; aux.wait_stream(main);
+// aux2.wait_event(e)) needs it: the latest record before aux2's wait is the
+// wait_stream's.
+func TestEventNumberProbePairsExactly(t *testing.T) {
+	const name = "RecordEventBeforeLaunch"
+	et := []string{filepath.Join(corpusTraces, name+".et.json.gz")}
+	res, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, name+".json.gz")}, ET: et})
+	require.NoError(t, err)
+	require.NotContains(t, string(res.YAML), "waits paired with the latest event record", "every wait is paired by its event's number")
+	require.Equal(t, 4, res.Ranks[0].Waits, "the probe's own waits are not the program's")
+	require.Equal(t, "corruption", dporVerdict(t, res))
+}

@@ -73,10 +73,13 @@ func FuzzImport(f *testing.F) {
 	// operators without kernels, a collective's c10d operator; and those of
 	// the held-out batches: event queries, cudaFree, a thread started in
 	// the region, pinned host buffers, views, a graph captured before the
-	// region, an in-place _foreach_ op, backward on the autograd thread.
+	// region, an in-place _foreach_ op, backward on the autograd thread;
+	// and the event-number probe's waits, graphs of make_graphed_callables
+	// and of a shared pool, a MemPool, a reduce_scatter.
 	for _, name := range []string{"GraphFreeWhileRead", "TwoGraphsSideStream", "EmptyLikeOut", "NcclSideStreamNoJoin", "StaticOutputHeldAcrossReplays",
 		"EventQueryPollThenAux", "EmptyCacheAfterDel", "ThreadHandoffNoEvent", "D2HHostReadNoSync", "HostBufferReuseRacy", "HalvesDisjoint",
-		"WarmGraphAuxReadNoFork", "CompiledReduceOverheadNoFork", "BackwardThenAuxNoFork"} {
+		"WarmGraphAuxReadNoFork", "CompiledReduceOverheadNoFork", "BackwardThenAuxNoFork",
+		"RecordEventBeforeLaunch", "GraphedCallableOutputHeld", "SharedPoolGraphsConcurrent", "MemPoolFreeWhileRead", "ReduceScatterReadNoJoin"} {
 		f.Add(gunzip(f, filepath.Join(corpusTraces, name+".json.gz")), gunzip(f, filepath.Join(corpusTraces, name+".et.json.gz")))
 	}
 	f.Fuzz(func(t *testing.T, trace, et []byte) {
