@@ -128,6 +128,8 @@ type builder struct {
 	probes                              []*cpuOp // collsim::record_stream annotations (validation/collsim_record.py)
 	probeStream                         map[*cpuOp]int64
 	probeEvent                          map[*cpuOp]int64 // an event-record probe → the CUPTI id of the event it recorded
+	capCalls                            map[int][]*call  // a capture's launches, by capture (capLaunches)
+	graphOf                             map[int]string   // an opaque or foreign replay (its number) → the graph it replays (opaqueReplays)
 	replays                             int
 	emptyCaches                         int
 	recProbed                           int             // event records whose stream a probe named
@@ -148,7 +150,7 @@ type builder struct {
 
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{},
-		probeStream: map[*cpuOp]int64{}, probeEvent: map[*cpuOp]int64{}, opaqueAt: map[int]float64{}, foreignAt: map[int]bool{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
+		probeStream: map[*cpuOp]int64{}, probeEvent: map[*cpuOp]int64{}, graphOf: map[int]string{}, opaqueAt: map[int]float64{}, foreignAt: map[int]bool{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
 	for _, op := range rt.ops {
 		if op.ext >= 0 {
 			if _, dup := b.byExt[op.ext]; !dup || op.cat == "cpu_op" {
@@ -1350,6 +1352,14 @@ func (b *builder) names() map[string]string {
 				name = k
 			case k[0] == 's':
 				name = "t" + k[1:]
+				id, gen, _ := strings.Cut(k[1:], ".")
+				if n, err := strconv.ParseInt(id, 10, 64); err == nil && n >= foreignET {
+					// a capture's tensor from its own profiling session
+					name = "cap" + strconv.FormatInt(n/foreignET, 10) + ".t" + strconv.FormatInt(n%foreignET, 10)
+					if gen != "" {
+						name += "." + gen
+					}
+				}
 			case k[0] == 'a':
 				name = "blk" + k[1:]
 			default:

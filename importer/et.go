@@ -201,6 +201,9 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			for _, v := range n.Outputs.Values {
 				op.HostWrites = hostTensors(v, op.HostWrites, 0)
 			}
+			if n.ID >= foreignET {
+				op.foreignStorages(n.ID / foreignET)
+			}
 			if !wanted {
 				if len(op.Inputs)+len(op.Outputs) > 0 {
 					cands = append(cands, op)
@@ -223,6 +226,22 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 	}
 	orphans(out, idOf, parent, roots, cands)
 	return out, nil
+}
+
+// foreignStorages moves the storage ids of an operator of a capture that
+// collsim_record profiled in a session of its own (node ids past
+// foreignET: session k has ids k·10^9 + n) to that session's own range:
+// each observer session numbers storages afresh, so storage 22 of a
+// capture and storage 22 of the step are different memory, and a capture's
+// tensors must not be taken for the step's (graph.go, foreignCapture).
+func (op *ETOp) foreignStorages(session int64) {
+	for _, refs := range [][]TensorRef{op.Inputs, op.Outputs, op.Mutated, op.HostReads, op.HostWrites} {
+		for i := range refs {
+			if refs[i].Storage >= 0 && refs[i].Storage < foreignET {
+				refs[i].Storage += session * foreignET
+			}
+		}
+	}
 }
 
 // orphans adds to out, under keys -1, -2, …, the outermost operators with

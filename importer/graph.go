@@ -66,31 +66,31 @@ func (b *builder) graph(launch *call) error {
 }
 
 // inlineReplay is one cudaGraphLaunch inside an eager step: the launches of
-// the capture it replays (the latest capture before it that made as many
-// launches as the replay ran kernels, else the latest one), each on the
+// the capture it replays (of the captures before it, the one whose
+// operators most replayed kernels name, then one that made as many
+// launches as the replay ran kernels, then the latest), each on the
 // stream its replayed kernel ran on with that kernel's duration, all issued
 // at the launch, reading and writing the tensors the capture named — so a
 // replay on a side stream races with eager work like any kernel.
 func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 	rt, p := b.rt, b.p
 	b.replays++
-	ci, exact := -1, false
+	ci, exact, best := -1, false, -1
 	for i := len(rt.caps) - 1; i >= 0; i-- {
 		if rt.caps[i].hi > launch.ts {
 			continue
 		}
-		n := 0
-		for _, c := range rt.calls {
-			if c.capIdx == i && isLaunchCall(c.name) {
-				n++
-			}
+		launches := b.capLaunches(i)
+		fits := len(launches) == len(work)
+		// The capture whose operators the replayed kernels name wins
+		// (two graphs of as many kernels: mul+sin and mul+cos); then one
+		// of as many launches; then the latest.
+		score := 2 * nameMatches(launches, work, b)
+		if fits {
+			score++
 		}
-		if n == len(work) {
-			ci, exact = i, true
-			break
-		}
-		if ci < 0 {
-			ci = i
+		if score > best {
+			ci, exact, best = i, fits, score
 		}
 	}
 	if ci < 0 {
@@ -99,6 +99,13 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 			items = append(items, &item{kind: scenarios.OpKernel, ts: launch.ts, issue: launch.end, stream: a.stream, act: a, name: "graph." + shortKernel(a.name), opaque: b.replays})
 		}
 		b.opaqueAt[b.replays] = launch.ts
+		// No capture to name the graph: the kernels it ran do (two
+		// launches that ran the same kernels are taken for one graph).
+		var names []string
+		for _, a := range work {
+			names = append(names, a.name)
+		}
+		b.graphOf[b.replays] = "kernels:" + strings.Join(names, "\x00")
 		return items
 	}
 	if !exact {
@@ -129,8 +136,49 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 	if foreign {
 		b.opaqueAt[b.replays] = launch.ts
 		b.foreignAt[b.replays] = true
+		b.graphOf[b.replays] = "capture:" + strconv.Itoa(ci)
 	}
 	return items
+}
+
+// capLaunches is capture i's kernel, memset and memcpy launches, in host
+// order (computed once per capture).
+func (b *builder) capLaunches(i int) []*call {
+	if b.capCalls == nil {
+		b.capCalls = map[int][]*call{}
+		for _, c := range b.rt.calls {
+			if c.capIdx >= 0 && isLaunchCall(c.name) {
+				b.capCalls[c.capIdx] = append(b.capCalls[c.capIdx], c)
+			}
+		}
+	}
+	return b.capCalls[i]
+}
+
+// nameMatches counts the replayed activities that a captured launch of the
+// same kind names by its operator (nameFits), each launch taken once, as
+// replayItems pairs them.
+func nameMatches(launches []*call, replay []*devAct, b *builder) int {
+	used := make([]bool, len(launches))
+	n := 0
+	for _, a := range replay {
+		kind := actKind(a)
+		for i, c := range launches {
+			if used[i] || callKind(c.name) != kind {
+				continue
+			}
+			op := b.byExt[c.ext]
+			if op == nil {
+				op = b.opAt(c.ts, c.tid)
+			}
+			if op != nil && nameFits(a.name, op.name) {
+				used[i] = true
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // foreignET is where collsim_record puts the execution-trace nodes of a
@@ -414,6 +462,13 @@ func (b *builder) opaqueReplays(out []*item) {
 		t := b.tensors[k]
 		return t != nil && !t.managed && !strings.HasPrefix(k, "scratch.") && !strings.HasPrefix(k, "c:")
 	}
+	type replay struct {
+		r             int
+		firstK, lastK *item
+		ins, outs     []string
+		n             int
+	}
+	var rs []*replay
 	for r := 1; r <= b.replays; r++ {
 		if _, ok := b.opaqueAt[r]; !ok {
 			continue
@@ -458,10 +513,10 @@ func (b *builder) opaqueReplays(out []*item) {
 				seen[k], lastWrite[k] = true, true
 			}
 		}
-		var ins, outs []string
+		rp := &replay{r: r, firstK: firstK, lastK: lastK}
 		for _, k := range order {
 			if lastWrite[k] && static(k) {
-				ins = append(ins, k)
+				rp.ins = append(rp.ins, k)
 			}
 		}
 		after := map[string]bool{}
@@ -471,7 +526,7 @@ func (b *builder) opaqueReplays(out []*item) {
 			}
 			for _, k := range it.reads {
 				if !seen[k] && !after[k] && static(k) {
-					outs = append(outs, k)
+					rp.outs = append(rp.outs, k)
 				}
 				after[k] = true
 			}
@@ -479,24 +534,45 @@ func (b *builder) opaqueReplays(out []*item) {
 				after[k] = true
 			}
 		}
-		for _, k := range ins {
-			firstK.reads = appendOnce(firstK.reads, k)
-		}
-		if len(outs) > 0 {
-			lastK.writes = outs
-		}
-		b.touch(firstK, "")
-		b.touch(lastK, "")
-		n := 0
 		for _, it := range out {
 			if it.opaque == r {
-				n++
+				rp.n++
 			}
 		}
-		if b.foreignAt[r] {
-			b.p.notef("graph launch at host time %.3f µs replays a capture recorded in a profiling session of its own (before the region): its kernels use the capture's tensors, and are also taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it, as a graph's static buffers are (the two sessions name tensors apart: a guess)", b.rel(b.opaqueAt[r]), len(ins), len(outs))
+		rs = append(rs, rp)
+	}
+	// A graph's static buffers are the same at every replay: each replay
+	// of one graph reads every static input and writes every static
+	// output that any replay of it showed (the last replay's output is
+	// rewritten even where the step reads it no more after it).
+	ins, outs := map[string][]string{}, map[string][]string{}
+	for _, rp := range rs {
+		g := b.graphOf[rp.r]
+		for _, k := range rp.ins {
+			ins[g] = appendOnce(ins[g], k)
+		}
+		for _, k := range rp.outs {
+			outs[g] = appendOnce(outs[g], k)
+		}
+	}
+	for _, rp := range rs {
+		g := b.graphOf[rp.r]
+		for _, k := range ins[g] {
+			rp.firstK.reads = appendOnce(rp.firstK.reads, k)
+		}
+		if len(outs[g]) > 0 {
+			rp.lastK.writes = append([]string(nil), outs[g]...)
+		}
+		b.touch(rp.firstK, "")
+		b.touch(rp.lastK, "")
+		also := ""
+		if len(ins[g]) > len(rp.ins) || len(outs[g]) > len(rp.outs) {
+			also = ", counting those of the other replays of the same graph"
+		}
+		if b.foreignAt[rp.r] {
+			b.p.notef("graph launch at host time %.3f µs replays a capture recorded in a profiling session of its own (before the region): its kernels use the capture's tensors, and are also taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it%s, as a graph's static buffers are (the two sessions name tensors apart: a guess)", b.rel(b.opaqueAt[rp.r]), len(ins[g]), len(outs[g]), also)
 			continue
 		}
-		b.p.notef("graph launch at host time %.3f µs: its capture is not in the trace (captured before the recorded region); its %d kernels are taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it, as a graph's static buffers are (a guess: record the capture inside the region to know)", b.rel(b.opaqueAt[r]), n, len(ins), len(outs))
+		b.p.notef("graph launch at host time %.3f µs: its capture is not in the trace (captured before the recorded region); its %d kernels are taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it%s, as a graph's static buffers are (a guess: record the capture inside the region to know)", b.rel(b.opaqueAt[rp.r]), rp.n, len(ins[g]), len(outs[g]), also)
 	}
 }

@@ -76,3 +76,34 @@ func TestViewsReachTheirChunks(t *testing.T) {
 	require.Equal(t, "ok", dporVerdict(t, res))
 	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "HalvesOverlap")))
 }
+
+// Two graphs of two kernels each (mul+sin, mul+cos), each from its own
+// pool, replayed at once on two streams: clean on the GPU. Each replay is
+// the capture whose operators its kernels name; taking the latest capture
+// of as many launches made both replays the second graph, writing the same
+// temporaries from two streams. The twin whose graphs share one pool races
+// on the GPU and here.
+func TestReplayTakesTheCaptureItsKernelsName(t *testing.T) {
+	res := importCorpus(t, "OwnPoolGraphsConcurrent")
+	sin, cos := kernelNamed(t, res, "sin"), kernelNamed(t, res, "cos")
+	require.NotEqual(t, sin.Stream, cos.Stream, "one graph's kernel on each stream")
+	require.Equal(t, "ok", dporVerdict(t, res))
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "SharedPoolGraphsConcurrent")))
+}
+
+// make_graphed_callables captures at set-up, before the region; the
+// recorder profiles the capture in a session of its own, whose execution
+// trace numbers storages afresh. The capture's storages are its own
+// (cap1.t22), never the step's storage of the same number (a clone the aux
+// stream reads, in GraphedCallableOutputCloned); and every replay of the
+// graph writes the static output any replay showed (the second call
+// rewrites call 1's output, which the aux stream is still reading, in
+// GraphedCallableOutputHeld, though the step reads it no more after).
+func TestGraphedCallableStaticBuffers(t *testing.T) {
+	held := importCorpus(t, "GraphedCallableOutputHeld")
+	require.Contains(t, string(held.YAML), "counting those of the other replays of the same graph")
+	require.Equal(t, "corruption", dporVerdict(t, held))
+	cloned := importCorpus(t, "GraphedCallableOutputCloned")
+	require.Contains(t, string(cloned.YAML), "cap1.t")
+	require.Equal(t, "ok", dporVerdict(t, cloned))
+}
