@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
+	"iter"
 
 	"github.com/collsim/collsim/check"
 )
@@ -57,51 +57,89 @@ func AppendLine(b []byte, v any) ([]byte, error) {
 	return append(append(b, line...), '\n'), nil
 }
 
-// ReadCheckpoint reads a checkpoint file from r as [ParseCheckpoint] does,
-// a line at a time, without holding the file's bytes; the strings records
-// repeat (verdicts, outcome hashes, kind lists) are shared. good is the
-// length of the well-formed prefix.
-func ReadCheckpoint(r io.Reader) (h *CheckpointHeader, recs []*Record, good int64, err error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	intern := interner{}.of
-	kinds := map[string][]string{}
-	for line := 1; ; line++ {
-		text, rerr := br.ReadBytes('\n')
-		if rerr != nil { // io.EOF: what is left is torn, or nothing
-			if rerr != io.EOF {
-				return nil, nil, 0, rerr
-			}
-			break
-		}
-		body := text[:len(text)-1]
-		if h == nil {
-			x, _, _, perr := ParseCheckpoint(text)
-			if perr != nil {
-				return nil, nil, 0, perr
-			}
-			h = x
-		} else {
-			var r Record
-			if err := json.Unmarshal(body, &r); err != nil {
-				return nil, nil, 0, fmt.Errorf("%w: line %d: not a schedule record: %w", ErrBadInput, line, jsonAt(body, err))
-			}
-			r.Verdict, r.OutHash = intern(r.Verdict), intern(r.OutHash)
-			if len(r.Kinds) > 0 {
-				k := strings.Join(r.Kinds, "\x00")
-				if ks, ok := kinds[k]; ok {
-					r.Kinds = ks
-				} else {
-					kinds[k] = r.Kinds
+// CheckpointReader reads a checkpoint file a line at a time: the header
+// when it is made, then the records as [CheckpointReader.Records] hands
+// them out, one at a time: a resume folds each as it comes, so its memory
+// is that of the outcomes, not of the records (a checkpoint of any size
+// resumes).
+type CheckpointReader struct {
+	Header *CheckpointHeader
+	br     *bufio.Reader
+	line   int   // lines read
+	good   int64 // bytes of the well-formed lines read
+	done   bool
+}
+
+// NewCheckpointReader reads the header line of a checkpoint from r. A
+// file without a whole first line is an "empty checkpoint" error, with
+// nothing read (Good is 0).
+func NewCheckpointReader(r io.Reader) (*CheckpointReader, error) {
+	c := &CheckpointReader{br: bufio.NewReaderSize(r, 1<<16), line: 1}
+	text, err := c.br.ReadBytes('\n')
+	switch {
+	case err == io.EOF:
+		return nil, fmt.Errorf("%w: line 1: empty checkpoint (no header line)", ErrBadInput)
+	case err != nil:
+		return nil, err
+	}
+	h, _, _, err := ParseCheckpoint(text)
+	if err != nil {
+		return nil, err
+	}
+	c.Header, c.good = h, int64(len(text))
+	return c, nil
+}
+
+// Records yields the records after the header, in file order, each
+// decoded as it is reached; a torn last line (the writer was killed) ends
+// them, a malformed line before it is an error naming its line. The
+// strings records repeat are not shared: a resume keeps none of them.
+func (c *CheckpointReader) Records() iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		for !c.done {
+			text, err := c.br.ReadBytes('\n')
+			if err != nil { // io.EOF: what is left is torn, or nothing
+				c.done = true
+				if err != io.EOF {
+					yield(nil, err)
 				}
+				return
 			}
-			recs = append(recs, &r)
+			c.line++
+			r := new(Record)
+			if err := json.Unmarshal(text[:len(text)-1], r); err != nil {
+				c.done = true
+				yield(nil, fmt.Errorf("%w: line %d: not a schedule record: %w", ErrBadInput, c.line, jsonAt(text[:len(text)-1], err)))
+				return
+			}
+			c.good += int64(len(text))
+			if !yield(r, nil) {
+				return
+			}
 		}
-		good += int64(len(text))
 	}
-	if h == nil {
-		return nil, nil, 0, fmt.Errorf("%w: line 1: empty checkpoint (no header line)", ErrBadInput)
+}
+
+// Good is the length of the well-formed prefix read so far: once Records
+// has run to its end, where a resume cuts a torn last line off and
+// appends.
+func (c *CheckpointReader) Good() int64 { return c.good }
+
+// ReadCheckpoint reads a checkpoint file from r as [ParseCheckpoint] does,
+// a line at a time (a [CheckpointReader]), into memory. good is the length
+// of the well-formed prefix.
+func ReadCheckpoint(r io.Reader) (h *CheckpointHeader, recs []*Record, good int64, err error) {
+	c, err := NewCheckpointReader(r)
+	if err != nil {
+		return nil, nil, 0, err
 	}
-	return h, recs, good, nil
+	for r, err := range c.Records() {
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		recs = append(recs, r)
+	}
+	return c.Header, recs, c.Good(), nil
 }
 
 // ParseCheckpoint reads a checkpoint file. It returns the header, the
@@ -145,64 +183,96 @@ func ParseCheckpoint(data []byte) (*CheckpointHeader, []*Record, int, error) {
 // knownVerdict reports whether v is a verdict this build knows.
 func knownVerdict(v string) bool { return v == check.OK || check.Worse(v, check.OK) }
 
-// checkRecords verifies that recs are the first len(recs) of the planned
-// indices, each once, with known verdicts and a witness wherever the
-// verdict got worse (what a resume or a merge needs to reproduce the
-// summary). what names the file in messages.
-func checkRecords(what string, recs []*Record, planned int, index func(j int) int) error {
-	if len(recs) > planned {
-		return fmt.Errorf("%w: %s holds %d schedules; it plans %d", ErrBadInput, what, len(recs), planned)
-	}
-	best := check.OK
-	for j, r := range recs {
-		switch {
-		case r == nil:
-			return fmt.Errorf("%w: %s: record %d is empty (null)", ErrBadInput, what, j+1)
-		case r.Index != index(j):
-			return fmt.Errorf("%w: %s: record %d is schedule %d; want schedule %d (records are the planned schedules in order, each once)", ErrBadInput, what, j+1, r.Index, index(j))
-		case !knownVerdict(r.Verdict):
-			return fmt.Errorf("%w: %s: schedule %d has verdict %q, which this simctl does not know", ErrBadInput, what, r.Index, r.Verdict)
-		}
-		for _, k := range r.Kinds {
-			if !knownVerdict(k) || k == check.OK {
-				return fmt.Errorf("%w: %s: schedule %d has finding kind %q, which this simctl does not know", ErrBadInput, what, r.Index, k)
-			}
-		}
-		if check.Worse(r.Verdict, best) {
-			if r.Witness == nil {
-				return fmt.Errorf("%w: %s: schedule %d has verdict %s but no witness", ErrBadInput, what, r.Index, r.Verdict)
-			}
-			best = r.Verdict
-		}
-	}
-	return nil
+// recordCheck verifies, a record at a time, that the records of a file
+// are the first of the planned indices, each once, with known verdicts
+// and a witness wherever the verdict got worse (what a resume or a merge
+// needs to reproduce the summary). It reports as a check of the whole
+// list would: more records than planned first, then the first bad record.
+// what names the file in messages.
+type recordCheck struct {
+	what    string
+	planned int
+	index   func(j int) int
+	n       int    // records seen
+	best    string // the worst verdict so far
+	err     error  // the first bad record's
 }
 
-// resume merges opt.Resume (the records of a checkpoint) into the
-// summary and returns the indices still to run and the worst verdict so
-// far (which decides the records that carry a witness, as if the run had
-// never stopped).
+func newRecordCheck(what string, planned int, index func(j int) int) *recordCheck {
+	return &recordCheck{what: what, planned: planned, index: index, best: check.OK}
+}
+
+// add checks the next record, r; it reports whether r may be folded in
+// (every record so far is good).
+func (c *recordCheck) add(r *Record) bool {
+	j := c.n
+	c.n++
+	if c.err != nil || j >= c.planned {
+		return false
+	}
+	switch {
+	case r == nil:
+		c.err = fmt.Errorf("%w: %s: record %d is empty (null)", ErrBadInput, c.what, j+1)
+	case r.Index != c.index(j):
+		c.err = fmt.Errorf("%w: %s: record %d is schedule %d; want schedule %d (records are the planned schedules in order, each once)", ErrBadInput, c.what, j+1, r.Index, c.index(j))
+	case !knownVerdict(r.Verdict):
+		c.err = fmt.Errorf("%w: %s: schedule %d has verdict %q, which this simctl does not know", ErrBadInput, c.what, r.Index, r.Verdict)
+	}
+	if c.err != nil {
+		return false
+	}
+	for _, k := range r.Kinds {
+		if !knownVerdict(k) || k == check.OK {
+			c.err = fmt.Errorf("%w: %s: schedule %d has finding kind %q, which this simctl does not know", ErrBadInput, c.what, r.Index, k)
+			return false
+		}
+	}
+	if check.Worse(r.Verdict, c.best) {
+		if r.Witness == nil {
+			c.err = fmt.Errorf("%w: %s: schedule %d has verdict %s but no witness", ErrBadInput, c.what, r.Index, r.Verdict)
+			return false
+		}
+		c.best = r.Verdict
+	}
+	return true
+}
+
+// end says what is wrong with the records added, if anything.
+func (c *recordCheck) end() error {
+	if c.n > c.planned {
+		return fmt.Errorf("%w: %s holds %d schedules; it plans %d", ErrBadInput, c.what, c.n, c.planned)
+	}
+	return c.err
+}
+
+// resume folds opt.Resume (the records of a checkpoint, as they are read)
+// into the summary and returns the indices still to run and the worst
+// verdict so far (which decides the records that carry a witness, as if
+// the run had never stopped).
 func resume(s Strategy, sum *Summary, m *merger, indices schedules, opt Options) (schedules, string, error) {
-	best := check.OK
-	if len(opt.Resume) == 0 {
-		return indices, best, nil
+	if opt.Resume == nil {
+		return indices, check.OK, nil
 	}
-	if _, ok := s.(Independent); !ok {
-		return indices, "", fmt.Errorf("%w: strategy %s cannot resume: its schedules depend on each other (resume random or pct)", ErrBadInput, s.Name())
-	}
-	if err := checkRecords("the checkpoint", opt.Resume, indices.n, indices.at); err != nil {
-		return indices, "", err
-	}
-	for _, r := range opt.Resume {
-		if check.Worse(r.Verdict, best) {
-			best = r.Verdict
+	c := newRecordCheck("the checkpoint", indices.n, indices.at)
+	for r, err := range opt.Resume {
+		if err != nil {
+			return indices, "", err
+		}
+		if _, ok := s.(Independent); !ok {
+			return indices, "", fmt.Errorf("%w: strategy %s cannot resume: its schedules depend on each other (resume random or pct)", ErrBadInput, s.Name())
+		}
+		if !c.add(r) {
+			continue
 		}
 		if opt.Shard.Count > 0 {
 			sum.Records = append(sum.Records, r)
 		}
 		m.add(r)
 	}
-	return indices.from(len(opt.Resume)), best, nil
+	if err := c.end(); err != nil {
+		return indices, "", err
+	}
+	return indices.from(c.n), c.best, nil
 }
 
 // schedules is an arithmetic run of schedule indices (first, first+step,
@@ -234,4 +304,16 @@ func (m interner) of(s string) string {
 	}
 	m[s] = s
 	return s
+}
+
+// Records yields recs, in order, without an error: [Options.Resume] from
+// records in memory.
+func Records(recs []*Record) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		for _, r := range recs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
 }

@@ -51,7 +51,7 @@ func TestPropResumeEqualsUninterrupted(t *testing.T) {
 		s, err := New("random", tg, 1)
 		require.NoError(rt, err)
 		rest := append([]byte{}, file[:good]...)
-		sum, err := Explore(tg, s, 1, Options{Budget: budget, Workers: workers, Outcomes: true, Resume: recs, Checkpoint: func(r *Record) {
+		sum, err := Explore(tg, s, 1, Options{Budget: budget, Workers: workers, Outcomes: true, Resume: Records(recs), Checkpoint: func(r *Record) {
 			rest, err = AppendLine(rest, r)
 			require.NoError(rt, err)
 		}})
@@ -95,14 +95,14 @@ func TestResumeRefusesWhatItCannotContinue(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := New("random", tg, 1)
 			require.NoError(t, err)
-			_, err = Explore(tg, s, 1, Options{Budget: 6, Resume: c.recs()})
+			_, err = Explore(tg, s, 1, Options{Budget: 6, Resume: Records(c.recs())})
 			require.ErrorIs(t, err, ErrBadInput)
 			require.ErrorContains(t, err, c.want)
 		})
 	}
 	s, err := New("dpor", tg, 1)
 	require.NoError(t, err)
-	_, err = Explore(tg, s, 1, Options{Budget: 6, Resume: recs[:1]})
+	_, err = Explore(tg, s, 1, Options{Budget: 6, Resume: Records(recs[:1])})
 	require.ErrorContains(t, err, "cannot resume")
 }
 

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -41,9 +42,12 @@ type Options struct {
 	// Checkpoint, when set, sees every record in schedule order as it is
 	// merged (checkpoint.go).
 	Checkpoint func(*Record)
-	// Resume are the records of a checkpoint: the first schedules of this
-	// exploration, already run; Explore merges them and runs the rest.
-	Resume []*Record
+	// Resume, when set, yields the records of a checkpoint: the first
+	// schedules of this exploration, already run. Explore folds each into
+	// the summary as it comes (keeping none, unless Shard asks for the
+	// records) and runs the rest; an error it yields ends Explore with it.
+	// [Records] makes one of a slice.
+	Resume iter.Seq2[*Record, error]
 }
 
 // Outcome is one distinct result of the schedules: the output tensors of

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/collsim/collsim/sim"
 )
 
@@ -84,6 +86,28 @@ func FuzzMerge(f *testing.F) {
 				y, _ := json.Marshal(rf)
 				if !bytes.Equal(x, y) {
 					t.Fatalf("ParseShardFile and ReadShardFile differ:\n%s\n%s", x, y)
+				}
+				// The header first, at the speed of reading, then a record
+				// at a time, holding none (what merge does): the same
+				// header and records.
+				head, herr := ReadShardHeader(bytes.NewReader(data))
+				require.NoError(t, herr)
+				var recs []*Record
+				tail, serr := ScanShardFile(bytes.NewReader(data), func(r *Record) error {
+					recs = append(recs, r)
+					return nil
+				})
+				require.NoError(t, serr)
+				h1, _ := json.Marshal(head)
+				h2, _ := json.Marshal(tail)
+				require.Equal(t, string(h1), string(h2))
+				head.Records = recs
+				if rf.Records != nil && recs == nil {
+					head.Records = []*Record{}
+				}
+				z, _ := json.Marshal(head)
+				if !bytes.Equal(x, z) {
+					t.Fatalf("ParseShardFile and ScanShardFile differ:\n%s\n%s", x, z)
 				}
 			}
 			if err != nil {

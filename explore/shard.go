@@ -2,6 +2,7 @@ package explore
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,21 +133,132 @@ func owned(i, n, budget int) int {
 // summary a single machine would have produced for the same budget. The
 // shards must agree on what they explored and cover 0..n-1 exactly once;
 // each must hold every schedule it owns, in order, unless it says it was
-// cut short (--time), and then the summary is Partial.
+// cut short (--time), and then the summary is Partial. It is a [Merging]
+// of files in memory.
 func Merge(files []*ShardFile) (*Summary, error) {
-	if len(files) == 0 {
+	g := NewMerging()
+	for _, f := range files {
+		p := g.File(f)
+		for _, r := range f.Records {
+			if p.Add(r) != nil {
+				break
+			}
+		}
+		p.End()
+	}
+	return g.Summary()
+}
+
+// A Merging combines the shard files of one exploration into the summary
+// a single machine would have produced ([Merge]), a record at a time and
+// the files in any order: its memory is that of the outcomes, whatever
+// the number of records. Give each file's header to [Merging.File], the
+// file's records, in file order, to the [ShardPart] it returns, end the
+// part, and ask [Merging.Summary], which says what is wrong, if anything:
+// first what the headers say (the files do not make one split of one
+// exploration), then the first file whose records are not what it plans.
+type Merging struct {
+	parts []*ShardPart // ended
+	acc   *fold
+	cut   bool
+}
+
+// NewMerging starts a merge.
+func NewMerging() *Merging { return &Merging{} }
+
+// A ShardPart takes the records of one shard file.
+type ShardPart struct {
+	g     *Merging
+	f     *ShardFile
+	n     int          // the split's shards, as f says (0: f cannot be checked)
+	check *recordCheck // nil: f cannot be checked
+	acc   fold
+	err   error
+}
+
+// File starts the part of the shard file whose header (all but its
+// records) is f.
+func (g *Merging) File(f *ShardFile) *ShardPart {
+	p := &ShardPart{g: g, f: f, acc: newFold(f.Outcomes)}
+	i0, n := f.Shard.Index, f.Shard.Count
+	if n >= 1 && i0 >= 0 && i0 < n && f.Budget >= 0 {
+		p.n = n
+		p.check = newRecordCheck("merge: "+f.name(), owned(i0, n, f.Budget), func(j int) int { return i0 + j*n })
+	}
+	return p
+}
+
+// Add takes the file's next record. A record of another shard is an error
+// at once; other faults are reported by End, as a check of the whole file
+// would report them. After an error, nothing more is wanted.
+func (p *ShardPart) Add(r *Record) error {
+	f := p.f
+	switch {
+	case p.err != nil:
+		return p.err
+	case p.check == nil: // the headers' check says what is wrong
+		return nil
+	case r != nil && (r.Index%p.n != f.Shard.Index || r.Index < 0 || r.Index >= f.Budget):
+		p.err = fmt.Errorf("merge: %s holds schedule %d, which is not its own", f.name(), r.Index)
+		return p.err
+	}
+	if p.check.add(r) {
+		p.acc.add(r)
+	}
+	return nil
+}
+
+// Header is the file's header.
+func (p *ShardPart) Header() *ShardFile { return p.f }
+
+// Failed reports whether Add has refused a record.
+func (p *ShardPart) Failed() bool { return p.err != nil }
+
+// End says that the file has no more records, and adds the part to the
+// merge. Whether they were what the file plans (every schedule it owns,
+// in order, or the first of them if it was cut short) is for Summary to
+// say.
+func (p *ShardPart) End() {
+	g, f, c := p.g, p.f, p.check
+	if p.err == nil && c != nil {
+		planned := c.planned
+		if p.err = c.end(); p.err == nil {
+			switch {
+			case c.n < planned && !f.Cut:
+				p.err = fmt.Errorf("merge: %s holds %d of its %d schedules and does not say it was cut short (--time): truncated?", f.name(), c.n, planned)
+			case c.n < planned:
+				g.cut = true
+			}
+		}
+	}
+	if g.acc == nil {
+		acc := p.acc
+		g.acc = &acc
+	} else {
+		g.acc.absorb(&p.acc)
+	}
+	p.acc = fold{}
+	g.parts = append(g.parts, p)
+}
+
+// Summary is the merged summary of the parts ended, or what is wrong with
+// them. A record carries a witness when it was the worst of its own shard
+// so far; the first schedule of the worst verdict overall is also the
+// worst of its shard so far, so it carries the witness the summary needs.
+func (g *Merging) Summary() (*Summary, error) {
+	if len(g.parts) == 0 {
 		return nil, fmt.Errorf("merge: no shard files")
 	}
-	f0 := files[0]
+	f0 := g.parts[0].f
 	n := f0.Shard.Count
 	if n < 1 {
 		return nil, fmt.Errorf("merge: %s: a split has at least one shard", f0.name())
 	}
-	if n > len(files) {
+	if n > len(g.parts) {
 		// n comes from a file: say what is missing without allocating n.
 		given := map[int]bool{}
-		for _, f := range files {
-			given[f.Shard.Index] = true
+		for _, p := range g.parts {
+			given[p.f.Shard.Index] = true
 		}
 		var missing []string
 		for i := 0; i < n && len(missing) < 8; i++ {
@@ -158,15 +270,14 @@ func Merge(files []*ShardFile) (*Summary, error) {
 		if n-len(given) > len(missing) {
 			more = fmt.Sprintf(" and %d more", n-len(given)-len(missing))
 		}
-		return nil, fmt.Errorf("merge: incomplete: a %d-way split needs %d shard files, %d given; missing shard %s%s", n, n, len(files), strings.Join(missing, ", "), more)
+		return nil, fmt.Errorf("merge: incomplete: a %d-way split needs %d shard files, %d given; missing shard %s%s", n, n, len(g.parts), strings.Join(missing, ", "), more)
 	}
 	if f0.Budget < 0 {
 		return nil, fmt.Errorf("merge: %s: budget %d", f0.name(), f0.Budget)
 	}
 	seen := make([]*ShardFile, n) // the file of each shard index
-	var recs []*Record
-	cut := false
-	for _, f := range files {
+	for _, p := range g.parts {
+		f := p.f
 		switch {
 		case f.Version != ShardFileVersion:
 			return nil, fmt.Errorf("merge: %s has version %d, want %d", f.name(), f.Version, ShardFileVersion)
@@ -177,48 +288,106 @@ func Merge(files []*ShardFile) (*Summary, error) {
 			return nil, fmt.Errorf("merge: %s does not belong to a %d-way split", f.name(), n)
 		case seen[f.Shard.Index] != nil:
 			return nil, fmt.Errorf("merge: %s is given twice: %s is the same shard", f.name(), seen[f.Shard.Index].name())
-		}
-		seen[f.Shard.Index] = f
-		planned := owned(f.Shard.Index, n, f.Budget)
-		for _, r := range f.Records {
-			if r != nil && (r.Index%n != f.Shard.Index || r.Index < 0 || r.Index >= f.Budget) {
-				return nil, fmt.Errorf("merge: %s holds schedule %d, which is not its own", f.name(), r.Index)
-			}
-		}
-		i0 := f.Shard.Index
-		if err := checkRecords("merge: "+f.name(), f.Records, planned, func(j int) int { return i0 + j*n }); err != nil {
-			return nil, err
-		}
-		switch {
-		case len(f.Records) < planned && !f.Cut:
-			return nil, fmt.Errorf("merge: %s holds %d of its %d schedules and does not say it was cut short (--time): truncated?", f.name(), len(f.Records), planned)
-		case len(f.Records) < planned:
-			cut = true
-		}
-		if f.Expect != f0.Expect {
+		case f.Expect != f0.Expect:
 			return nil, fmt.Errorf("merge: %s expects %q, %s expects %q", f.name(), f.Expect, f0.name(), f0.Expect)
 		}
-		recs = append(recs, f.Records...)
+		seen[f.Shard.Index] = f
 	}
 	for i, f := range seen {
 		if f == nil {
 			return nil, fmt.Errorf("merge: incomplete: shard %d/%d is missing", i, n)
 		}
 	}
-	slices.SortFunc(recs, func(a, b *Record) int { return a.Index - b.Index })
-	sum := &Summary{Exploration: f0.Exploration, Verdict: check.OK, Findings: map[string]int{}}
-	m := &merger{sum: sum, byHash: map[string]*Outcome{}, outcomes: f0.Outcomes}
-	// A record carries a witness when it was the worst of its own shard so
-	// far; a schedule that is the worst of the merged order so far is also
-	// the worst of its shard so far, so every witness Merge needs is there.
-	for _, r := range recs {
-		if check.Worse(r.Verdict, sum.Verdict) && r.Witness == nil {
-			return nil, fmt.Errorf("merge: schedule %d has verdict %s but no witness in its shard file", r.Index, r.Verdict)
+	for _, p := range g.parts {
+		if p.err != nil {
+			return nil, p.err
 		}
-		m.add(r)
 	}
-	if cut {
+	sum := &Summary{Exploration: f0.Exploration, Verdict: check.OK, Findings: map[string]int{}}
+	g.acc.into(sum)
+	if g.cut {
 		sum.Partial, sum.Planned = true, f0.Budget
 	}
 	return sum, nil
+}
+
+// fold gathers records in any order into what a [merger] makes of them in
+// schedule order: the counts, each outcome with its first schedule (its
+// verdict and outputs are those of that schedule), and the first schedule
+// of the worst verdict, which is the one the merger's summary ends with
+// as its witness.
+type fold struct {
+	schedules int
+	findings  map[string]int
+	byHash    map[string]*Outcome
+	witness   *Record
+	outcomes  bool // keep the outputs of each outcome
+}
+
+func newFold(outcomes bool) fold {
+	return fold{findings: map[string]int{}, byHash: map[string]*Outcome{}, outcomes: outcomes}
+}
+
+func (f *fold) add(r *Record) {
+	f.schedules++
+	for _, k := range r.Kinds {
+		f.findings[k]++
+	}
+	var ranks []RankOutputs
+	if f.outcomes {
+		ranks = r.Outputs
+	}
+	f.outcome(&Outcome{Hash: r.OutHash, Count: 1, First: r.Index, Verdict: r.Verdict, Ranks: ranks})
+	f.witnessOf(r)
+}
+
+// outcome counts o's schedules in o's outcome, whose first schedule is the
+// earlier of the two.
+func (f *fold) outcome(o *Outcome) {
+	x, ok := f.byHash[o.Hash]
+	if !ok {
+		f.byHash[o.Hash] = o
+		return
+	}
+	if o.First < x.First {
+		x.First, x.Verdict, x.Ranks = o.First, o.Verdict, o.Ranks
+	}
+	x.Count += o.Count
+}
+
+// witnessOf makes r the witness if its verdict is the worst so far, and
+// the first of that verdict.
+func (f *fold) witnessOf(r *Record) {
+	if w := f.witness; r != nil && check.Worse(r.Verdict, check.OK) &&
+		(w == nil || check.Worse(r.Verdict, w.Verdict) || r.Verdict == w.Verdict && r.Index < w.Index) {
+		f.witness = r
+	}
+}
+
+// absorb adds the fold o (of other schedules) into f.
+func (f *fold) absorb(o *fold) {
+	f.schedules += o.schedules
+	for k, n := range o.findings {
+		f.findings[k] += n
+	}
+	for _, x := range o.byHash {
+		f.outcome(x)
+	}
+	f.witnessOf(o.witness)
+}
+
+// into writes the fold into sum, as merger.add would have left it: the
+// outcomes in order of their first schedule.
+func (f *fold) into(sum *Summary) {
+	sum.Schedules = f.schedules
+	maps.Copy(sum.Findings, f.findings)
+	sum.Outcomes = slices.SortedFunc(maps.Values(f.byHash), func(a, b *Outcome) int { return a.First - b.First })
+	if r := f.witness; r != nil {
+		sum.Verdict = r.Verdict
+		sum.Witness = r.Witness
+		sum.WitnessInfo = r.Witness.Info()
+		sum.WitnessFindings = r.Findings
+		sum.WitnessFindingsTotal = max(r.FindingsTotal, len(r.Findings))
+		sum.WitnessFindingsTruncated = sum.WitnessFindingsTotal > len(r.Findings)
+	}
 }

@@ -418,7 +418,7 @@ func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, se
 	if f.checkpointEvery > 0 {
 		ck.every = f.checkpointEvery
 	}
-	opt.Resume = recs
+	opt.Resume = explore.Records(recs)
 	opt.Checkpoint = ck.add
 	if auto {
 		fmt.Fprintf(stderr, "simctl: checkpointing to %s (after a crash: --resume %s)\n", quoteName(path), quoteName(path))

@@ -2,9 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -34,21 +35,9 @@ overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			if err := checkMergeMemory(args); err != nil {
-				return err
-			}
-			var files []*explore.ShardFile
-			for _, a := range args {
-				f, err := readShardFile(a)
-				if err != nil {
-					return err
-				}
-				f.Source = a
-				files = append(files, f)
-			}
-			sum, err := explore.Merge(files)
+			sum, files, err := mergeShardFiles(args)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			if format == "json" {
 				enc := json.NewEncoder(stdout)
@@ -77,49 +66,72 @@ overrides, strategy, seed and budget, and cover 0..n-1 exactly once.`,
 	return cmd
 }
 
-// mergeBytesPerFile2Bytes is merge's peak memory per two bytes of its
-// shard files: two shards of 43 MB peaked at 128 MB resident, their
-// records decoded one at a time (260 MB when the files were read whole
-// first).
-const mergeBytesPerFile2Bytes = 3
-
-// checkMergeMemory refuses shard files whose records would not fit in
-// --max-memory, before any is read (two 88 MB shards, read whole, ran out
-// of memory under ulimit -v 2GiB).
-func checkMergeMemory(paths []string) error {
-	var total int64
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			total += st.Size()
+// mergeShardFiles merges the shard files at paths a record at a time
+// (explore.Merging): each file's header is read first, stepping over its
+// records, then its records are folded in as they are decoded, none held,
+// so any number of records merges in the memory of the outcomes, whatever
+// the order of the keys.
+func mergeShardFiles(paths []string) (*explore.Summary, []*explore.ShardFile, error) {
+	g := explore.NewMerging()
+	heads := make([]*explore.ShardFile, len(paths))
+	for i, path := range paths {
+		var head *explore.ShardFile
+		err := withShardFile(path, func(r io.Reader) (err error) {
+			head, err = explore.ReadShardHeader(r)
+			return err
+		})
+		if err != nil {
+			return nil, nil, err
 		}
+		head.Source = path
+		part := g.File(head)
+		var tail *explore.ShardFile
+		err = withShardFile(path, func(r io.Reader) (err error) {
+			tail, err = explore.ScanShardFile(r, part.Add)
+			return err
+		})
+		switch {
+		case err != nil && !part.Failed():
+			return nil, nil, err
+		case err == nil && !sameHeader(head, tail):
+			return nil, nil, usagef("%s: the file changed while merge read it", quoteName(path))
+		}
+		part.End()
+		heads[i] = head
 	}
-	need := total/2*mergeBytesPerFile2Bytes + 32<<20
-	if need <= scenarios.MemoryBudget {
-		return nil
+	sum, err := g.Summary()
+	if err != nil {
+		return nil, nil, usageError{err}
 	}
-	return usagef("merge: %d shard files of %s together would need about %s of memory; the limit is %s (--max-memory); merge on a machine with more (raise --max-memory), or explore with fewer schedules per shard file (a smaller --budget, without --outcomes)",
-		len(paths), scenarios.FormatBytes(total), scenarios.FormatBytes(need), scenarios.FormatBytes(scenarios.MemoryBudget))
+	return sum, heads, nil
 }
 
-// readShardFile reads a shard file record by record (explore.ReadShardFile:
-// its bytes are not held); a malformed one is read again whole, at most
+// sameHeader reports whether two readings of a shard file's header agree.
+func sameHeader(a, b *explore.ShardFile) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// withShardFile gives read the shard file at path; a file it finds
+// malformed (explore.ErrBadInput) is read again whole, at most
 // maxShardBytes, to say where it goes wrong.
-func readShardFile(path string) (*explore.ShardFile, error) {
+func withShardFile(path string, read func(io.Reader) error) error {
 	fd, err := openRegular(path, "shard")
 	if err != nil {
-		return nil, usagef("%w", err)
+		return usagef("%w", err)
 	}
-	f, err := explore.ReadShardFile(bufio.NewReaderSize(fd, 1<<16))
+	err = read(bufio.NewReaderSize(fd, 1<<16))
 	fd.Close()
-	if err == nil {
-		return f, nil
+	if err == nil || !errors.Is(err, explore.ErrBadInput) {
+		return err
 	}
 	data, rerr := readFile(path, "shard", maxShardBytes)
 	if rerr != nil {
-		return nil, usagef("%w", rerr)
+		return usagef("%w", rerr)
 	}
 	if _, perr := explore.ParseShardFile(data); perr != nil {
 		err = perr
 	}
-	return nil, usagef("%s: %v", quoteName(path), err)
+	return usagef("%s: %v", quoteName(path), err)
 }
