@@ -1,6 +1,9 @@
 package importer_test
 
 import (
+	"compress/gzip"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,4 +109,82 @@ func TestGraphedCallableStaticBuffers(t *testing.T) {
 	cloned := importCorpus(t, "GraphedCallableOutputCloned")
 	require.Contains(t, string(cloned.YAML), "cap1.t")
 	require.Equal(t, "ok", dporVerdict(t, cloned))
+}
+
+// withoutCaptures is a corpus trace as a recorder without the capture hook
+// writes it: the graph captures made before the region (between
+// cudaStreamBeginCapture and cudaStreamEndCapture, on every thread) are
+// gone, and so are their execution-trace nodes (ids past 10^9).
+func withoutCaptures(t *testing.T, name string) (trace, et string) {
+	t.Helper()
+	tr := readCorpusTrace(t, name)
+	evs := tr["traceEvents"].([]any)
+	var lo []float64
+	type rng struct{ lo, hi float64 }
+	var caps []rng
+	for _, e := range evs {
+		m := e.(map[string]any)
+		switch m["name"] {
+		case "cudaStreamBeginCapture", "cudaStreamBeginCaptureToGraph":
+			lo = append(lo, m["ts"].(float64))
+		case "cudaStreamEndCapture":
+			if len(lo) > 0 {
+				caps = append(caps, rng{lo[len(lo)-1], m["ts"].(float64) + m["dur"].(float64)})
+				lo = lo[:len(lo)-1]
+			}
+		}
+	}
+	require.NotEmpty(t, caps)
+	var kept []any
+	for _, e := range evs {
+		m := e.(map[string]any)
+		ts, _ := m["ts"].(float64)
+		in := false
+		for _, c := range caps {
+			in = in || (ts >= c.lo && ts <= c.hi)
+		}
+		if !in {
+			kept = append(kept, e)
+		}
+	}
+	tr["traceEvents"] = kept
+	trace = writeTrace(t, name, tr)
+
+	f, err := os.Open(filepath.Join(corpusTraces, name+".et.json.gz"))
+	require.NoError(t, err)
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.NewDecoder(z).Decode(&doc))
+	var nodes []any
+	for _, n := range doc["nodes"].([]any) {
+		if n.(map[string]any)["id"].(float64) < 1e9 {
+			nodes = append(nodes, n)
+		}
+	}
+	doc["nodes"] = nodes
+	data, err := json.Marshal(doc)
+	require.NoError(t, err)
+	et = filepath.Join(t.TempDir(), name+".et.json")
+	require.NoError(t, os.WriteFile(et, data, 0o644))
+	return trace, et
+}
+
+// The same make_graphed_callables programs recorded without their capture:
+// the two launches ran the same kernels, so they are one graph, and the
+// second writes the static output the first showed (the step reads it
+// after the first launch only).
+func TestOpaqueReplaysOfOneGraphShareStaticBuffers(t *testing.T) {
+	imp := func(name string) *importer.Result {
+		tr, et := withoutCaptures(t, name)
+		res, err := importer.Import(importer.Options{Traces: []string{tr}, ET: []string{et}})
+		require.NoError(t, err)
+		require.Contains(t, string(res.YAML), "its capture is not in the trace")
+		return res
+	}
+	held := imp("GraphedCallableOutputHeld")
+	require.Contains(t, string(held.YAML), "counting those of the other replays of the same graph")
+	require.Equal(t, "corruption", dporVerdict(t, held))
+	require.Equal(t, "ok", dporVerdict(t, imp("GraphedCallableOutputCloned")))
 }
