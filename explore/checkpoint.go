@@ -125,23 +125,6 @@ func (c *CheckpointReader) Records() iter.Seq2[*Record, error] {
 // appends.
 func (c *CheckpointReader) Good() int64 { return c.good }
 
-// ReadCheckpoint reads a checkpoint file from r as [ParseCheckpoint] does,
-// a line at a time (a [CheckpointReader]), into memory. good is the length
-// of the well-formed prefix.
-func ReadCheckpoint(r io.Reader) (h *CheckpointHeader, recs []*Record, good int64, err error) {
-	c, err := NewCheckpointReader(r)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	for r, err := range c.Records() {
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		recs = append(recs, r)
-	}
-	return c.Header, recs, c.Good(), nil
-}
-
 // ParseCheckpoint reads a checkpoint file. It returns the header, the
 // records and the length of the well-formed prefix of data (a torn last
 // line, from a process killed while writing, is not part of it: a resume

@@ -155,5 +155,17 @@ func FuzzParseCheckpoint(f *testing.F) {
 		a, _ := json.Marshal(recs)
 		b, _ := json.Marshal(again)
 		require.Equal(t, string(a), string(b))
+		// A line at a time, as a resume reads it: the same records and
+		// the same well-formed prefix.
+		rd, err := NewCheckpointReader(bytes.NewReader(data))
+		require.NoError(t, err)
+		var read []*Record
+		for r, err := range rd.Records() {
+			require.NoError(t, err)
+			read = append(read, r)
+		}
+		c, _ := json.Marshal(read)
+		require.Equal(t, string(a), string(c))
+		require.Equal(t, int64(good), rd.Good())
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -57,27 +58,33 @@ type checkpointer struct {
 	err   error // the first write error; later records are dropped
 	every time.Duration
 	auto  bool // the default checkpoint: removed when the run finishes
-	// resumed counts the records of an existing checkpoint of the same
-	// exploration that a run without --resume found at its path and
-	// continued.
-	resumed int
+	// pending: the records of the checkpoint resumed are not all read
+	// yet, so nothing may be written (they are read as the run folds them).
+	pending bool
+	// resumed counts the records of the checkpoint resumed, once read;
+	// continued says that a run without --resume found the checkpoint of
+	// the same exploration at its path (and says so, on stderr).
+	resumed   int
+	continued bool
+	stderr    io.Writer
 }
 
-// checkpointBytesPerFileByte is resume's memory per byte of checkpoint:
-// its records, read a line at a time (a 63 MB checkpoint of 600,000
-// schedules resumed in 200 MB resident under ulimit -v 2GiB; 460 MB when
-// the file was read whole first).
+// checkpointBytesPerFileByte is the memory per byte of checkpoint of a
+// sharded run's resume, which keeps the records for its shard file (a
+// 63 MB checkpoint of 600,000 schedules held 200 MB resident). A run that
+// is not sharded keeps none: it folds each as it is read.
 const checkpointBytesPerFileByte = 2
 
-// checkCheckpointMemory refuses a checkpoint whose records would not fit
-// in --max-memory, naming the flag, before it is read.
+// checkCheckpointMemory refuses the checkpoint of a sharded run whose
+// records would not fit in --max-memory, naming the flag, before it is
+// read.
 func checkCheckpointMemory(path string) error {
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
-		return nil // readFile says what is wrong
+		return nil // openRegular says what is wrong
 	}
 	if need := st.Size()*checkpointBytesPerFileByte + 32<<20; need > scenarios.MemoryBudget {
-		return usagef("--resume %s: a checkpoint of %s needs about %s of memory to resume; the limit is %s (raise --max-memory)",
+		return usagef("--resume %s: a sharded run keeps the records of its checkpoint for its shard file: %s of checkpoint needs about %s of memory; the limit is %s (raise --max-memory)",
 			quoteName(path), scenarios.FormatBytes(st.Size()), scenarios.FormatBytes(need), scenarios.FormatBytes(scenarios.MemoryBudget))
 	}
 	return nil
@@ -121,19 +128,20 @@ func existingCheckpoint(path string, h explore.CheckpointHeader) (empty bool, er
 }
 
 // openCheckpoint starts a checkpoint at path for the exploration h. With
-// resume it reads the records already there (checking that they belong to
-// h), cuts off a torn last line, and appends after them.
-func openCheckpoint(path string, h explore.CheckpointHeader, resume bool) (*checkpointer, []*explore.Record, error) {
-	var recs []*explore.Record
+// resume it reads the header there (checking that it is h's) and returns
+// the records that follow as an iterator (explore.Options.Resume): each is
+// decoded as the exploration folds it, none held, and once they are all
+// read a torn last line is cut off and the run's records go after them.
+func openCheckpoint(path string, h explore.CheckpointHeader, resume bool) (*checkpointer, iter.Seq2[*explore.Record, error], error) {
 	var f *os.File
-	var got *explore.CheckpointHeader
-	var good int64
+	var rd *explore.CheckpointReader
+	var in *os.File
 	if resume {
-		if err := checkCheckpointMemory(path); err != nil {
-			return nil, nil, err
+		if h.Shard.Count > 0 {
+			if err := checkCheckpointMemory(path); err != nil {
+				return nil, nil, err
+			}
 		}
-		// Read a line at a time (explore.ReadCheckpoint): any size the
-		// memory budget allows.
 		fd, err := openRegular(path, "checkpoint")
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -142,69 +150,106 @@ func openCheckpoint(path string, h explore.CheckpointHeader, resume bool) (*chec
 			return nil, nil, usagef("--resume: %w", err)
 		default:
 			var rerr error
-			got, recs, good, rerr = explore.ReadCheckpoint(fd)
-			fd.Close()
+			rd, rerr = explore.NewCheckpointReader(fd)
 			switch {
-			case rerr != nil && good == 0 && !hasNewline(path):
+			case rerr != nil && !hasNewline(path):
 				// Killed before its header was written: nothing to resume.
+				fd.Close()
 				resume = false
 			case rerr != nil:
+				fd.Close()
 				return nil, nil, usagef("--resume %s: %w", quoteName(path), rerr)
+			default:
+				in = fd
 			}
 		}
 	}
 	if resume {
 		var err error
-		if why := got.Matches(h.Exploration, h.Budget, h.Outcomes, h.Shard); why != "" {
+		if why := rd.Header.Matches(h.Exploration, h.Budget, h.Outcomes, h.Shard); why != "" {
+			in.Close()
 			return nil, nil, usagef("--resume %s: not a checkpoint of this exploration: %s", quoteName(path), why)
 		}
 		if f, err = os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err != nil {
+			in.Close()
 			return nil, nil, usagef("--resume: %w", err)
 		}
-		if err := f.Truncate(int64(good)); err != nil {
-			f.Close()
-			return nil, nil, usagef("--resume: %w", err)
-		}
-		if _, err := f.Seek(int64(good), io.SeekStart); err != nil {
-			f.Close()
-			return nil, nil, usagef("--resume: %w", err)
-		}
-	} else {
-		var err error
-		// A new file only (O_EXCL): an existing one is looked at first,
-		// and never truncated (O_NONBLOCK: a FIFO's open cannot block).
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			empty, xerr := existingCheckpoint(path, h)
-			if xerr != nil {
-				return nil, nil, xerr
-			}
-			if !empty {
-				ck, recs, err := openCheckpoint(path, h, true)
-				if ck != nil {
-					ck.resumed = len(recs)
-				}
-				return ck, recs, err
-			}
-			f, err = os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		}
-		if err != nil {
-			return nil, nil, usagef("--checkpoint: %w", err)
-		}
-		line, err := explore.AppendLine(nil, h)
-		if err == nil {
-			_, err = f.Write(line)
-		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if err != nil {
-			f.Close()
-			return nil, nil, usagef("--checkpoint: %w", err)
-		}
-		syncDir(filepath.Dir(path))
+		c := &checkpointer{path: path, f: f, last: time.Now(), every: checkpointEvery, pending: true}
+		return c, c.resumeFrom(in, rd), nil
 	}
-	return &checkpointer{path: path, f: f, last: time.Now(), every: checkpointEvery}, recs, nil
+	var err error
+	// A new file only (O_EXCL): an existing one is looked at first,
+	// and never truncated (O_NONBLOCK: a FIFO's open cannot block).
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		empty, xerr := existingCheckpoint(path, h)
+		if xerr != nil {
+			return nil, nil, xerr
+		}
+		if !empty {
+			ck, recs, err := openCheckpoint(path, h, true)
+			if ck != nil {
+				ck.continued = true
+			}
+			return ck, recs, err
+		}
+		f, err = os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	}
+	if err != nil {
+		return nil, nil, usagef("--checkpoint: %w", err)
+	}
+	line, err := explore.AppendLine(nil, h)
+	if err == nil {
+		_, err = f.Write(line)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, usagef("--checkpoint: %w", err)
+	}
+	syncDir(filepath.Dir(path))
+	return &checkpointer{path: path, f: f, last: time.Now(), every: checkpointEvery}, nil, nil
+}
+
+// resumeError is an error of reading the checkpoint a run resumes; simctl
+// says it as it is, without the exploration's name before it.
+type resumeError struct{ error }
+
+func (e resumeError) Unwrap() error { return e.error }
+
+// resumeFrom yields the records rd reads from in. Once they are all read,
+// it closes in, cuts the checkpoint after its last whole line and appends
+// there, and counts the records (resumed).
+func (c *checkpointer) resumeFrom(in *os.File, rd *explore.CheckpointReader) iter.Seq2[*explore.Record, error] {
+	return func(yield func(*explore.Record, error) bool) {
+		defer in.Close()
+		n := 0
+		for r, err := range rd.Records() {
+			if err != nil {
+				yield(nil, resumeError{usagef("--resume %s: %w", quoteName(c.path), err)})
+				return
+			}
+			n++
+			if !yield(r, nil) {
+				return
+			}
+		}
+		good := rd.Good()
+		if err := c.f.Truncate(good); err != nil {
+			yield(nil, resumeError{usagef("--resume: %w", err)})
+			return
+		}
+		if _, err := c.f.Seek(good, io.SeekStart); err != nil {
+			yield(nil, resumeError{usagef("--resume: %w", err)})
+			return
+		}
+		c.pending, c.resumed = false, n
+		if c.continued && c.stderr != nil {
+			fmt.Fprintf(c.stderr, "simctl: %s holds %d schedules of this exploration: continuing it (remove the file to start over)\n", quoteName(c.path), n)
+		}
+	}
 }
 
 // add is explore.Options.Checkpoint: it buffers r and writes the batch
@@ -224,6 +269,10 @@ func (c *checkpointer) add(r *explore.Record) {
 // flush writes and syncs what is buffered.
 func (c *checkpointer) flush() {
 	if c.err != nil || len(c.buf) == 0 {
+		return
+	}
+	if c.pending {
+		c.err = errors.New("the checkpoint resumed was not read to its end: nothing appended")
 		return
 	}
 	if _, err := c.f.Write(c.buf); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -218,6 +219,10 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 			fmt.Fprintf(stderr, "simctl: checkpoint %s: %v\n", quoteName(ck.path), cerr)
 		}
 	}
+	var rerr resumeError
+	if errors.As(err, &rerr) {
+		return rerr.error
+	}
 	if err != nil {
 		return usageError{fmt.Errorf("explore %s: %w", quoteName(name), err)}
 	}
@@ -387,7 +392,8 @@ func writeWitness(stderr io.Writer, w *explore.Witness, path string) error {
 }
 
 // startCheckpoint opens the checkpoint of this run, if it has one:
-// --resume FILE (whose records go into opt.Resume), --checkpoint FILE, or
+// --resume FILE (whose records opt.Resume reads as they are folded),
+// --checkpoint FILE, or
 // by default from checkpointThreshold planned schedules (random and pct
 // only: dpor's traces depend on each other).
 func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, seed uint64, budget int, opt *explore.Options, f exploreFlags) (*checkpointer, error) {
@@ -414,17 +420,14 @@ func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, se
 	if err != nil {
 		return nil, err
 	}
-	ck.auto = auto
+	ck.auto, ck.stderr = auto, stderr
 	if f.checkpointEvery > 0 {
 		ck.every = f.checkpointEvery
 	}
-	opt.Resume = explore.Records(recs)
+	opt.Resume = recs
 	opt.Checkpoint = ck.add
 	if auto {
 		fmt.Fprintf(stderr, "simctl: checkpointing to %s (after a crash: --resume %s)\n", quoteName(path), quoteName(path))
-	}
-	if ck.resumed > 0 {
-		fmt.Fprintf(stderr, "simctl: %s holds %d schedules of this exploration: continuing it (remove the file to start over)\n", quoteName(path), ck.resumed)
 	}
 	return ck, nil
 }

@@ -138,6 +138,47 @@ func bigShard(t *testing.T, from, path string, i, n int) string {
 	return path
 }
 
+// bigCheckpoint writes the checkpoint of an exploration of tp8-shared-expert
+// (buggy, as shardArgs explores it) of more than size bytes: the header
+// and records of a real run of 8 schedules, its budget raised, and as many
+// more records as it takes, each the last one of the real run under
+// another schedule's number. It returns the path and the budget.
+func bigCheckpoint(t *testing.T, path string, size int) (string, int) {
+	t.Helper()
+	small := path + ".small"
+	code, _, stderr := simctl(t, append(shardArgs(), "--checkpoint", small, "--checkpoint-every", "0s")...)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(mustRead(t, small), "\n"), "\n")
+	require.Len(t, lines, 9)
+	var last map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[8]), &last))
+	require.NotContains(t, last, "witness")
+	last["index"] = -1
+	tmpl, err := json.Marshal(last)
+	require.NoError(t, err)
+	pre, post, ok := strings.Cut(string(tmpl), `"index":-1`)
+	require.True(t, ok)
+	n := 8 + size/len(tmpl) + 1
+	var head map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &head))
+	head["budget"] = n
+	hdr, err := json.Marshal(head)
+	require.NoError(t, err)
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	w := bufio.NewWriterSize(f, 1<<20)
+	_, _ = w.Write(append(hdr, '\n'))
+	for _, l := range lines[1:] {
+		_, _ = w.WriteString(l + "\n")
+	}
+	for i := 8; i < n; i++ {
+		_, _ = fmt.Fprintf(w, "%s\"index\":%d%s\n", pre, i, post)
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, f.Close())
+	return path, n
+}
+
 // TestHostileInputs31: one case per defect issue 31 found (import bombs,
 // huge traces, workers, checkpoints, merges, outputs), each run as simctl
 // in a child process under ulimit -v 2097152: each ends with the exit
@@ -247,9 +288,11 @@ func TestHostileInputs31(t *testing.T) {
 	for i := range 3000 {
 		missing = append(missing, fmt.Sprintf("/nonexistent/m%d.y", i)) // short: the arguments travel in one variable
 	}
-	var big0, big1 string
+	var big0, big1, bigCk string
+	bigBudget := 0
 	if !testing.Short() {
-		big0 = bigShard(t, e.shards[0], filepath.Join(d, "big0.json"), 0, 760000) // 88 MB
+		bigCk, bigBudget = bigCheckpoint(t, filepath.Join(d, "big.checkpoint"), 129<<20) // past the 128 MiB --resume once took
+		big0 = bigShard(t, e.shards[0], filepath.Join(d, "big0.json"), 0, 760000)        // 88 MB
 		big1 = bigShard(t, e.shards[1], filepath.Join(d, "big1.json"), 1, 760000)
 	}
 
@@ -288,6 +331,10 @@ func TestHostileInputs31(t *testing.T) {
 			check: func(t *testing.T, r limitedRun) { require.Contains(t, r.stdout, `"schedules": 1520000`) }},
 		{name: "shards whose records are not their last key merge alike", args: []string{"merge", sorted[0], sorted[1], "--format", "json"}, code: 0,
 			check: func(t *testing.T, r limitedRun) { require.Equal(t, merged, r.stdout) }},
+		{name: "a checkpoint over 128 MiB resumes, its records folded as they are read", args: append(shardArgs(), "--budget", fmt.Sprint(bigBudget), "--resume", bigCk, "--max-memory", "64MiB", "--format", "json"), code: 0, heavy: true,
+			check: func(t *testing.T, r limitedRun) {
+				require.Contains(t, r.stdout, fmt.Sprintf(`"schedules": %d,`, bigBudget))
+			}},
 		{name: "validate of 3,000 missing files", args: append([]string{"validate"}, missing...), code: 2, first: []string{"/nonexistent/m0.y"}},
 		{name: "tensors of chunks: 4096 refused before they run", args: []string{"run", chunksFile}, code: 2, first: []string{"over the resource budget", "the chunks of the file's tensors"}},
 		// Nothing overwritten.
