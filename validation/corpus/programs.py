@@ -2728,3 +2728,607 @@ class ReduceScatterReadNoJoin(ReduceScatterRead):
 class ReduceScatterReadJoined(ReduceScatterRead):
     intent = "clean"
     joined = True
+
+
+# --- 13. held-out-f: idioms the corpus did not use (a DDP-like bucket all_reduce, an FSDP-like
+# all-gather prefetch, logits to pinned memory read by the host, a chain of four streams, an external
+# event recorded inside a graph, a graph's input refilled by a loader stream, a fork/join inside a
+# capture, a compiled scaled_dot_product_attention on a side stream, torch.autograd.grad read on a side
+# stream, new_zeros/arange blocks and a non_blocking device-to-device copy, a high-priority stream
+# joined by a timing event, strided and expanded views). Written before being scored, by a helper who
+# had not read the importer; each label is what the GPU shows.
+
+def one_rank_group():
+    """A one-rank NCCL process group (made once per process)."""
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        dist.init_process_group("nccl", init_method="file://" + os.path.join(tempfile.mkdtemp(), "pg"), rank=0, world_size=1,
+                                device_id=torch.device("cuda", 0))
+    return dist
+
+
+class BucketAllReduce(Base):
+    """DDP-like: a gradient g is copied into a flat bucket on the comm stream cs and all_reduce'd there
+    (a one-rank group); main then averages the bucket in place with div_ (by a nominal world of 2)."""
+    kind = "nccl"
+    mechanism = "held-out-f"
+    delay = "cs (the comm stream), before the bucket copy and the all_reduce"
+    waited = False    # True: main waits for cs before its div_
+
+    def extra(self):
+        self.dist = one_rank_group()
+        self.cs = torch.cuda.Stream()
+        self.bucket = torch.full((N,), -1.0, device="cuda")
+        self.n = 0
+        self.cs.wait_stream(self.main)
+        with torch.cuda.stream(self.cs):
+            self.dist.all_reduce(self.bucket)
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        # the gradient's scale alternates, so a stale bucket is a wrong value, not a lucky one
+        main, cs, bucket = self.main, self.cs, self.bucket
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        bucket.fill_(-1.0)
+        g = self.src * k
+        cs.wait_stream(main)
+        with torch.cuda.stream(cs):
+            nap(sleep)
+            bucket.copy_(g)
+            self.dist.all_reduce(bucket)
+        if self.waited:
+            main.wait_stream(cs)
+        bucket.div_(2.0)
+        main.wait_stream(cs)
+        return [(bucket, self.src * (k / 2.0))]
+
+
+@program
+class BucketDivBeforeAllReduce(BucketAllReduce):
+    intent = "racy"
+
+
+@program
+class BucketDivAfterAllReduce(BucketAllReduce):
+    intent = "clean"
+    waited = True
+
+
+class LayerPrefetch(Base):
+    """FSDP-like: each layer's weight lives as a flat shard; all_gather_into_tensor (a one-rank group) on
+    the ag stream unshards layer i+1 into its full buffer while main computes layer i."""
+    kind = "nccl"
+    mechanism = "held-out-f"
+    delay = "ag (the all-gather stream), before each prefetch of the next layer"
+    waited = False    # True: main waits for ag at the end of each layer, before it uses the next
+    L, D = 3, 1024
+
+    def extra(self):
+        L, D = self.L, self.D
+        self.dist = one_rank_group()
+        self.ag = torch.cuda.Stream()
+        self.shards = [torch.randn(D * D, device="cuda") * D ** -0.5 for _ in range(L)]
+        self.full = [torch.empty(D * D, device="cuda") for _ in range(L)]
+        self.x = torch.randn(256, D, device="cuda")
+        h = self.x
+        for s in self.shards:
+            h = torch.relu(h @ s.view(D, D))
+        self.h_ref = h
+        self.ag.wait_stream(self.main)
+        with torch.cuda.stream(self.ag):
+            self.dist.all_gather_into_tensor(self.full[0], self.shards[0])
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        main, ag, L, D = self.main, self.ag, self.L, self.D
+        for f in self.full:
+            f.zero_()                            # resharded: no full weight survives a step
+        ag.wait_stream(main)
+        with torch.cuda.stream(ag):
+            self.dist.all_gather_into_tensor(self.full[0], self.shards[0])
+        main.wait_stream(ag)
+        h = self.x
+        for i in range(L):
+            if i + 1 < L:
+                with torch.cuda.stream(ag):
+                    nap(sleep)
+                    self.dist.all_gather_into_tensor(self.full[i + 1], self.shards[i + 1])
+            h = torch.relu(h @ self.full[i].view(D, D))
+            if self.waited:
+                main.wait_stream(ag)
+        main.wait_stream(ag)
+        return [(h, self.h_ref)]
+
+
+@program
+class LayerPrefetchNoWait(LayerPrefetch):
+    intent = "racy"
+
+
+@program
+class LayerPrefetchWaited(LayerPrefetch):
+    intent = "clean"
+    waited = True
+
+
+class LogitsToHost(Base):
+    """Logits (a matmul on main) go to pinned host memory by a non_blocking copy on a copy stream, which
+    records an event; the host takes log_softmax of the pinned copy after event.synchronize() (or after
+    nothing)."""
+    mechanism = "held-out-f"
+    delay = "cs (the copy stream), before the copy"
+    synced = False
+
+    def extra(self):
+        self.cs = torch.cuda.Stream()
+        self.x = torch.randn(512, 1024, device="cuda")
+        self.W = torch.randn(1024, 1000, device="cuda") * 1024 ** -0.5
+        self.hl = torch.empty(512, 1000).pin_memory()
+        self.n = 0
+        self.p_refs = {k: torch.log_softmax((self.x * k) @ self.W, 1).cpu() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, cs = self.main, self.cs
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.hl.zero_()
+        logits = (self.x * k) @ self.W
+        cs.wait_stream(main)
+        with torch.cuda.stream(cs):
+            nap(sleep)
+            self.hl.copy_(logits, non_blocking=True)
+            ev = cs.record_event()
+        logits.record_stream(cs)
+        if self.synced:
+            ev.synchronize()
+        p = torch.log_softmax(self.hl, 1)        # on the host
+        return [(p, self.p_refs[k])]
+
+
+@program
+class LogitsToHostNoSync(LogitsToHost):
+    intent = "racy"
+
+
+@program
+class LogitsToHostEventSync(LogitsToHost):
+    intent = "clean"
+    synced = True
+
+
+class FourStreamChain(Base):
+    """main writes buf; s1, s2, s3 each wait_stream on the one before and do their own small work; s3
+    then reads buf transposed (view(2048, -1).t().contiguous()): ordered after main's write only
+    through the whole chain."""
+    mechanism = "held-out-f"
+    delay = "main, before it writes buf"
+    broken = False    # True: s2 does not wait on s1 (the chain's middle link is missing)
+
+    def extra(self):
+        self.s = [torch.cuda.Stream() for _ in range(3)]
+        self.buf = torch.empty(N, device="cuda")
+        self.t = [torch.empty(NS, device="cuda") for _ in range(3)]
+        self.n = 0
+
+    def step(self, sleep):
+        main, buf = self.main, self.buf
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        buf.zero_()
+        nap(sleep)
+        torch.mul(self.src, k, out=buf)
+        prev = main
+        for i, s in enumerate(self.s):
+            if not (self.broken and i == 1):
+                s.wait_stream(prev)
+            with torch.cuda.stream(s):
+                torch.mul(self.src[:NS], float(i + 1), out=self.t[i])
+            prev = s
+        with torch.cuda.stream(self.s[2]):
+            y = buf.view(2048, -1).t().contiguous().sin()
+        for s in self.s:
+            main.wait_stream(s)
+        return [(y, (self.src * k).view(2048, -1).t().contiguous().sin())]
+
+
+@program
+class FourStreamChainBroken(FourStreamChain):
+    intent = "racy"
+    broken = True
+
+
+@program
+class FourStreamChainWhole(FourStreamChain):
+    intent = "clean"
+
+
+class GraphExternalEvent(Base):
+    """A graph (captured at set-up) writes out and records an external event inside the capture
+    (torch.cuda.Event(external=True): an event-record node); after main replays it, aux waits on the
+    event and reads out. Set-up fails (the driver records the error) on a torch without external events."""
+    kind = "graph"
+    mechanism = "held-out-f"
+    delay = "main, inside the graph, before it writes out"
+    early = False     # True: the event is recorded inside the capture before the write
+
+    def extra(self):
+        try:
+            self.ev = torch.cuda.Event(external=True)
+        except TypeError as e:
+            raise RuntimeError("torch.cuda.Event(external=True) not in torch " + torch.__version__) from e
+        self.k = torch.ones(1, device="cuda")
+        self.out = torch.empty(N, device="cuda")
+        self.n = 0
+        s = torch.cuda.Stream()
+        s.wait_stream(self.main)
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                self.body(0)
+        self.main.wait_stream(s)
+        torch.cuda.synchronize()
+        self.gs = {}
+        self.graph(0)
+
+    def body(self, sleep):
+        if self.early:
+            self.ev.record()
+        nap(sleep)
+        torch.mul(self.src, self.k, out=self.out)
+        if not self.early:
+            self.ev.record()
+
+    def graph(self, sleep):
+        if sleep not in self.gs:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                self.body(sleep)
+            torch.cuda.synchronize()
+            self.gs[sleep] = g
+        return self.gs[sleep]
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        g = self.graph(sleep)
+        self.k.fill_(k)
+        self.out.zero_()
+        g.replay()
+        aux.wait_event(self.ev)
+        with torch.cuda.stream(aux):
+            y = self.out.sin()
+        main.wait_stream(aux)
+        return [(y, (self.src * k).sin())]
+
+
+@program
+class GraphExternalEventEarly(GraphExternalEvent):
+    intent = "racy"
+    early = True
+
+
+@program
+class GraphExternalEventLate(GraphExternalEvent):
+    intent = "clean"
+
+
+class GraphInputRefill(Base):
+    """A loader stream ls refills a graph's static input from pinned host memory (a non_blocking H2D
+    copy, batches alternating); main replays the graph, captured at set-up."""
+    kind = "graph"
+    mechanism = "held-out-f"
+    delay = "ls (the loader stream), before its refill"
+    waited = False    # True: main waits for ls before the replay
+
+    def extra(self):
+        g = torch.Generator().manual_seed(3)
+        self.host = [torch.randn(N, generator=g).pin_memory() for _ in range(2)]
+        self.want = [(h.cuda() * 2.0).sin() for h in self.host]
+        self.ls = torch.cuda.Stream()
+        self.static_in = self.host[0].cuda()
+        self.n = 0
+        s = torch.cuda.Stream()
+        s.wait_stream(self.main)
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                (self.static_in * 2.0).sin()
+        self.main.wait_stream(s)
+        torch.cuda.synchronize()
+        self.g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.g):
+            self.out = (self.static_in * 2.0).sin()
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        main, ls = self.main, self.ls
+        self.n += 1
+        i = self.n % 2
+        ls.wait_stream(main)
+        with torch.cuda.stream(ls):
+            nap(sleep)
+            self.static_in.copy_(self.host[i], non_blocking=True)
+        if self.waited:
+            main.wait_stream(ls)
+        self.g.replay()
+        main.wait_stream(ls)
+        return [(self.out, self.want[i])]
+
+
+@program
+class GraphInputRefillNoWait(GraphInputRefill):
+    intent = "racy"
+
+
+@program
+class GraphInputRefillWaited(GraphInputRefill):
+    intent = "clean"
+    waited = True
+
+
+class GraphForkJoin(GraphBase):
+    """Inside one capture (in the recorded region) main forks aux: aux computes y from the static input,
+    main reads y into z; the capture joins aux back only at its end (late) or before main's read."""
+    mechanism = "held-out-f"
+    delay = "aux, inside the graph, before it computes y"
+    join_before_read = False
+
+    def refs(self):
+        self.static_in = self.src.clone()
+        self.k = 1.0
+        self.n = 0
+
+    def body(self, sleep):
+        main = torch.cuda.current_stream()
+        x = self.static_in * 2.0
+        self.aux.wait_stream(main)
+        with torch.cuda.stream(self.aux):
+            nap(sleep)
+            y = x.sin()
+        if self.join_before_read:
+            main.wait_stream(self.aux)
+        z = y * 3.0
+        main.wait_stream(self.aux)
+        return [z]
+
+    def before_replay(self):
+        # the input alternates, so z made from the previous replay's y is a wrong value
+        self.n += 1
+        self.k = 1.0 + (self.n % 2)
+        torch.mul(self.src, self.k, out=self.static_in)
+
+    def check(self, outs):
+        return [(outs[0], (self.src * (2.0 * self.k)).sin() * 3.0)]
+
+
+@program
+class GraphForkJoinLate(GraphForkJoin):
+    intent = "racy"
+
+
+@program
+class GraphForkJoinBeforeRead(GraphForkJoin):
+    intent = "clean"
+    join_before_read = True
+
+
+class CompiledAttentionSide(Base):
+    """A torch.compile'd causal scaled_dot_product_attention (fp16) runs on aux over q, k, v; main wrote
+    q this step; main then reads aux's output o."""
+    kind = "compile"
+    mechanism = "held-out-f"
+    delay = "aux, before the compiled attention"
+    joined = False    # True: main waits for aux before it reads o
+    B, H, L, E = 4, 8, 1024, 64
+
+    def extra(self):
+        shape = (self.B, self.H, self.L, self.E)
+        self.q0 = torch.randn(shape, device="cuda", dtype=torch.float16)
+        self.kk = torch.randn(shape, device="cuda", dtype=torch.float16)
+        self.v = torch.randn(shape, device="cuda", dtype=torch.float16)
+        self.q = torch.empty_like(self.q0)
+        self.attn = torch.compile(
+            lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+        self.aux.wait_stream(self.main)
+        with torch.cuda.stream(self.aux):
+            for s in (1.0, 2.0, 1.0):
+                self.attn(self.q0 * s, self.kk, self.v)
+        torch.cuda.synchronize()
+        self.o_refs = {s: self.attn(self.q0 * s, self.kk, self.v).float() + 1.0 for s in (1.0, 2.0)}
+        torch.cuda.synchronize()
+        self.n = 0
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        s = 1.0 + (self.n % 2)
+        torch.mul(self.q0, s, out=self.q)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            o = self.attn(self.q, self.kk, self.v)
+        if self.joined:
+            main.wait_stream(aux)
+        r = o.float() + 1.0
+        main.wait_stream(aux)
+        return [(r, self.o_refs[s])]
+
+
+@program
+class CompiledAttentionSideNoJoin(CompiledAttentionSide):
+    intent = "racy"
+
+
+@program
+class CompiledAttentionSideJoined(CompiledAttentionSide):
+    intent = "clean"
+    joined = True
+
+
+class GradOnSide(Base):
+    """torch.autograd.grad of an nn.Linear's loss gives the weight's gradient (4 MiB, the large pool) and
+    the bias's (4 KiB, the small pool); aux reads both."""
+    mechanism = "held-out-f"
+    delay = "main, before the forward and torch.autograd.grad"
+    forked = False    # True: aux waits for main before its reads
+
+    def extra(self):
+        self.lin = torch.nn.Linear(1024, 1024).cuda()
+        self.x = torch.randn(512, 1024, device="cuda")
+        self.n = 0
+        self.want = {}
+        for s in (1.0, 2.0):
+            gw, gb = self.grads(s)
+            self.want[s] = (gw * 2.0, gb * 2.0)
+        torch.cuda.synchronize()
+
+    def grads(self, s):
+        loss = self.lin(self.x * s).square().sum()
+        return torch.autograd.grad(loss, [self.lin.weight, self.lin.bias])
+
+    def step(self, sleep):
+        # the input's scale alternates, so a stale gradient is a wrong value
+        main, aux = self.main, self.aux
+        self.n += 1
+        s = 1.0 + (self.n % 2)
+        nap(sleep)
+        gw, gb = self.grads(s)
+        if self.forked:
+            aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            rw = gw * 2.0
+            rb = gb * 2.0
+        main.wait_stream(aux)
+        return [(rw, self.want[s][0]), (rb, self.want[s][1])]
+
+
+@program
+class GradOnSideNoFork(GradOnSide):
+    intent = "racy"
+
+
+@program
+class GradOnSideForked(GradOnSide):
+    intent = "clean"
+    forked = True
+
+
+class D2DNonBlocking(FreeWhileRead):
+    """x = src.new_zeros(N) then add_; aux copies x into its own tensor with copy_(non_blocking=True)
+    (device to device); main frees x and torch.arange's output may take x's block."""
+    mechanism = "held-out-f"
+    delay = "aux, before its copy"
+
+    def make_x(self):
+        x = self.src.new_zeros(N)
+        x.add_(self.src, alpha=2.0)
+        return x
+
+    def read(self, x):
+        y = torch.empty_like(x)
+        y.copy_(x, non_blocking=True)
+        return y
+
+    def make_w(self):
+        return torch.arange(N, device="cuda", dtype=torch.float32)
+
+
+@program
+class D2DNonBlockingFreed(D2DNonBlocking):
+    intent = "racy"
+
+
+@program
+class D2DNonBlockingRecordStream(D2DNonBlocking):
+    intent = "clean"
+    fix = "record_stream"
+
+
+class PriorityTimingJoin(Base):
+    """A low-priority stream lo writes buf between two timing events (torch.cuda.Event(enable_timing=True));
+    a high-priority stream hi joins by waiting on one of them, then reads buf."""
+    mechanism = "held-out-f"
+    delay = "lo, after its start event, before it writes buf"
+    on_end = False    # True: hi waits on the end event (after the write); False: on the start event
+
+    def extra(self):
+        self.lo = torch.cuda.Stream(priority=0)
+        self.hi = torch.cuda.Stream(priority=-1)
+        self.buf = torch.empty(N, device="cuda")
+        self.n = 0
+
+    def step(self, sleep):
+        main, lo, hi, buf = self.main, self.lo, self.hi, self.buf
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        t0 = torch.cuda.Event(enable_timing=True)
+        t1 = torch.cuda.Event(enable_timing=True)
+        buf.zero_()
+        lo.wait_stream(main)
+        with torch.cuda.stream(lo):
+            t0.record()
+            nap(sleep)
+            torch.mul(self.src, k, out=buf)
+            t1.record()
+        hi.wait_event(t1 if self.on_end else t0)
+        with torch.cuda.stream(hi):
+            y = buf.sin()
+        main.wait_stream(hi)
+        main.wait_stream(lo)
+        return [(y, (self.src * k).sin())]
+
+
+@program
+class PriorityTimingJoinStart(PriorityTimingJoin):
+    intent = "racy"
+
+
+@program
+class PriorityTimingJoinEnd(PriorityTimingJoin):
+    intent = "clean"
+    on_end = True
+
+
+class StridedWrites(Base):
+    """aux writes the even elements of out (torch.sin(out=out[::2])); main writes src * scale.expand(...)
+    (an expand view, stride 0) into a strided slice of out: every fourth element (out[::4], inside aux's:
+    racy) or the odd ones (out[1::2], disjoint)."""
+    mechanism = "held-out-f"
+    delay = "aux, before its strided write"
+    overlap = False
+
+    def main_slice(self):
+        return slice(None, None, 4) if self.overlap else slice(1, None, 2)
+
+    def extra(self):
+        self.out = torch.empty(N, device="cuda")
+        self.scale = torch.full((1,), 3.0, device="cuda")
+        want = torch.zeros(N, device="cuda")
+        want[::2] = self.src[::2].sin()
+        sl = self.main_slice()
+        want[sl] = self.src[sl] * 3.0             # main's write comes after aux's in program order
+        self.want = want
+
+    def step(self, sleep):
+        main, aux, out = self.main, self.aux, self.out
+        out.zero_()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            torch.sin(self.src[::2], out=out[::2])
+        sl = self.main_slice()
+        part = out[sl]
+        torch.mul(self.src[sl], self.scale.expand(part.shape[0]), out=part)
+        main.wait_stream(aux)
+        return [(out, self.want)]
+
+
+@program
+class StridedWritesOverlap(StridedWrites):
+    intent = "racy"
+    overlap = True
+
+
+@program
+class StridedWritesDisjoint(StridedWrites):
+    intent = "clean"
