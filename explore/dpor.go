@@ -99,6 +99,9 @@ type DPOR struct {
 	SleepBlocked int
 	// Races counts the reversible races seen, over all executions.
 	Races int
+	// finished, when set (tests), sees the steps of every execution that
+	// ran to its end (was not cut short by its sleep set), in order.
+	finished func(steps []dstep)
 
 	// scratch of analyse, reused by every execution
 	dense     map[ranks.ActorID]int
@@ -271,6 +274,9 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	for _, a := range r.blockedActors() {
 		st := r.w.NextStep(a)
 		r.attempt(&st)
+	}
+	if d.finished != nil && !r.blocked {
+		d.finished(r.steps)
 	}
 	d.analyse(r.merged(), r.reusable())
 	d.spareRaw, d.spareAt = d.raw, d.rawAt

@@ -76,6 +76,14 @@ type Summary struct {
 	// traces (0: every conflicting pair of steps is ordered by causality, so
 	// one trace covers every interleaving).
 	Races *int `json:"races,omitempty"`
+	// SleepBlocked is, for DPOR, how many of the traces were cut short
+	// because every enabled step was asleep (their continuations were
+	// explored already): the search's redundancy. Sleep sets never let two
+	// equivalent executions both run to the end (Abdulla et al. 2014), so
+	// the other traces are as many distinct classes of interleavings, one
+	// each: a search with no redundant trace (optimal DPOR, with wakeup
+	// trees) would run as many, and save at most SleepBlocked.
+	SleepBlocked *int `json:"sleep_blocked,omitempty"`
 	// Partial: the run stopped (--time, a signal) before it had run every
 	// schedule it planned; Planned is how many it planned.
 	Partial bool   `json:"partial,omitempty"`
@@ -196,8 +204,8 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 		}
 	}
 	if d, ok := s.(*DPOR); ok {
-		c, n, r := s.Complete(), sum.Schedules, d.Races
-		sum.Complete, sum.Traces, sum.Races = &c, &n, &r
+		c, n, r, b := s.Complete(), sum.Schedules, d.Races, d.SleepBlocked
+		sum.Complete, sum.Traces, sum.Races, sum.SleepBlocked = &c, &n, &r, &b
 	} else if sum.Schedules < planned {
 		sum.Partial, sum.Planned = true, planned
 	}

@@ -298,7 +298,11 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 		fmt.Fprintf(w, "schedules: %d (merged; each shard's own run timed it)\n", s.Schedules)
 	}
 	if s.Complete != nil {
-		fmt.Fprintf(w, "traces: %d, complete: %v (reversible races found: %d)\n", *s.Traces, *s.Complete, *s.Races)
+		blocked := ""
+		if s.SleepBlocked != nil && *s.SleepBlocked > 0 {
+			blocked = fmt.Sprintf("; cut short by sleep sets: %d", *s.SleepBlocked)
+		}
+		fmt.Fprintf(w, "traces: %d, complete: %v (reversible races found: %d%s)\n", *s.Traces, *s.Complete, *s.Races, blocked)
 	}
 	if s.Partial {
 		fmt.Fprintf(w, "incomplete: %d of %d schedules (partial result)\n", s.Schedules, s.Planned)
