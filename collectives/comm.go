@@ -50,29 +50,25 @@ type Comm struct {
 	// where one NCCL kernel runs at a time per GPU, waiting for the
 	// previous one to start is waiting for it to finish, the serial mode.
 	ImplicitLaunch bool
-	// GraphUnordered drops the communicator's launch order inside CUDA
-	// graphs: kernels captured on different streams get no edge from it,
-	// so graphs replayed on different streams are not serialized. That is
-	// RCCL's graph path: GRAPH_MIXING_SUPPORT defaults to 0 there
-	// (rccl src/misc/strongstream.cc NCCL_PARAM(GraphMixingSupport), 0 at
-	// commit 0cbce2a; NVIDIA's default is 1, env.rst), so a captured
-	// graph's first NCCL node does not wait on the strong stream's
-	// serialEvent that orders graph launches (NCCL src/misc/strongstream.cc
-	// ncclStrongStreamAcquire: "First dependency is to wait on serialEvent"
-	// only when mixing). rocm/rccl #2179: graphs sharing one communicator
-	// replayed from four streams deadlock. NCCL itself orders captured
-	// kernels of one communicator within a graph (the capture stream of the
-	// strong stream) and across graphs (serialEvent), unless
-	// NCCL_GRAPH_STREAM_ORDERING=0 hands that to the application (env.rst).
-	// What the model does not do: two unordered kernels of one communicator
-	// on one GPU still run one at a time here (they share the exclusive
-	// slot), each GPU taking them in its own order, so cross-paired calls
-	// of one shape finish with each other's data (corruption, mismatch). On
-	// hardware both kernels can be resident at once and race on the
-	// channels' state (channels[].workCounter, conn->step, per #2179): over
-	// a proxy-driven (network) transport the proxy's step count and the
-	// GPU's diverge and every later call waits forever; over P2P the calls
-	// may finish with wrong data.
+	// GraphUnordered limits the communicator's launch order to one capture
+	// context: the eager launches keep it, so do the kernels of one graph,
+	// and nothing orders graphs captured apart
+	// ([ranks.KernelSpec.OrderPerContext]). That is RCCL's graph path:
+	// GRAPH_MIXING_SUPPORT defaults to 0 there (rccl
+	// src/misc/strongstream.cc l.111 at commit 0cbce2a; NVIDIA's default is
+	// 1, env.rst), so a captured graph's first NCCL node does not wait on
+	// the strong stream's serialEvent that orders graph launches
+	// (ncclStrongStreamAcquire l.171-177: the wait node only when mixing),
+	// while within the graph a persistent plan's launch stream still waits
+	// on the device stream's tip (src/enqueue.cc ncclLaunchPrepare
+	// l.1376-1382). NCCL itself orders captured kernels of one communicator
+	// within a graph (the capture stream of the strong stream) and across
+	// graphs (serialEvent), unless NCCL_GRAPH_STREAM_ORDERING=0 hands that
+	// to the application (env.rst). With [Comm.Coresident] the kernels of
+	// graphs captured apart can then be resident together on a GPU, and
+	// they race on the communicator's connections ([Comm.sharedConns]):
+	// rocm/rccl #2179, graphs sharing one communicator replayed from four
+	// streams, deadlock.
 	GraphUnordered bool
 	// Coresident lets NCCL kernels of this communicator run on a GPU while
 	// another communicator's do, when the SMs hold both (the nccl-coresident
@@ -85,10 +81,9 @@ type Comm struct {
 	// ensue"). On, a GPU runs them together, as NCCL ≥ 2.26 with CUDA ≥ 12.3
 	// lets implicitly ordered communicators do ("permits parallel execution
 	// of the two communicator's kernels", usage/communicators.rst). Kernels
-	// of one communicator never run together either way: they share its
-	// channels and connections (NCCL serializes them on its strong stream,
-	// src/enqueue.cc ncclLaunchPrepare; see [Comm.GraphUnordered] for where
-	// it does not).
+	// of one communicator run together only where the library leaves them
+	// unordered ([Comm.GraphUnordered]); elsewhere NCCL serializes them on
+	// its strong stream (src/enqueue.cc ncclLaunchPrepare).
 	Coresident bool
 	// WorkspaceChunks and PadSlots size the symmetric workspace and signal
 	// pad when set before the first call (defaults: the tensor chunk count
@@ -192,7 +187,7 @@ func (c *Comm) fifo(from, to int) *ranks.Fifo {
 	k := [2]int{from, to}
 	f, ok := c.fifos[k]
 	if !ok {
-		f = c.w.NewFifo(fmt.Sprintf("%s:%d→%d", c.Name, from, to), from, to, NCCLSteps)
+		f = c.newFifo(fmt.Sprintf("%s:%d→%d", c.Name, from, to), from, to)
 		c.fifos[k] = f
 	}
 	return f

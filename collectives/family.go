@@ -176,22 +176,44 @@ func (c *Comm) Collective(rank int, call Call) (*ranks.KernelSpec, error) {
 }
 
 // order sets k's NCCL ordering: its order key, whether the key holds
-// inside CUDA graphs, whether it waits for the previous kernel's start or
+// across CUDA graphs, whether it waits for the previous kernel's start or
 // completion, and its exclusive slot.
 func (c *Comm) order(k *ranks.KernelSpec) {
-	k.OrderKey, k.OrderEagerOnly = c.orderKey(), c.GraphUnordered
+	k.OrderKey, k.OrderPerContext = c.orderKey(), c.GraphUnordered
 	k.OrderLaunch = c.ImplicitOrder && c.ImplicitLaunch && c.Coresident
 	k.Exclusive = c.exclusive()
+	k.StepConns = c.sharedConns()
 }
 
 // exclusive is the [ranks.KernelSpec.Exclusive] key of the communicator's
 // NCCL kernels: one slot per GPU ([NCCLExclusive]), or with
-// [Comm.Coresident] one slot per communicator on the GPU.
+// [Comm.Coresident] one slot per communicator on the GPU, or none where
+// the library leaves some of its kernels unordered ([Comm.sharedConns]):
+// nothing but the order key keeps two of them apart, and where it does
+// not, the GPU runs both.
 func (c *Comm) exclusive() string {
-	if c.Coresident {
+	switch {
+	case c.sharedConns():
+		return ""
+	case c.Coresident:
 		return NCCLExclusive + ":" + c.Name
 	}
 	return NCCLExclusive
+}
+
+// sharedConns reports whether two kernels of the communicator can be
+// resident on one GPU at once: RCCL's graph path ([Comm.GraphUnordered])
+// on a GPU that runs NCCL kernels together ([Comm.Coresident]). Its
+// connections then keep their state as the library does, step counters
+// read at a kernel's start and written back at its end
+// ([ranks.Fifo.Stepped], ranks/stepconn.go), which the two race on.
+func (c *Comm) sharedConns() bool { return c.GraphUnordered && c.Coresident }
+
+// newFifo is a connection of the communicator from world rank from to to.
+func (c *Comm) newFifo(name string, from, to int) *ranks.Fifo {
+	f := c.w.NewFifo(name, from, to, NCCLSteps)
+	f.Stepped = c.sharedConns()
+	return f
 }
 
 // NCCLExclusive is the [ranks.KernelSpec.Exclusive] key of NCCL kernels: CUDA

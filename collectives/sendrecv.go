@@ -76,7 +76,7 @@ func (c *Comm) p2pFifo(from, to int) *ranks.Fifo {
 	k := [2]int{from, to}
 	f, ok := c.p2p[k]
 	if !ok {
-		f = c.w.NewFifo(fmt.Sprintf("%s:p2p:%d→%d", c.Name, from, to), from, to, NCCLSteps)
+		f = c.newFifo(fmt.Sprintf("%s:p2p:%d→%d", c.Name, from, to), from, to)
 		c.p2p[k] = f
 	}
 	return f

@@ -413,6 +413,7 @@ const (
 	resDone
 	resPool
 	resQuery // whether a deferred free's record task is done, as a malloc asks
+	resConn  // a stepped connection's counters, tail, head and slots (ranks/stepconn.go)
 )
 
 // dporRun is the chooser of one execution.
@@ -868,11 +869,18 @@ func (r *dporRun) accessesInto(out []access, st *ranks.Step, first, commit bool)
 		}
 	case ranks.StepComplete:
 		out = r.add(out, resKey{kind: resDone, a: uint64(st.Actor)}, true, classProduce)
+		for _, f := range st.Conns { // the step counters written back
+			out = r.add(out, resKey{kind: resConn, a: r.fifoName(f)}, true, classMem)
+		}
+
 		if st.FreeEvent {
 			out = r.add(out, resKey{kind: resQuery, a: uint64(st.Actor)}, true, classMem)
 		}
 	case ranks.StepInstr:
 		in := st.Instr
+		for _, f := range st.Conns { // the step counters a kernel's first micro-op loads
+			out = r.add(out, resKey{kind: resConn, a: r.fifoName(f)}, true, classMem)
+		}
 		// A chunk and the chunks of other tensors its memory overlaps (a
 		// caching-allocator block reused after a free) are one resource.
 		mem := func(b *ranks.Buffer, c int, write bool) {
@@ -911,6 +919,17 @@ func (r *dporRun) accessesInto(out []access, st *ranks.Step, first, commit bool)
 		case ranks.OpRecvSend:
 			out = r.recv(out, in.Fifo, commit)
 			out = r.send(out, in.Fwd, commit)
+		}
+		if st.Instr.Op == ranks.OpSend || st.Instr.Op == ranks.OpRecv || st.Instr.Op == ranks.OpRecvSend {
+			// A stepped connection's state is read and written by every use
+			// of either end (its counters, tail, head, slots): one resource,
+			// every use a write. Coarser than the queue's footprint, never
+			// finer.
+			for _, f := range [2]*ranks.Fifo{in.Fifo, in.Fwd} {
+				if f != nil && f.Stepped {
+					out = r.add(out, resKey{kind: resConn, a: r.fifoName(f)}, true, classMem)
+				}
+			}
 		}
 	}
 	return out

@@ -35,6 +35,7 @@ var killers = map[mutant.Name]map[string][]string{
 	mutant.WakeOnFlagStoresOnly:    {"ranks": {"TestEveryWriteWakesFlagWaits"}},
 	mutant.PadSignatureCheckOff:    {"scenarios": {"TestPadSignatureMismatch"}},
 	mutant.P2PConnectOff:           {"collectives": {"TestP2PConnectionSetup"}},
+	mutant.ConnStepShared:          {"ranks": {"TestSteppedConnection"}, "scenarios": {"TestRCCLGraphsSharedConnections"}},
 	mutant.RegistrationIgnored:     {"scenarios": {"TestFlagProtocols", "TestFlagRegistrationAtReplay"}},
 	mutant.CoarseWhereShared:       {"collectives": {"TestCoarseWhereNothingInterleaves", "TestPropCoarseEqualsFine", "TestPropCoarseListEqualsFine"}},
 	mutant.CoarseEarlyFinisher:     {"collectives": {"TestCoarseListKinds", "TestPropCoarseListEqualsFine"}},

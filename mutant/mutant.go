@@ -33,6 +33,12 @@ const (
 	// a send whose peer never posts a receive completes into the
 	// connection's slots (collectives/sendrecv.go).
 	P2PConnectOff Name = "p2p-connect-off"
+	// ConnStepShared: a stepped NCCL connection's step counters advance at
+	// every send and receive, as a queue's would, instead of being read by
+	// a kernel at its first use and written back at its completion
+	// (ranks/stepconn.go): two kernels of one communicator resident at
+	// once then lose no increment.
+	ConnStepShared Name = "conn-step-shared"
 	// PadNotShared: every all-reduce call gets its own signal pad, even
 	// when the workspace is shared (the pad is what the bug shares).
 	PadNotShared Name = "pad-not-shared"
@@ -128,6 +134,7 @@ var All = []Name{
 	FlagAcquireAnyValue, RegistrationIgnored, CoarseEarlyFinisher,
 	FoldPassesSeeProto, FoldTasksRunProto, WakeOnFlagStoresOnly, PadSignatureCheckOff,
 	P2PConnectOff,
+	ConnStepShared,
 	DPORWaitRacesDropped, DPORSleepReadWriteIndependent, DPORSleepMissedWakeup,
 	DeferredFreeAtSyncOnly, DPORFreeQueryIndependent,
 }

@@ -235,6 +235,9 @@ func coarseStatic(progs []*Program, laneBase []int32, shared []bool) [][]bool {
 				if f == nil || slices.Contains(refs[:j], f) {
 					continue
 				}
+				if f.Stepped {
+					c.ok = false // its counters are read and written at kernel start and end (stepconn.go)
+				}
 				fi, ok := fifoIx[f]
 				if !ok {
 					fi = len(fifos)

@@ -98,6 +98,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.wake(&s.waiters)
 	case OpSend:
 		f := w.fifoOf(in.Fifo)
+		if f.Stepped {
+			return w.execStepSend(t, in, f)
+		}
 		if f.inFlight() >= f.Cap {
 			w.blockOn(t, &f.waiters, in, f.Dst)
 			return false
@@ -120,6 +123,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.wake(&f.waiters)
 	case OpRecv:
 		f := w.fifoOf(in.Fifo)
+		if f.Stepped {
+			return w.execStepRecv(t, in, f)
+		}
 		if f.inFlight() == 0 {
 			w.blockOn(t, &f.waiters, in, f.Src)
 			return false
@@ -143,6 +149,9 @@ func (w *World) exec(t *task, in *Instr) bool {
 		w.wake(&f.waiters)
 	case OpRecvSend:
 		f, o := w.fifoOf(in.Fifo), w.fifoOf(in.Fwd)
+		if f.Stepped || o.Stepped {
+			return w.execStepRecvSend(t, in, f, o)
+		}
 		if f.inFlight() == 0 {
 			w.blockOn(t, &f.waiters, in, f.Src)
 			return false
@@ -346,10 +355,22 @@ func (t *task) blockReason() string {
 	case OpWait:
 		return fmt.Sprintf("wait_signal on own pad %q slot %d (for rank %d)", in.Pad.Name, in.Slot, in.Peer)
 	case OpSend:
+		if in.Fifo.Stepped {
+			return in.Fifo.stepReason(true)
+		}
 		return fmt.Sprintf("send on %s (full)", in.Fifo.Name)
 	case OpRecv:
+		if in.Fifo.Stepped {
+			return in.Fifo.stepReason(false)
+		}
 		return fmt.Sprintf("recv on %s (empty)", in.Fifo.Name)
 	case OpRecvSend:
+		if in.Fifo.Stepped {
+			if t.blockFwd {
+				return in.Fwd.stepReason(true)
+			}
+			return in.Fifo.stepReason(false)
+		}
 		if t.blockFwd {
 			return fmt.Sprintf("send on %s (full)", in.Fwd.Name)
 		}

@@ -535,7 +535,7 @@ func (m *matcher) programs(p, q *Program) bool {
 }
 
 func (m *matcher) kernels(x, y *KernelSpec) bool {
-	if x.Name != y.Name || x.Coll != y.Coll || !m.key(x.OrderKey, y.OrderKey) || x.OrderEagerOnly != y.OrderEagerOnly || x.OrderPerContext != y.OrderPerContext || x.OrderLaunch != y.OrderLaunch ||
+	if x.Name != y.Name || x.Coll != y.Coll || !m.key(x.OrderKey, y.OrderKey) || x.OrderPerContext != y.OrderPerContext || x.OrderLaunch != y.OrderLaunch || x.StepConns != y.StepConns ||
 		x.Kind != y.Kind || x.Sig != y.Sig || x.GroupSize != y.GroupSize || !m.key(x.Exclusive, y.Exclusive) ||
 		x.Blocks != y.Blocks || x.Spins != y.Spins || !slices.Equal(x.Loads, y.Loads) ||
 		(x.Gen == nil) != (y.Gen == nil) || x.Len() != y.Len() {

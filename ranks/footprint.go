@@ -79,6 +79,9 @@ type Step struct {
 	Queries []ActorID
 	// FreeEvent: this completion is of such a record task (StepComplete).
 	FreeEvent bool
+	// Conns are the stepped connections whose step counters this
+	// completion writes back (StepComplete; stepconn.go).
+	Conns []*Fifo
 }
 
 // ActorOf returns the stable identity of the engine actor a (an Item's
@@ -163,11 +166,17 @@ func (w *World) NextStep(a int32) Step {
 	}
 	if t.op == nil || t.op.Kind != Launch || t.pc >= t.op.Kernel.Len() {
 		st.Returns = w.poolUses(t, false)
+		st.Conns = w.connsOf(t, w.stepConns[:0])
+		w.stepConns = st.Conns
 		return st
 	}
 	var scratch *Instr
 	if t.op.Kernel.Gen != nil {
 		scratch = &w.stepInstr // not the task's own scratch: a Step outlives a micro-op
+	}
+	if t.pc == 0 && t.op.Kernel.StepConns {
+		st.Conns = w.loadsOf(t, w.stepConns[:0])
+		w.stepConns = st.Conns
 	}
 	in := t.op.Kernel.At(t.pc, scratch)
 	if scratch != nil && in != scratch {
@@ -188,11 +197,11 @@ func (w *World) NextStep(a int32) Step {
 	case OpWait:
 		st.Block = w.padOf(in.Pad).Slots[in.Slot].val == 0
 	case OpSend:
-		st.Block = w.fifoOf(in.Fifo).inFlight() >= in.Fifo.Cap
+		st.Block = w.anyBlocks(t, w.fifoOf(in.Fifo), true)
 	case OpRecv:
-		st.Block = w.fifoOf(in.Fifo).inFlight() == 0
+		st.Block = w.anyBlocks(t, w.fifoOf(in.Fifo), false)
 	case OpRecvSend:
-		st.Block = w.fifoOf(in.Fifo).inFlight() == 0 || w.fifoOf(in.Fwd).inFlight() >= in.Fwd.Cap
+		st.Block = w.anyBlocks(t, w.fifoOf(in.Fifo), false) || w.anyBlocks(t, w.fifoOf(in.Fwd), true)
 	case OpFlagWait:
 		st.Block = !w.flagHolds(in)
 	}
@@ -219,11 +228,11 @@ func (w *World) WouldBlock(a int32) bool {
 	case OpWait:
 		return w.padOf(in.Pad).Slots[in.Slot].val == 0
 	case OpSend:
-		return w.fifoOf(in.Fifo).inFlight() >= in.Fifo.Cap
+		return w.anyBlocks(t, w.fifoOf(in.Fifo), true)
 	case OpRecv:
-		return w.fifoOf(in.Fifo).inFlight() == 0
+		return w.anyBlocks(t, w.fifoOf(in.Fifo), false)
 	case OpRecvSend:
-		return w.fifoOf(in.Fifo).inFlight() == 0 || w.fifoOf(in.Fwd).inFlight() >= in.Fwd.Cap
+		return w.anyBlocks(t, w.fifoOf(in.Fifo), false) || w.anyBlocks(t, w.fifoOf(in.Fwd), true)
 	case OpFlagWait:
 		return !w.flagHolds(in)
 	}

@@ -161,6 +161,16 @@ type Fifo struct {
 	id int32 // 1 + index among a template's FIFOs (0: none; see World.fifoOf)
 
 	sides [2]fifoSide // its send and receive sides as locations (clock.go)
+
+	// Stepped makes the connection's state explicit, as NCCL and RCCL keep
+	// it in device memory (stepconn.go): a step counter at each end, read
+	// by a kernel when it starts using the connection and written back when
+	// it completes, slots indexed by step, and the tail and head the two
+	// ends store. A queue is that connection when one kernel at a time uses
+	// each end; two kernels at once do not share a queue, they race on the
+	// counters. Set before the first send.
+	Stepped bool
+	stepped
 }
 
 func (f *Fifo) inFlight() int { return f.n }

@@ -71,16 +71,20 @@ type KernelSpec struct {
 	// only where kernels of different keys may be resident together;
 	// otherwise starting is completing's worst case.
 	OrderLaunch bool
-	// OrderEagerOnly limits OrderKey to eager launches: under graph capture
-	// the library adds no edge (RCCL's graph path, rocm/rccl #2179).
-	OrderEagerOnly bool
 	// OrderPerContext limits OrderKey to one capture context: the eager
 	// launches are one, each replay of a graph captured apart another, and
 	// no edge joins two (PyTorch's GroupStreamGuard keeps one frontier per
-	// capture context, and a replay runs none of its host code). A front
-	// end that issues a replay's nodes itself gives them a key of their
-	// own (scenarios/format/spec_graphs.go).
+	// capture context, and a replay runs none of its host code; RCCL's
+	// graph path orders a communicator's kernels within a graph and not
+	// across graphs, rocm/rccl #2179). A front end that issues a replay's
+	// nodes itself gives them a key of their own
+	// (scenarios/format/spec_graphs.go).
 	OrderPerContext bool
+	// StepConns is set for a kernel whose connections may be stepped
+	// ([Fifo.Stepped]): after its first micro-op it has loaded the step
+	// counter of every end of a stepped connection it uses on its rank, as
+	// NCCL's primitives do when they set up (stepconn.go).
+	StepConns bool
 	// Kind is a free-form label for reports ("gemm", "allreduce/multimem").
 	Kind string
 	// Sig is the call's signature as peers see it (op and count); ghost
@@ -345,7 +349,7 @@ func lower(rank int, p *Program, capture bool) ([]node, error) {
 				n.deps = append(n.deps, r)
 			}
 		case Launch:
-			if k := op.Kernel.OrderKey; k != "" && !(capture && op.Kernel.OrderEagerOnly) {
+			if k := op.Kernel.OrderKey; k != "" {
 				if t, ok := orderTail[k]; ok {
 					if op.Kernel.OrderLaunch {
 						for _, d := range nodes[t].deps {

@@ -78,18 +78,18 @@ func TestResidencyReleaseWakesWaiters(t *testing.T) {
 
 // Launch order: two kernels with one order key on two streams run one
 // after the other, eager or captured (NCCL's strong stream); with
-// OrderEagerOnly the captured graph has no edge between them and they
-// overlap (RCCL's graph path, rocm/rccl #2179), while eager launches stay
-// ordered.
+// OrderPerContext too when both are in one graph (RCCL's graph path orders
+// a communicator's kernels within a graph, not across graphs: the
+// scenarios' TestRCCLGraphsSharedConnections).
 func TestOrderKeyUnderCapture(t *testing.T) {
 	for _, tc := range []struct {
-		mode      ranks.Mode
-		eagerOnly bool
-		overlap   bool
-	}{{ranks.Eager, false, false}, {ranks.Graph, false, false}, {ranks.Eager, true, false}, {ranks.Graph, true, true}} {
+		mode       ranks.Mode
+		perContext bool
+		overlap    bool
+	}{{ranks.Eager, false, false}, {ranks.Graph, false, false}, {ranks.Eager, true, false}, {ranks.Graph, true, false}} {
 		w := ranks.NewWorld(1, ranks.Config{Mode: tc.mode, Replays: 1, LaunchCost: 100, EventCost: 100, Timeline: true}, sim.NewEngine(sim.Timed, nil))
 		k := func(name string) *ranks.KernelSpec {
-			return &ranks.KernelSpec{Name: name, OrderKey: "nccl:c", OrderEagerOnly: tc.eagerOnly, Instrs: []ranks.Instr{{Op: ranks.OpDelay, Dur: 50000}}}
+			return &ranks.KernelSpec{Name: name, OrderKey: "nccl:c", OrderPerContext: tc.perContext, Instrs: []ranks.Instr{{Op: ranks.OpDelay, Dur: 50000}}}
 		}
 		w.SetProgram(0, &ranks.Program{Streams: []string{"s1", "s2"}, Events: []string{"fork", "join"}, Ops: []ranks.HostOp{
 			{Kind: ranks.Record, Stream: 0, Event: 0}, {Kind: ranks.Wait, Stream: 1, Event: 0},
@@ -108,6 +108,6 @@ func TestOrderKeyUnderCapture(t *testing.T) {
 			}
 		}
 		overlap := a.Start < b.End && b.Start < a.End
-		require.Equal(t, tc.overlap, overlap, "mode %v eager-only %v", tc.mode, tc.eagerOnly)
+		require.Equal(t, tc.overlap, overlap, "mode %v per-context %v", tc.mode, tc.perContext)
 	}
 }

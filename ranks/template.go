@@ -279,7 +279,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	}
 	fifos := make([]Fifo, len(t.fifos))
 	for i, f := range t.fifos {
-		fifos[i] = Fifo{Name: f.Name, Src: f.Src, Dst: f.Dst, Cap: f.Cap}
+		fifos[i] = Fifo{Name: f.Name, Src: f.Src, Dst: f.Dst, Cap: f.Cap, Stepped: f.Stepped}
 		fifos[i].side(true)
 		fifos[i].side(false)
 	}

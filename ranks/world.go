@@ -71,6 +71,12 @@ type World struct {
 	// memory their tensors share, and each rank's allocator in the run
 	dynStores map[int]*dynStore
 	dyn       []*dynAlloc
+	// each running task's steps on the stepped connections it uses
+	// (stepconn.go), written back at its completion; stepConns is
+	// NextStep's scratch for them
+	conns     map[int32][]connCursor
+	stepConns []*Fifo
+	stepSeen  []*Fifo
 	bufs      []*Buffer
 	calls     []string // interned collective instance names
 	plan      *plan    // lowered programs and interned calls (Run), shared by a template's copies
@@ -721,6 +727,9 @@ func (w *World) stepTaskOnce(t *task) bool {
 		t.state = blocked
 		return false
 	}
+	if t.pc == 0 && t.op.Kernel.StepConns {
+		w.connLoad(t)
+	}
 	t.state = running
 	if t.blockIn != nil || t.blockGen {
 		t.blockIn, t.blockGen = nil, false
@@ -907,6 +916,7 @@ func (w *World) instr(t *task) *Instr {
 }
 
 func (w *World) complete(t *task) {
+	w.connWriteBack(t)
 	t.state = done
 	t.end = w.eng.Now()
 	if t.end > w.end {

@@ -110,18 +110,15 @@ func (g *graphLowering) replay(c *capturedGraph, op *OpSpec, prog *ranks.Program
 				h.Kernel = g.atReplay(h.Kernel)
 			}
 			h.GraphNode = true // the device's gap between nodes (ranks.Config.GraphGap)
-			if k := h.Kernel; k != nil && k.OrderEagerOnly && k.OrderKey != "" {
-				// The library adds no order edge to captured work.
-				kc := *k // (a copy of the copy above, if any)
-				kc.OrderKey = ""
-				h.Kernel = &kc
-			}
 			if k := h.Kernel; k != nil && k.OrderPerContext && k.OrderKey != "" {
 				// GroupStreamGuard's edges were captured among this graph's
 				// own nodes; the replay runs no guard code, so nothing
 				// orders it with eager pad ops or another replay
 				// (GroupStreamGuard.cpp, init_: the wait is skipped across
-				// capture contexts).
+				// capture contexts). RCCL's graph path is the same: a
+				// graph's first NCCL node waits on nothing outside the
+				// graph unless graph mixing is on (rccl
+				// src/misc/strongstream.cc ncclStrongStreamAcquire).
 				kc := *k
 				kc.OrderKey = fmt.Sprintf("%s@%s#%d", k.OrderKey, op.Name, c.replays)
 				h.Kernel = &kc
