@@ -667,11 +667,17 @@ type padSlot struct {
 	slot int
 }
 
-// slotNameID is the interned name of pad p's slot as a race resource,
-// formatted once per pad and slot: syncRace asks on every unordered slot
-// access, before its dedupe (a Sprintf each was a tenth of a buggy DPOR
-// trace).
+// slotNameID is the id of pad p's slot as a race resource: in a
+// template's copy the template's (slotResIDs); otherwise its interned
+// name, formatted once per pad and slot. syncRace asks on every unordered
+// slot access, before its dedupe (a Sprintf each was a tenth of a buggy
+// DPOR trace; once per slot and run, still 6 % of a buggy random one).
 func (w *World) slotNameID(p *SignalPad, slot int) int32 {
+	if p.id > 0 && int(p.id) <= len(w.slotRes) {
+		if row := w.slotRes[p.id-1]; slot < len(row) {
+			return row[slot]
+		}
+	}
 	k := padSlot{p, slot}
 	if id, ok := w.slotName[k]; ok {
 		return id
@@ -682,6 +688,35 @@ func (w *World) slotNameID(p *SignalPad, slot int) int32 {
 	}
 	w.slotName[k] = id
 	return id
+}
+
+// slotResIDs gives every slot of a template's pads (by pad id, 1 + index
+// in pads) its race-resource id for the template's copies, in place of
+// slotNameID's interned name, which each copy would format and intern
+// again on every run: slots of pads of one name share an id, as they
+// share the name, and the ids are negative (at most -2), so that the
+// resource of a dedupe key (1 + id) never meets a name's (1 + a name id,
+// at least 1). Only equality of ids matters: they are never shown.
+func slotResIDs(pads []*SignalPad) [][]int32 {
+	type nameSlot struct {
+		name string
+		slot int
+	}
+	ids := map[nameSlot]int32{}
+	out := make([][]int32, len(pads))
+	for i, p := range pads {
+		out[i] = make([]int32, len(p.Slots))
+		for s := range p.Slots {
+			k := nameSlot{p.Name, s}
+			id, ok := ids[k]
+			if !ok {
+				id = -2 - int32(len(ids))
+				ids[k] = id
+			}
+			out[i][s] = id
+		}
+	}
+	return out
 }
 
 // taskNameID is t's (op, stream) name as an id, once per task: a kernel

@@ -146,6 +146,9 @@ type findingState struct {
 	bufName    []int32 // per buffer id: 1 + its name's id, 0: not yet
 	// per pad and slot: its interned race-resource name (syncRace)
 	slotName map[padSlot]int32
+	// a template copy's: per pad id and slot, the resource id the template
+	// gave it (slotResIDs), shared read-only by the copies; nil otherwise
+	slotRes [][]int32
 	// deferMsgs: Run leaves race and mismatch messages to FormatMessages
 	deferMsgs bool
 }

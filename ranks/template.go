@@ -48,8 +48,9 @@ type Template struct {
 	plan          *plan                // lowered once for every copy (nil: each lowers, and reports the error)
 	res           *residency           // the programs' pools before any run (initResidency copies them)
 	nVals, nSlots int
-	arenas        arenas  // released copies' memory, for the next copies (arena.go)
-	replayCls     []uint8 // replayClasses, read-only (nil: fewer than two replays)
+	slotRes       [][]int32 // per pad and slot: its race-resource id (slotResIDs), read-only
+	arenas        arenas    // released copies' memory, for the next copies (arena.go)
+	replayCls     []uint8   // replayClasses, read-only (nil: fewer than two replays)
 }
 
 // ErrNotTemplate is returned by [NewTemplate] for a world it cannot copy
@@ -197,6 +198,7 @@ func NewTemplate(w *World) (*Template, error) {
 	for i, p := range t.pads {
 		p.id = int32(i + 1)
 	}
+	t.slotRes = slotResIDs(t.pads)
 	for i, f := range t.fifos {
 		f.id = int32(i + 1)
 	}
@@ -226,7 +228,7 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		progs:        make([]*Program, len(w.progs)),
 		plan:         t.plan,
 		replayState:  replayState{inputReplay: w.inputReplay, explicitIn: w.explicitIn, deriveInputs: w.deriveInputs},
-		findingState: findingState{log: findings.NewLog(w.cfg.MaxFindings)},
+		findingState: findingState{log: findings.NewLog(w.cfg.MaxFindings), slotRes: t.slotRes},
 		hbClocks:     hbClocks{shared: t.shared, carry: t.carry},
 		memSlabs:     memSlabs{mem: t.arenas.get(), tmpl: t},
 	}
