@@ -226,7 +226,7 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 	events := func() error {
 		for i := 0; dec.More(); i++ {
 			if i >= g.lim.MaxEvents {
-				return g.tooMany("event", i)
+				return g.tooMany(dec, "event", "events", i)
 			}
 			ev.reset(i)
 			off := dec.InputOffset()

@@ -131,7 +131,7 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 		}
 		for i := 0; dec.More(); i++ {
 			if i >= g.lim.MaxEvents {
-				return nil, g.tooMany("node", i)
+				return nil, g.tooMany(dec, "node", "nodes", i)
 			}
 			var n etNode
 			off := dec.InputOffset()

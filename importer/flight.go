@@ -112,7 +112,7 @@ func readFlightFrom(r io.Reader, file string) (*frDump, error) {
 			}
 			for i := 0; dec.More(); i++ {
 				if i >= g.lim.MaxEvents {
-					return nil, g.tooMany("entry", i)
+					return nil, g.tooMany(dec, "entry", "entries", i)
 				}
 				var e frEntry
 				off := dec.InputOffset()

@@ -360,12 +360,98 @@ func (g *guard) finish(err error, path string) error {
 	return err
 }
 
-// tooMany is the error for the n+1-th record of a file's array.
-func (g *guard) tooMany(what string, i int) error {
-	e := &Error{File: g.file, Event: i, What: what, Offset: -1, limit: true,
-		Msg: fmt.Sprintf("the file has more than %d %ss; raise --max-events to read it, or record fewer steps (torch.profiler.schedule)", g.lim.MaxEvents, what)}
-	return e
+// tooMany is the error for the n+1-th record (what, plural whats) of a
+// file's array, once i are read: it counts the records left in the array
+// (dec's buffered bytes, then the rest of the guard's, in one byte-level
+// pass that decodes nothing), so the message says how many the file has
+// and what to raise --max-events to.
+func (g *guard) tooMany(dec *json.Decoder, what, whats string, i int) error {
+	rest, whole := g.countRest(dec.Buffered())
+	n, more := i+rest, ""
+	if !whole { // cut short by a limit or the end of the file
+		more = "at least "
+	}
+	return &Error{File: g.file, Event: i, What: what, Offset: -1, limit: true,
+		Msg: fmt.Sprintf("the file has %s%d %s, more than %d; raise --max-events to %d to read it, or record fewer steps (torch.profiler.schedule)", more, n, whats, g.lim.MaxEvents, n)}
 }
+
+// countRest counts the elements left in the array being read, from the
+// bytes of buf and then the file's (behind the guard: nothing is decoded
+// or held, so only the byte limit and countMax apply): the values that
+// follow a comma outside strings at the array's own level, up to its
+// closing bracket (whole: it was reached). The decoder has read the
+// elements before, not the comma after them.
+func (g *guard) countRest(buf io.Reader) (n int, whole bool) {
+	left := min(g.lim.MaxBytes-g.in, countMax)
+	r := io.MultiReader(buf, io.LimitReader(g.r, max(left, 0)))
+	b := make([]byte, 1<<16)
+	depth, str, esc, comma := 0, false, false, false
+	for {
+		k, err := r.Read(b)
+		for i := 0; i < k; i++ {
+			c := b[i]
+			if str {
+				// Jump to the next quote or backslash.
+				if !esc {
+					j := bytes.IndexAny(b[i:k], "\"\\")
+					if j < 0 {
+						break
+					}
+					i += j
+					c = b[i]
+				}
+				switch {
+				case esc:
+					esc = false
+				case c == '\\':
+					esc = true
+				case c == '"':
+					str = false
+				}
+				continue
+			}
+			if countSkip[c] {
+				continue
+			}
+			if comma && depth == 0 && c != ']' {
+				n, comma = n+1, false // a value begins
+			}
+			switch c {
+			case '"':
+				str = true
+			case '[', '{':
+				depth++
+			case ']', '}':
+				if depth == 0 {
+					return n, true
+				}
+				depth--
+			case ',':
+				comma = comma || depth == 0
+			}
+		}
+		if err != nil {
+			return n, false
+		}
+	}
+}
+
+// countMax bounds the bytes countRest reads past the limit: beyond it, the
+// count is "at least".
+const countMax = 4 << 30
+
+// countSkip marks the bytes countRest passes over outside strings: all
+// but quotes, brackets, braces and commas, and the first bytes of
+// scalars (a value that begins after a comma).
+var countSkip = func() (t [256]bool) {
+	for c := range t {
+		t[c] = true
+	}
+	for _, c := range "\"[]{},-0123456789tfn" {
+		t[c] = false
+	}
+	return t
+}()
 
 // keep refuses the n+1-th kept record of one kind (what, plural) of the
 // file at path, at event ev: Limits.MaxKept.

@@ -93,3 +93,41 @@ func TestGzipByMagic(t *testing.T) {
 	err := ScanFile(p, nil, func(*Event) error { return nil })
 	require.ErrorContains(t, err, "not a gzip file")
 }
+
+// TestTooManyCountsTheRest: a file with more records than --max-events is
+// refused with how many it has (the records past the limit counted at
+// the byte level: commas inside strings and nested values are no
+// records), and what to raise the flag to; a file cut short says "at
+// least".
+func TestTooManyCountsTheRest(t *testing.T) {
+	lim := Limits{MaxEvents: 3}
+	ev := `{"ph": "X", "name": "a, [b] {c} \"d,\" \\", "ts": 1, "dur": 1, "args": {"x": [1, 2, {"y": ","}]}}`
+	evs := func(n int) string { return strings.Repeat(ev+",\n", n-1) + ev }
+	node := `{"id": 1, "name": "n, [", "inputs": {"values": [1, 2]}}`
+	entry := `{"record_id": 1, "profiling_name": "nccl:all_reduce, [x]", "input_dims": [[1, 2]]}`
+	cases := []struct {
+		name, in, want string
+		read           func(p string) error
+	}{
+		{"events in an object", `{"traceEvents": [` + evs(7) + `], "displayTimeUnit": "ns", "x": [1, 2]}`, "the file has 7 events, more than 3; raise --max-events to 7 ", nil},
+		{"events in an array", "[" + evs(4) + "]", "the file has 4 events, more than 3; raise --max-events to 4 ", nil},
+		{"events cut short", "[" + evs(5) + ",", "the file has at least 5 events", nil},
+		{"execution-trace nodes", `{"schema": "1.0.1", "nodes": [` + strings.Repeat(node+", ", 5) + node + `]}`, "the file has 6 nodes, more than 3; raise --max-events to 6 ",
+			func(p string) error { _, err := readETFile(p, nil, lim); return err }},
+		{"Flight Recorder entries", `{"version": "2.4", "entries": [` + strings.Repeat(entry+", ", 9) + entry + `]}`, "the file has 10 entries, more than 3; raise --max-events to 10 ",
+			func(p string) error { _, err := readFlight(p, lim); return err }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "t.json")
+			require.NoError(t, os.WriteFile(p, []byte(c.in), 0o644))
+			read := c.read
+			if read == nil {
+				read = func(p string) error { return scanFile(p, lim, nil, func(*Event) error { return nil }) }
+			}
+			err := read(p)
+			require.ErrorIs(t, err, ErrLimit)
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+}
