@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,4 +132,34 @@ func syncDir(dir string) {
 		_ = d.Sync()
 		_ = d.Close()
 	}
+}
+
+// dashOutputs resolves "-" among a command's output files (flags names
+// them): it is standard output, as import -o - is, and what the command
+// prints about its run goes to stderr instead, so the two do not mix. One
+// output at most can be "-". It returns where the command's report goes.
+func dashOutputs(flags string, stdout, stderr io.Writer, outputs ...string) (io.Writer, error) {
+	n := 0
+	for _, o := range outputs {
+		if o == "-" {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return nil, usagef("%s %d of them are - (standard output), which takes one: name files for the others", flags, n)
+	case n == 1:
+		return stderr, nil
+	}
+	return stdout, nil
+}
+
+// writeOutput writes an output file (writeFileAtomic), or data to stdout
+// when path is "-".
+func writeOutput(stdout io.Writer, path string, data []byte) error {
+	if path == "-" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	return writeFileAtomic(path, data)
 }

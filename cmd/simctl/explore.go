@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,7 +89,7 @@ expectation, 1 when it does not, 2 on bad input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			f.budgetSet = c.Flags().Changed("budget")
-			if err := checkOutputs("--witness, --checkpoint:", []string{f.witness, f.checkpoint}, args); err != nil {
+			if err := checkOutputs("--witness, --checkpoint, --trace, --html:", []string{f.witness, f.checkpoint, f.trace, f.html}, args); err != nil {
 				return err
 			}
 			return runExplore(stdout, stderr, args[0], f, c.Flags().Changed("seed"))
@@ -101,14 +102,14 @@ expectation, 1 when it does not, 2 on bad input.`,
 	fl.DurationVar(&f.time, "time", 0, "stop after this much wall-clock time (0: no limit)")
 	fl.IntVar(&f.workers, "workers", 1, "parallel workers for random and pct (results do not depend on it)")
 	fl.Uint64Var(&f.seed, "seed", 0, "base seed (default: the scenario's seed knob)")
-	fl.StringVar(&f.witness, "witness", "", "write the first witness to FILE")
+	fl.StringVar(&f.witness, "witness", "", "write the first witness to FILE (-: standard output, the summary then to stderr)")
 	fl.BoolVar(&f.outcomes, "outcomes", false, "list the distinct output values per rank and tensor, with provenance")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringArrayVar(&f.sets, "set", nil, "override a knob, key=value (repeatable); knobs:\n"+scenarios.KnobHelp())
 	fl.IntVar(&f.maxFind, "max-findings", 32, "keep at most N findings of each kind per schedule (JSON's witness_findings_total counts them all)")
 	fl.BoolVar(&f.noExpect, "no-expect", false, "report the verdict without judging it: exit 0 whatever it is (2 still means bad input)")
-	fl.StringVar(&f.trace, "trace", "", "write the witness schedule's Chrome trace-event timeline to `FILE` (nominal when every schedule was ok)")
-	fl.StringVar(&f.html, "html", "", "write the witness schedule as a self-contained HTML report to `FILE`, with its deviations from nominal")
+	fl.StringVar(&f.trace, "trace", "", "write the witness schedule's Chrome trace-event timeline to `FILE` (nominal when every schedule was ok; -: standard output)")
+	fl.StringVar(&f.html, "html", "", "write the witness schedule as a self-contained HTML report to `FILE`, with its deviations from nominal (-: standard output)")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", fmt.Sprintf("append completed schedules to `FILE` every few seconds, for --resume (random, pct; on by default, in the working directory, from %d schedules)", checkpointThreshold))
 	fl.DurationVar(&f.checkpointEvery, "checkpoint-every", checkpointEvery, "how often the checkpoint is written")
 	_ = fl.MarkHidden("checkpoint-every")
@@ -142,6 +143,17 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	}
 	if f.workers < 1 || f.workers > maxWorkers {
 		return usagef("--workers %d: want 1 to %d", f.workers, maxWorkers)
+	}
+	if f.checkpoint == "-" || f.resume == "-" {
+		return usagef("--checkpoint -, --resume -: a checkpoint is a file that a later run reads back and appends to; name a file")
+	}
+	if f.shard != "" && slices.Contains([]string{f.witness, f.trace, f.html}, "-") {
+		return usagef("--shard with --witness, --trace or --html -: the shard file goes to standard output; name files for the others")
+	}
+	dash := stdout
+	stdout, err := dashOutputs("--witness, --trace, --html:", stdout, stderr, f.witness, f.trace, f.html)
+	if err != nil {
+		return err
 	}
 	if f.checkpoint != "" && f.resume != "" && f.checkpoint != f.resume {
 		return usagef("--checkpoint %s --resume %s: a resumed run appends to the file it resumes; give one", quoteName(f.checkpoint), quoteName(f.resume))
@@ -252,11 +264,11 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 	} else {
 		writeExploreText(stdout, sum, f)
 	}
-	if err := writeWitness(stderr, sum.Witness, f.witness); err != nil {
+	if err := writeWitness(stderr, dash, sum.Witness, f.witness); err != nil {
 		return err
 	}
 	if f.shard == "" {
-		if err := writeExploreReport(t, sum, f); err != nil {
+		if err := writeExploreReport(t, sum, f, dash); err != nil {
 			return err
 		}
 	}
@@ -363,7 +375,7 @@ func writeExploreText(w io.Writer, s *explore.Summary, f exploreFlags) {
 
 // writeWitness writes w to path (atomic.go), naming its scenario so that
 // replay finds it from the witness's own directory (input.go).
-func writeWitness(stderr io.Writer, w *explore.Witness, path string) error {
+func writeWitness(stderr, stdout io.Writer, w *explore.Witness, path string) error {
 	if path == "" {
 		return nil
 	}
@@ -389,7 +401,7 @@ func writeWitness(stderr io.Writer, w *explore.Witness, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := writeOutput(stdout, path, data); err != nil {
 		return usagef("--witness: %w", err)
 	}
 	return nil

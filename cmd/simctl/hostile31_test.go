@@ -378,6 +378,18 @@ func TestHostileInputs31(t *testing.T) {
 			check: func(t *testing.T, r limitedRun) { require.NotContains(t, r.stderr, "importer bug") }},
 		{name: "import - reads standard input", args: []string{"import", "-"}, in: trace, code: 0,
 			check: func(t *testing.T, r limitedRun) { require.Contains(t, r.stdout, "name: stdin") }},
+		{name: "run --witness - writes the witness to stdout, the summary to stderr", args: []string{"run", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--witness", "-"}, code: 0,
+			check: func(t *testing.T, r limitedRun) {
+				require.True(t, strings.HasPrefix(r.stdout, "{\n \"version\": 1,"), r.stdout[:min(len(r.stdout), 200)])
+				require.Contains(t, r.stderr, "== buggy: corruption")
+			}},
+		{name: "explore --trace - writes the timeline to stdout", args: append(shardArgs(), "--trace", "-"), code: 0,
+			check: func(t *testing.T, r limitedRun) {
+				require.True(t, strings.HasPrefix(r.stdout, `{"traceEvents":[`), r.stdout[:min(len(r.stdout), 200)])
+				require.Contains(t, r.stderr, "verdict: race")
+			}},
+		{name: "two outputs on - are refused", args: []string{"run", "tp8-shared-expert", "--set", "layers=1", "--trace", "-", "--html", "-"}, code: 2, first: []string{"2 of them are - (standard output)"}},
+		{name: "--checkpoint - is refused", args: append(shardArgs(), "--checkpoint", "-"), code: 2, first: []string{"--checkpoint -", "name a file"}},
 		{name: "merge reads shards whose seeds are numbers (earlier versions)", args: []string{"merge", numeric[0], numeric[1], "--format", "json"}, code: 0,
 			check: func(t *testing.T, r limitedRun) { require.Equal(t, merged, r.stdout) }},
 	}

@@ -25,10 +25,11 @@ type replayFlags struct {
 	// allowPath lets the witness name a scenario file outside its own
 	// directory (input.go).
 	allowPath bool
-	fineSteps bool // --fine-steps (finesteps.go)
+	fineSteps bool      // --fine-steps (finesteps.go)
+	stdout    io.Writer // takes the output named "-"
 }
 
-func newReplayCmd(stdout, _ io.Writer) *cobra.Command {
+func newReplayCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f replayFlags
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
@@ -49,11 +50,16 @@ finding persists, writes the smaller witness (to --out, default FILE with
 			if err := checkOutputs("--out, --trace, --html:", []string{f.out, f.files.trace, f.files.html}, args); err != nil {
 				return err
 			}
-			return runReplay(stdout, args[0], f)
+			rep, err := dashOutputs("--out, --trace, --html:", stdout, stderr, f.out, f.files.trace, f.files.html)
+			if err != nil {
+				return err
+			}
+			f.files.stdout, f.stdout = stdout, stdout
+			return runReplay(rep, args[0], f)
 		},
 	}
 	cmd.Flags().BoolVar(&f.shrink, "shrink", false, "shrink the witness and write the smaller one")
-	cmd.Flags().StringVar(&f.out, "out", "", "where --shrink writes (default: FILE with .min.json)")
+	cmd.Flags().StringVar(&f.out, "out", "", "where --shrink writes (default: FILE with .min.json; -: standard output, the rest then to stderr)")
 	cmd.Flags().IntVar(&f.maxRuns, "max-runs", 2000, "most schedules --shrink may run")
 	cmd.Flags().StringVar(&f.files.trace, "trace", "", "write the replayed witness's Chrome trace-event timeline to `FILE` (with --shrink: the shrunk one)")
 	cmd.Flags().StringVar(&f.files.html, "html", "", "write the replayed witness as a self-contained HTML report to `FILE`, its deviations from nominal listed (with --shrink: the shrunk one)")
@@ -109,7 +115,7 @@ func runReplay(stdout io.Writer, file string, f replayFlags) error {
 	// file, not what was learnt.
 	fmt.Fprintf(stdout, "shrunk in %d runs: %d → %d deviations from nominal, %d → %d recorded choices; written to %s\n",
 		runs, w.Deviations, small.Deviations, len(w.Choices), len(small.Choices), quoteName(out))
-	if err := writeFileAtomic(out, enc); err != nil {
+	if err := writeOutput(f.stdout, out, enc); err != nil {
 		return usagef("--out: %w", err)
 	}
 	ok, devs, err = replayOne(stdout, t, small, out)

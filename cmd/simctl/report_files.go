@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -14,11 +15,13 @@ import (
 type reportFiles struct {
 	trace string
 	html  string
+	// stdout takes the file named "-" (dashOutputs).
+	stdout io.Writer
 }
 
 func (o *reportFiles) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.trace, "trace", "", "write a Chrome trace-event JSON timeline to `FILE` (open it in ui.perfetto.dev or chrome://tracing):\none process per rank and variant, one thread per stream plus the host; each variant's traced\nschedule is its witness when exploration found something worse than nominal, else nominal")
-	cmd.Flags().StringVar(&o.html, "html", "", "write a self-contained HTML report to `FILE`: variants side by side, per-rank stream lanes,\nthe racing pair and mis-consumed signals highlighted, expected vs observed values")
+	cmd.Flags().StringVar(&o.trace, "trace", "", "write a Chrome trace-event JSON timeline to `FILE` (open it in ui.perfetto.dev or chrome://tracing):\none process per rank and variant, one thread per stream plus the host; each variant's traced\nschedule is its witness when exploration found something worse than nominal, else nominal\n(-: standard output, the summary then to stderr)")
+	cmd.Flags().StringVar(&o.html, "html", "", "write a self-contained HTML report to `FILE`: variants side by side, per-rank stream lanes,\nthe racing pair and mis-consumed signals highlighted, expected vs observed values\n(-: standard output, the summary then to stderr)")
 }
 
 // write re-runs each variant's traced schedule with the timeline on and
@@ -50,7 +53,7 @@ func (o *reportFiles) writeData(d *report.Data) error {
 		if err := out.write(&b, d); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(out.path, b.Bytes()); err != nil { // atomic.go
+		if err := writeOutput(o.stdout, out.path, b.Bytes()); err != nil { // atomic.go
 			return usagef("%v", err)
 		}
 	}

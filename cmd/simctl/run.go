@@ -30,9 +30,10 @@ type runFlags struct {
 	budget      int         // --budget N: --set budget=N
 	budgetSet   bool
 	time        time.Duration // --time: stop exploring when it has passed
+	stdout      io.Writer     // takes the output named "-"
 }
 
-func newRunCmd(stdout, _ io.Writer) *cobra.Command {
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run NAME|FILE",
@@ -49,7 +50,12 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 			if err := checkOutputs("--witness, --trace, --html:", []string{f.witness, f.out.trace, f.out.html}, args); err != nil {
 				return err
 			}
-			return runScenario(stdout, args[0], f)
+			rep, err := dashOutputs("--witness, --trace, --html:", stdout, stderr, f.witness, f.out.trace, f.out.html)
+			if err != nil {
+				return err
+			}
+			f.out.stdout, f.stdout = stdout, stdout
+			return runScenario(rep, args[0], f)
 		},
 	}
 	cmd.Flags().StringSliceVar(&f.variants, "variant", nil, "run only these variants (repeatable or comma-separated: --variant buggy,fixed)")
@@ -58,7 +64,7 @@ func newRunCmd(stdout, _ io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&f.format, "format", "text", "output format: text or json")
 	cmd.Flags().IntVar(&f.maxFindings, "max-findings", 32, "keep at most N findings of each kind per variant (JSON's findings_total counts them all; findings_truncated says some were left out)")
 	cmd.Flags().IntVar(&f.budget, "budget", 0, "schedules to explore besides the nominal one, per variant (the same as --set budget=N; default: the scenario's budget knob)")
-	cmd.Flags().StringVar(&f.witness, "witness", "", "write the schedule behind the worst verdict to `FILE`, a witness for simctl replay")
+	cmd.Flags().StringVar(&f.witness, "witness", "", "write the schedule behind the worst verdict to `FILE`, a witness for simctl replay (-: standard output, the summary then to stderr)")
 	cmd.Flags().DurationVar(&f.time, "time", 0, "stop starting schedules after this long (e.g. 30s, 10m), over all variants; a variant cut short says so (partial), and its verdict is from the schedules run")
 	addFineStepsFlag(cmd, &f.fineSteps)
 	f.out.addFlags(cmd)

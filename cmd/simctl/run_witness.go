@@ -38,5 +38,5 @@ func writeRunWitness(name string, vrs []*check.VariantReport, f runFlags) error 
 		return fmt.Errorf("--witness: variant %s's schedule %d ran again with trace %s, not %s: not written", quoteName(worst.Name), worst.WitnessSchedule, s.TraceHash, want)
 	}
 	w := explore.WitnessOf(t, strategy, mode, seed, worst.WitnessSchedule, s)
-	return writeWitness(nil, w, f.witness)
+	return writeWitness(nil, f.stdout, w, f.witness)
 }

@@ -82,7 +82,7 @@ func writeDeviations(w io.Writer, devs []explore.Deviation) {
 
 // writeExploreReport writes explore's --trace and --html: the witness, or
 // the nominal schedule when every schedule was ok.
-func writeExploreReport(t *explore.Target, sum *explore.Summary, f exploreFlags) error {
+func writeExploreReport(t *explore.Target, sum *explore.Summary, f exploreFlags, stdout io.Writer) error {
 	if f.trace == "" && f.html == "" {
 		return nil
 	}
@@ -93,5 +93,5 @@ func writeExploreReport(t *explore.Target, sum *explore.Summary, f exploreFlags)
 			return err
 		}
 	}
-	return writeWitnessFiles(reportFiles{trace: f.trace, html: f.html}, t, sum.Witness, devs)
+	return writeWitnessFiles(reportFiles{trace: f.trace, html: f.html, stdout: stdout}, t, sum.Witness, devs)
 }
