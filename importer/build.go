@@ -943,6 +943,9 @@ func (b *builder) finish(items []*item) error {
 			if math.IsNaN(first) {
 				first = it.issue
 			} else if p.mode == "eager" {
+				if gap := it.issue - prev; gap > maxDeviceDurUs {
+					return hostGap(p.file, it, op, gap, b.rel(it.ts))
+				}
 				op.HostNs = max(ns(it.issue-prev), 1)
 			}
 			prev = it.issue

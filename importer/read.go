@@ -82,6 +82,16 @@ const maxCalls = 16 * scenarios.MaxOps
 // the validation of the written file, blamed on the importer).
 const maxDeviceDurUs = 3600e6
 
+// hostGap is the error for a host pause longer than a scenario's longest
+// time (1 h) before op, at its kernel's event when it has one.
+func hostGap(file string, it *item, op scenarios.OpSpec, gap, at float64) error {
+	ev := -1
+	if it.act != nil {
+		ev = it.act.idx
+	}
+	return &Error{File: file, Event: ev, Offset: -1, Msg: fmt.Sprintf("the host waits %.0f s before %s %q (%.3f s into the trace), longer than a scenario's longest time (1 h); import a step without the pause (--step, --step-index)", gap/1e6, op.Kind, op.Name, at/1e6)}
+}
+
 // rankTrace is the kept part of one rank's trace.
 type rankTrace struct {
 	file string

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -259,6 +260,35 @@ func TestHostileInputs31(t *testing.T) {
 	day11, err := json.Marshal(tr)
 	require.NoError(t, err)
 	longKernel := e.write(t, "day11.json", string(day11))
+	// A 2 h pause of the host halfway through the step's launches: every
+	// event from the middle launch on moves 2 h later, and the host ranges
+	// around it (the step annotation, the operator) last 2 h longer.
+	require.NoError(t, json.Unmarshal([]byte(mustRead(t, trace)), &tr))
+	var launchTs []float64
+	for _, ev := range tr["traceEvents"].([]any) {
+		if m := ev.(map[string]any); m["name"] == "cudaLaunchKernel" {
+			launchTs = append(launchTs, m["ts"].(float64))
+		}
+	}
+	slices.Sort(launchTs)
+	pause, mid := 7.2e9, launchTs[len(launchTs)/2]
+	for _, ev := range tr["traceEvents"].([]any) {
+		m := ev.(map[string]any)
+		ts, ok := m["ts"].(float64)
+		if !ok {
+			continue
+		}
+		dur, _ := m["dur"].(float64)
+		switch cat, _ := m["cat"].(string); {
+		case ts >= mid:
+			m["ts"] = ts + pause
+		case ts+dur > mid && cat != "kernel" && !strings.HasPrefix(cat, "gpu_"):
+			m["dur"] = dur + pause
+		}
+	}
+	pausedData, err := json.Marshal(tr)
+	require.NoError(t, err)
+	paused := e.write(t, "paused.json", string(pausedData))
 	chunksFile := func() string {
 		var b strings.Builder
 		b.WriteString("name: manychunks\nhardware: h100\nranks: 8\nmode: eager\nknobs:\n  budget: 0\ntensors:\n")
@@ -376,6 +406,7 @@ func TestHostileInputs31(t *testing.T) {
 			check: func(t *testing.T, r limitedRun) { require.Less(t, len(r.stderr), 1000) }},
 		{name: "an 11-day kernel is refused at its event, not blamed on the importer", args: []string{"import", longKernel}, code: 2, first: []string{longKernel + ": event ", "longer than a scenario's longest time (1 h)"},
 			check: func(t *testing.T, r limitedRun) { require.NotContains(t, r.stderr, "importer bug") }},
+		{name: "a 2 h host pause in the step is refused at its kernel, not blamed on the importer", args: []string{"import", paused}, code: 2, first: []string{paused + ": event ", "the host waits 7200 s before kernel", "longer than a scenario's longest time (1 h)"}},
 		{name: "import - reads standard input", args: []string{"import", "-"}, in: trace, code: 0,
 			check: func(t *testing.T, r limitedRun) { require.Contains(t, r.stdout, "name: stdin") }},
 		{name: "run --witness - writes the witness to stdout, the summary to stderr", args: []string{"run", "tp8-shared-expert", "--variant", "buggy", "--set", "layers=1", "--witness", "-"}, code: 0,
