@@ -31,6 +31,7 @@ func (w *World) report(f Finding) {
 // proceed (a spin on a signal or a FIFO) and t must block.
 func (w *World) exec(t *task, in *Instr) bool {
 	w.epOK = false // a new micro-op: its epoch is made at its first checked access
+	in = w.shifted(t, in)
 	w.noteTalk(t, in)
 	switch in.Op {
 	case OpCompute:
@@ -203,6 +204,8 @@ func (w *World) exec(t *task, in *Instr) bool {
 		return w.execFlagWait(t, in)
 	case OpFault:
 		w.execFault(t, in)
+	case OpIndex:
+		w.execIndex(t, in)
 	}
 	return true
 }

@@ -580,7 +580,7 @@ func (m *matcher) kernels(x, y *KernelSpec) bool {
 
 func (m *matcher) instrs(a, b *Instr) bool {
 	if a.Op != b.Op || a.Cmp != b.Cmp || a.Phase != b.Phase || a.Dur != b.Dur || a.DstLo != b.DstLo || a.N != b.N ||
-		a.Fresh != b.Fresh || a.Slot != b.Slot || len(a.Srcs) != len(b.Srcs) {
+		a.Fresh != b.Fresh || a.Slot != b.Slot || len(a.Srcs) != len(b.Srcs) || (a.Ix == nil) != (b.Ix == nil) || (a.Ix != nil && *a.Ix != *b.Ix) {
 		return false
 	}
 	for i := range a.Srcs {

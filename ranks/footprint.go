@@ -187,6 +187,9 @@ func (w *World) NextStep(a int32) Step {
 		scratch.Srcs = srcs
 		in = scratch
 	}
+	if in.Ix != nil {
+		in = w.shifted(t, in) // the regions its kernel's slot index moves
+	}
 	st.Kind, st.Instr = StepInstr, in
 	if st.Block {
 		return st // waiting for residency: it would not reach the micro-op
@@ -221,7 +224,7 @@ func (w *World) WouldBlock(a int32) bool {
 	if t.op == nil || t.op.Kind != Launch || t.pc >= t.op.Kernel.Len() {
 		return false
 	}
-	in := t.op.Kernel.At(t.pc, &w.probe)
+	in := w.shifted(t, t.op.Kernel.At(t.pc, &w.probe))
 	switch in.Op {
 	case OpPut:
 		return w.padOf(in.Pad).Slots[in.Slot].val != 0

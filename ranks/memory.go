@@ -290,9 +290,14 @@ const (
 	// OpFault: an access to Dst, a buffer the rank never mapped: an
 	// illegal memory access (KindInvalidAccess; Phase says why).
 	OpFault
+	// OpIndex loads the kernel's slot index from device memory: a plain
+	// read of chunk Srcs[0].Lo of Srcs[0].Buf (a counter), whose value
+	// modulo Slot shifts the regions of the kernel's later micro-ops that
+	// carry an Ix (slotindex.go). N is 1.
+	OpIndex
 )
 
-var instrOpNames = [...]string{"compute", "put", "wait", "send", "recv", "delay", "recv+send", "flag-put", "flag-wait", "fault"}
+var instrOpNames = [...]string{"compute", "put", "wait", "send", "recv", "delay", "recv+send", "flag-put", "flag-wait", "fault", "index"}
 
 func (o InstrOp) String() string { return instrOpNames[o] }
 
@@ -316,4 +321,7 @@ type Instr struct {
 	// Peer is the world rank a put or wait is addressed to or expects, for
 	// hang analysis (-1 when unknown).
 	Peer int
+	// Ix, when set, moves the micro-op's regions by the slot index its
+	// kernel's OpIndex loaded (slotindex.go).
+	Ix *IxShift
 }

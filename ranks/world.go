@@ -77,9 +77,12 @@ type World struct {
 	conns     map[int32][]connCursor
 	stepConns []*Fifo
 	stepSeen  []*Fifo
-	bufs      []*Buffer
-	calls     []string // interned collective instance names
-	plan      *plan    // lowered programs and interned calls (Run), shared by a template's copies
+	// each running kernel's slot index, loaded by its OpIndex
+	// (slotindex.go)
+	slotIx map[int32]int64
+	bufs   []*Buffer
+	calls  []string // interned collective instance names
+	plan   *plan    // lowered programs and interned calls (Run), shared by a template's copies
 
 	// Each concern's state, in the concern's own type and file; the world
 	// composes them (their fields are the world's, by embedding). The order
@@ -917,6 +920,9 @@ func (w *World) instr(t *task) *Instr {
 
 func (w *World) complete(t *task) {
 	w.connWriteBack(t)
+	if w.slotIx != nil {
+		delete(w.slotIx, t.id)
+	}
 	t.state = done
 	t.end = w.eng.Now()
 	if t.end > w.end {

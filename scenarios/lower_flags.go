@@ -144,8 +144,17 @@ func (s lower) lowerFlagOp(cfg Config, hw ranks.Profile, op *OpSpec, r int, bufs
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("%s %q: undefined flag buffer %q", op.Kind, op.Name, f.Flag)
 	}
+	var ix *ranks.IxShift
+	if counter, slots, ok, _ := format.CounterSlot(f.At); ok {
+		in, err := indexLoad(bufs, counter, slots, r)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", op.Kind, op.Name, err)
+		}
+		k.Instrs = append(k.Instrs, in)
+		ix = &ranks.IxShift{Stride: n, Dst: true}
+	}
 	for _, b := range targets {
-		in := ranks.Instr{Phase: string(op.Kind), Dst: b, DstLo: lo, N: n, Slot: int(f.Value), Peer: -1, Dur: dur / sim.Time(len(targets))}
+		in := ranks.Instr{Phase: string(op.Kind), Dst: b, DstLo: lo, N: n, Slot: int(f.Value), Peer: -1, Dur: dur / sim.Time(len(targets)), Ix: ix}
 		switch op.Kind {
 		case OpPut, OpReset:
 			in.Op, in.Fresh = ranks.OpFlagPut, op.Kind == OpReset
@@ -173,6 +182,17 @@ func (s lower) lowerFlagOp(cfg Config, hw ranks.Profile, op *OpSpec, r int, bufs
 	return k, nil
 }
 
+// indexLoad is the micro-op with which a kernel whose slot comes from a
+// device counter loads it when it starts: the first chunk of the rank's
+// tensor counter, modulo slots (ranks.OpIndex).
+func indexLoad(bufs map[string]*ranks.Buffer, counter string, slots, r int) (ranks.Instr, error) {
+	c, ok := bufs[counter]
+	if !ok {
+		return ranks.Instr{}, fmt.Errorf("rank %d: undefined tensor %q", r, counter)
+	}
+	return ranks.Instr{Op: ranks.OpIndex, Phase: "load slot index", Srcs: []ranks.Src{{Buf: c, Coef: 1}}, N: 1, Slot: slots, Peer: -1}, nil
+}
+
 func cmpOr(s string) string {
 	if s == "" {
 		return "eq"
@@ -193,6 +213,8 @@ func (s lower) lowerRefKernel(cfg Config, hw ranks.Profile, op *OpSpec, r int, b
 	k := &ranks.KernelSpec{Name: op.Name, Kind: "kernel", Blocks: op.Blocks, Spins: op.Spin}
 	var moved int64
 	faulted := map[*ranks.Buffer]bool{}
+	var load *ranks.Instr // the counter slot's index load (one counter per kernel: validated)
+	var moves []bool      // per source or output resolved: whether it moves with the slot
 	resolve := func(entry string) ([]ranks.Src, error) {
 		regs, err := s.RefRegions(cfg, op, entry, r, bufs)
 		if err != nil {
@@ -207,6 +229,7 @@ func (s lower) lowerRefKernel(cfg Config, hw ranks.Profile, op *OpSpec, r int, b
 				return nil, fmt.Errorf("kernel %q: tensor %q has %d chunks and the kernel computes %d", op.Name, entry, b.Chunks(), width)
 			}
 			moved += b.Bytes
+			moves = append(moves, false)
 			return []ranks.Src{{Buf: b, Coef: 1}}, nil
 		}
 		var out []ranks.Src
@@ -217,6 +240,14 @@ func (s lower) lowerRefKernel(cfg Config, hw ranks.Profile, op *OpSpec, r int, b
 				s.check(m, k, g.Alloc, b, r, g.Rank)
 			}
 			out = append(out, ranks.Src{Buf: b, Lo: g.Lo, Coef: 1})
+			moves = append(moves, g.Counter != "")
+			if g.Counter != "" && load == nil {
+				in, err := indexLoad(bufs, g.Counter, g.Slots, r)
+				if err != nil {
+					return nil, fmt.Errorf("kernel %q %q: %w", op.Name, entry, err)
+				}
+				load = &in
+			}
 		}
 		return out, nil
 	}
@@ -241,6 +272,8 @@ func (s lower) lowerRefKernel(cfg Config, hw ranks.Profile, op *OpSpec, r int, b
 		}
 		srcs[0].Coef = c
 	}
+	srcMoves := moves
+	moves = nil
 	var outs []ranks.Src
 	for _, name := range op.Writes {
 		x, err := resolve(name)
@@ -256,9 +289,24 @@ func (s lower) lowerRefKernel(cfg Config, hw ranks.Profile, op *OpSpec, r int, b
 	if total == 0 {
 		total = hw.KStart + ranks.Bytes(moved, hw.HBM)
 	}
-	for _, o := range outs {
-		k.Instrs = append(k.Instrs, ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: o.Buf, DstLo: o.Lo, N: width, Srcs: srcs, Fresh: true,
-			Dur: total / sim.Time(len(outs))})
+	if load != nil {
+		if len(srcs) > 64 {
+			return nil, fmt.Errorf("kernel %q: %d sources with a counter slot; at most 64", op.Name, len(srcs))
+		}
+		k.Instrs = append(k.Instrs, *load)
+	}
+	for i, o := range outs {
+		in := ranks.Instr{Op: ranks.OpCompute, Phase: "compute", Dst: o.Buf, DstLo: o.Lo, N: width, Srcs: srcs, Fresh: true,
+			Dur: total / sim.Time(len(outs))}
+		if load != nil {
+			in.Ix = &ranks.IxShift{Stride: width, Dst: moves[i]}
+			for j, mv := range srcMoves {
+				if mv {
+					in.Ix.Srcs |= 1 << j
+				}
+			}
+		}
+		k.Instrs = append(k.Instrs, in)
 	}
 	return k, nil
 }

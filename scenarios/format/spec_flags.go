@@ -168,10 +168,45 @@ func checkSlot(s string, all bool) error {
 	if s == "me" || (all && s == "all") {
 		return nil
 	}
+	if _, _, counter, err := CounterSlot(s); counter {
+		return err
+	}
 	if v, err := strconv.Atoi(s); err == nil && v >= 0 && v < MaxTensorChunks {
 		return nil
 	}
-	return fmt.Errorf("%q; expected me, all or a slot index (0..%d)", s, MaxTensorChunks-1)
+	return fmt.Errorf("%q; expected me, all, a slot index (0..%d) or COUNTER%%SLOTS (a tensor whose first chunk picks the slot)", s, MaxTensorChunks-1)
+}
+
+// CounterSlot splits a slot taken from a device counter, COUNTER%SLOTS:
+// the slot is the first chunk of tensor COUNTER, read when the kernel
+// starts, modulo SLOTS (ranks/slotindex.go). counter reports whether s
+// has that form; err, whether it is well formed.
+func CounterSlot(s string) (name string, slots int, counter bool, err error) {
+	name, k, ok := strings.Cut(s, "%")
+	if !ok {
+		return "", 0, false, nil
+	}
+	if name == "" || !isNameByte(name[0], true) || strings.IndexFunc(name, func(c rune) bool { return c > 0x7f || !isNameByte(byte(c), false) }) >= 0 {
+		return "", 0, true, fmt.Errorf("%q: the counter before %% must be a tensor's name", s)
+	}
+	n, e := strconv.Atoi(k)
+	if e != nil || n < 1 || n > MaxTensorChunks {
+		return "", 0, true, fmt.Errorf("%q: the slot count after %% must be an integer in 1..%d", s, MaxTensorChunks)
+	}
+	return name, n, true, nil
+}
+
+// checkCounter checks that the counter a slot names is a tensor (a device
+// counter lives on each rank alone; a symmetric allocation is not one).
+func (s *Spec) checkCounter(slot string, tensors map[string]*TensorSpec) error {
+	name, _, counter, err := CounterSlot(slot)
+	if !counter || err != nil {
+		return nil
+	}
+	if tensors[name] == nil {
+		return fmt.Errorf("slot %q reads counter %q, which is not a tensor; expected a tensor whose first chunk counts the calls (an increment op advances it)", slot, name)
+	}
+	return nil
 }
 
 // MemRef is a kernel's read or write of a symmetric allocation: ALLOC,
@@ -237,11 +272,15 @@ func (s *Spec) validateFlagOp(e *errs, op *OpSpec, tensors map[string]*TensorSpe
 	if f.Against != "" && tensors[f.Against] == nil {
 		e.add(op.pos.at("against"), "await %q compares with undefined tensor %q (declare it under tensors)", op.Name, f.Against)
 	}
+	if err := s.checkCounter(f.At, tensors); err != nil {
+		e.add(op.pos.at("at"), "%s %q at: %v", op.Kind, op.Name, err)
+	}
 }
 
 // validateKernelRefs checks a kernel's reads and writes of symmetric
 // allocations: all only in reads, a peer or slot only on an allocation.
-func (s *Spec) validateKernelRefs(e *errs, op *OpSpec) {
+func (s *Spec) validateKernelRefs(e *errs, op *OpSpec, tensors map[string]*TensorSpec) {
+	first := "" // the kernel's counter slot
 	check := func(list []string, field string, write bool) {
 		for i, n := range list {
 			ref, ok := s.ParseMemRef(n)
@@ -265,6 +304,14 @@ func (s *Spec) validateKernelRefs(e *errs, op *OpSpec) {
 			if ref.Slot != "" {
 				if err := checkSlot(ref.Slot, true); err != nil {
 					e.add(op.pos.at(item(field, i)), "kernel %q %s %q: slot %v", op.Name, field, n, err)
+				} else if err := s.checkCounter(ref.Slot, tensors); err != nil {
+					e.add(op.pos.at(item(field, i)), "kernel %q %s %q: %v", op.Name, field, n, err)
+				} else if _, _, counter, _ := CounterSlot(ref.Slot); counter {
+					if first == "" {
+						first = ref.Slot
+					} else if ref.Slot != first {
+						e.add(op.pos.at(item(field, i)), "kernel %q %s %q: its slot is %s and another of its references' is %s; expected one counter slot per kernel (it loads one index when it starts)", op.Name, field, n, ref.Slot, first)
+					}
 				}
 			}
 			if write && (ref.Peer == "all" || ref.Slot == "all") {
@@ -347,6 +394,14 @@ func (s *Spec) FlagRegion(cfg Config, op *OpSpec, r int) (lo, n int, err error) 
 		if t := s.Tensor(f.From); t != nil {
 			n = t.ChunksIn(cfg)
 		}
+	}
+	if _, k, counter, _ := CounterSlot(f.At); counter {
+		// slot 0 here; the kernel moves to its slot when it runs, and every
+		// slot must fit
+		if k*n > chunks {
+			return 0, 0, fmt.Errorf("%d slots of %d chunks are %d chunks and %q has %d", k, n, k*n, f.Flag, chunks)
+		}
+		return 0, n, nil
 	}
 	slot, err := slotIndex(f.At, r, group)
 	if err != nil {
@@ -432,6 +487,11 @@ func (s *Spec) KernelWidth(cfg Config, op *OpSpec) (int, error) {
 type RefRegion struct {
 	Rank, Lo int
 	Alloc    string
+	// Counter and Slots, for a slot taken from a device counter
+	// (COUNTER%SLOTS): Lo is slot 0's, and the kernel moves it by its slot
+	// times the width when it runs.
+	Counter string
+	Slots   int
 }
 
 // RefRegions resolves entry of kernel op on rank r to the copies and
@@ -459,8 +519,14 @@ func (s *Spec) RefRegions(cfg Config, op *OpSpec, entry string, r int, _ map[str
 		return nil, err
 	}
 	var slots []int
-	switch ref.Slot {
-	case "all":
+	counter, nslots, isCounter, _ := CounterSlot(ref.Slot)
+	switch {
+	case isCounter:
+		if nslots*width > sy.Chunks {
+			return nil, fmt.Errorf("%d slots of %d chunks are %d chunks and %q has %d", nslots, width, nslots*width, ref.Alloc, sy.Chunks)
+		}
+		slots = []int{0}
+	case ref.Slot == "all":
 		if sy.Chunks%width != 0 {
 			return nil, fmt.Errorf("[all] sums slots of %d chunks, and %q has %d", width, ref.Alloc, sy.Chunks)
 		}
@@ -480,7 +546,7 @@ func (s *Spec) RefRegions(cfg Config, op *OpSpec, entry string, r int, _ map[str
 			if lo := sl * width; lo+width > sy.Chunks {
 				return nil, fmt.Errorf("slot %d of %d chunks is [%d, %d) and %q has %d chunks", sl, width, lo, lo+width, ref.Alloc, sy.Chunks)
 			}
-			out = append(out, RefRegion{Rank: p, Lo: sl * width, Alloc: ref.Alloc})
+			out = append(out, RefRegion{Rank: p, Lo: sl * width, Alloc: ref.Alloc, Counter: counter, Slots: nslots})
 		}
 	}
 	return out, nil

@@ -260,7 +260,7 @@ func (s *Spec) validateProgram(e *errs, p *ProgramSpec, tensors map[string]*Tens
 		case OpPut, OpAwait, OpReset, OpRegister:
 			s.validateFlagOp(e, op, tensors)
 		case OpKernel:
-			s.validateKernelRefs(e, op)
+			s.validateKernelRefs(e, op, tensors)
 			for i, n := range slices.Concat(op.Reads, op.Writes) {
 				field, role := item("reads", i), "reads"
 				if i >= len(op.Reads) {
