@@ -20,6 +20,26 @@ func TestVariantConfigRefusesUnreadSets(t *testing.T) {
 	require.NoError(t, err)
 	file, err := scenarios.Load("lifetime-params.yaml", data)
 	require.NoError(t, err)
+	// every allocation fixes its own pad: the pad knob is read by the
+	// form but changes nothing, and the message says why (issue 27 item
+	// 10: it used to say "not read by this file's form")
+	padFixed, err := scenarios.Load("pad-fixed.yaml", []byte(`name: pad-fixed
+ranks: 2
+communicators: [{name: w, ranks: all}]
+symmetric:
+  - {name: symm, ranks: all, chunks: 4, pad: allocation}
+tensors:
+  - {name: x, bytes: 4096, chunks: 2, init: [1, 2]}
+  - {name: y, bytes: 4096, chunks: 2, output: true}
+programs:
+  - ranks: all
+    streams: [main]
+    ops:
+      - {allreduce: ar, comm: w, in: x, out: y, symmetric: symm}
+variants:
+  - {name: base}
+`))
+	require.NoError(t, err)
 	builtin := func(name string) *scenarios.Scenario {
 		sc, ok := scenarios.Lookup(name)
 		require.True(t, ok, name)
@@ -44,6 +64,8 @@ func TestVariantConfigRefusesUnreadSets(t *testing.T) {
 		{"file ignores shared", file, "shared=mid", `shared=mid: knob "shared" is not read by scenario lifetime-params's form (programs)`},
 		{"file-declared param", file, "fix=join", ""},
 		{"file-declared repeat count", file, "gates=2", ""},
+		{"pad fixed by every allocation", padFixed, "pad=per-group",
+			`knob "pad" would change nothing: every symmetric allocation of this file fixes its own pad scope ("symm" (pad: allocation, line 5)); leave pad: out of an allocation for the knob to choose it`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
