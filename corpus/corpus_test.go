@@ -14,8 +14,7 @@ const dir = "../validation/corpus"
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
 var knownMiss = map[string]string{
-	"GraphExternalEventEarly": "held-out-f, scored before mending: not yet diagnosed",
-	"StridedWritesDisjoint":   "held-out-f, scored before mending: a strided view (x[::2]) was taken to reach only its first numel elements, not its stride's extent",
+	"StridedWritesDisjoint": "held-out-f, scored before mending: a strided view (x[::2]) was taken to reach only its first numel elements, not its stride's extent",
 }
 
 // TestBenchmark imports and checks every corpus program and requires

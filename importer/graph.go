@@ -2,6 +2,7 @@ package importer
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -193,7 +194,7 @@ const foreignET = 1_000_000_000
 // capture's own tensors (a race inside the graph shows) and also takes a
 // graph's static buffers from the step as an opaque replay does
 // (opaqueReplays): the inputs the step filled before it, the outputs the
-// step first reads after it.
+// step reads after it.
 func (b *builder) foreignCapture(calls []*call) bool {
 	for _, c := range calls {
 		if !isLaunchCall(c.name) {
@@ -447,7 +448,11 @@ func nameFits(kernel, op string) bool {
 //     the step made it) and that the step last wrote before the launch
 //     without reading it since: a static input, filled for the replay;
 //   - it writes every such tensor that the step first touches after the
-//     launch, by reading it: a static output.
+//     launch, by reading it: a static output; and every static input that
+//     the step reads after the launch, by a kernel that does not rewrite
+//     it, with no write between: a static output the step zeroed or
+//     filled before the replay (out.zero_(); g.replay(); read out) looks
+//     like an input and is both.
 //
 // The first of its kernels to start takes the reads, the last to end the
 // writes. A graph's static buffers are exactly such tensors (a replay
@@ -525,7 +530,15 @@ func (b *builder) opaqueReplays(out []*item) {
 				continue
 			}
 			for _, k := range it.reads {
-				if !seen[k] && !after[k] && static(k) {
+				switch {
+				case after[k] || !static(k):
+				case !seen[k]:
+					rp.outs = append(rp.outs, k)
+				case lastWrite[k] && !slices.Contains(it.writes, k):
+					// Filled (or cleared) before the launch and read
+					// after it, by a kernel that does not rewrite it:
+					// a static output the step zeroed first is one;
+					// taken as read and written by the replay.
 					rp.outs = append(rp.outs, k)
 				}
 				after[k] = true
@@ -570,9 +583,9 @@ func (b *builder) opaqueReplays(out []*item) {
 			also = ", counting those of the other replays of the same graph"
 		}
 		if b.foreignAt[rp.r] {
-			b.p.notef("graph launch at host time %.3f µs replays a capture recorded in a profiling session of its own (before the region): its kernels use the capture's tensors, and are also taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it%s, as a graph's static buffers are (the two sessions name tensors apart: a guess)", b.rel(b.opaqueAt[rp.r]), len(ins[g]), len(outs[g]), also)
+			b.p.notef("graph launch at host time %.3f µs replays a capture recorded in a profiling session of its own (before the region): its kernels use the capture's tensors, and are also taken to read the %d tensors the step filled just before it and to write the %d tensors it read after it with no write between (first there, or filled before it)%s, as a graph's static buffers are (the two sessions name tensors apart: a guess)", b.rel(b.opaqueAt[rp.r]), len(ins[g]), len(outs[g]), also)
 			continue
 		}
-		b.p.notef("graph launch at host time %.3f µs: its capture is not in the trace (captured before the recorded region); its %d kernels are taken to read the %d tensors the step filled just before it and to write the %d tensors it first read after it%s, as a graph's static buffers are (a guess: record the capture inside the region to know)", b.rel(b.opaqueAt[rp.r]), rp.n, len(ins[g]), len(outs[g]), also)
+		b.p.notef("graph launch at host time %.3f µs: its capture is not in the trace (captured before the recorded region); its %d kernels are taken to read the %d tensors the step filled just before it and to write the %d tensors it read after it with no write between (first there, or filled before it)%s, as a graph's static buffers are (a guess: record the capture inside the region to know)", b.rel(b.opaqueAt[rp.r]), rp.n, len(ins[g]), len(outs[g]), also)
 	}
 }

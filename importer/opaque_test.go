@@ -188,3 +188,15 @@ func TestOpaqueReplaysOfOneGraphShareStaticBuffers(t *testing.T) {
 	require.Equal(t, "corruption", dporVerdict(t, held))
 	require.Equal(t, "ok", dporVerdict(t, imp("GraphedCallableOutputCloned")))
 }
+
+// A graph captured at set-up records an event inside the capture, and the
+// step zeroes the graph's static output before the replay: the output
+// looks like an input (filled before the launch), but the step reads it
+// after the launch with no write between, so the replay writes it too. An
+// aux stream that waits on the event recorded before the write inside the
+// graph then races with the write (GraphExternalEventEarly, racy on the
+// GPU); with the event recorded after the write it does not.
+func TestZeroedStaticOutputIsWritten(t *testing.T) {
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "GraphExternalEventEarly")))
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "GraphExternalEventLate")))
+}
