@@ -214,6 +214,7 @@ type Meta struct {
 
 func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error {
 	g := guarded(r, file)
+	g.records("traceEvents")
 	dec := json.NewDecoder(g)
 	fail := func(ev int, format string, a ...any) error {
 		return &Error{File: file, Event: ev, Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
@@ -230,9 +231,7 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 			}
 			ev.reset(i)
 			off := dec.InputOffset()
-			g.beginRecord()
 			err := dec.Decode(&ev)
-			g.endRecord()
 			if err != nil {
 				e := fail(i, "%s; expected an event object (ph, name, ts, dur, args)", jsonMsg(err)).(*Error)
 				var te *json.UnmarshalTypeError
@@ -272,9 +271,7 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 				var props []struct {
 					Name string `json:"name"`
 				}
-				g.beginRecord()
 				err := dec.Decode(&props)
-				g.endRecord()
 				if err != nil {
 					return fail(-1, "deviceProperties: %s; expected a list of {name, …}", jsonMsg(err))
 				}
@@ -288,9 +285,7 @@ func scan(r io.Reader, file string, meta *Meta, visit func(*Event) error) error 
 					Rank      *int `json:"rank"`
 					WorldSize *int `json:"world_size"`
 				}{}
-				g.beginRecord()
 				err := dec.Decode(&di)
-				g.endRecord()
 				if err != nil {
 					return fail(-1, "distributedInfo: %s; expected {rank, world_size, …}", jsonMsg(err))
 				}

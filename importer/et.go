@@ -98,6 +98,7 @@ func readETFile(path string, want map[int64]bool, lim Limits) (map[int64]*ETOp, 
 
 func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, error) {
 	g := guarded(r, file)
+	g.records("nodes")
 	dec := json.NewDecoder(g)
 	fail := func(ev int, format string, a ...any) error {
 		return &Error{File: file, Event: ev, What: "node", Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
@@ -135,9 +136,7 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 			}
 			var n etNode
 			off := dec.InputOffset()
-			g.beginRecord()
 			err := dec.Decode(&n)
-			g.endRecord()
 			if err != nil {
 				e := fail(i, "node: %s; expected {id, name, inputs, outputs, attrs}", jsonMsg(err)).(*Error)
 				var te *json.UnmarshalTypeError

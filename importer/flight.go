@@ -76,6 +76,7 @@ func readFlight(path string, lim Limits) (*frDump, error) {
 
 func readFlightFrom(r io.Reader, file string) (*frDump, error) {
 	g := guarded(r, file)
+	g.records("entries")
 	dec := json.NewDecoder(g)
 	fail := func(ev int, format string, a ...any) error {
 		return &Error{File: file, Event: ev, What: "entry", Offset: dec.InputOffset(), Msg: fmt.Sprintf(format, a...)}
@@ -92,16 +93,12 @@ func readFlightFrom(r io.Reader, file string) (*frDump, error) {
 		}
 		switch kt {
 		case "version":
-			g.beginRecord()
 			err := dec.Decode(&d.version)
-			g.endRecord()
 			if err != nil {
 				return nil, fail(-1, "version: %s; expected a string", jsonMsg(err))
 			}
 		case "pg_config":
-			g.beginRecord()
 			err := dec.Decode(&d.pgs)
-			g.endRecord()
 			if err != nil {
 				return nil, fail(-1, "pg_config: %s; expected {pg: {name, desc, ranks}}", jsonMsg(err))
 			}
@@ -116,9 +113,7 @@ func readFlightFrom(r io.Reader, file string) (*frDump, error) {
 				}
 				var e frEntry
 				off := dec.InputOffset()
-				g.beginRecord()
 				err := dec.Decode(&e)
-				g.endRecord()
 				if err != nil {
 					ee := fail(i, "%s; expected an entry {record_id, process_group, collective_seq_id, profiling_name, …}", jsonMsg(err)).(*Error)
 					var te *json.UnmarshalTypeError

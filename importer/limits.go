@@ -116,9 +116,31 @@ type guard struct {
 	// then a malformed value before the limit is what the file's error is.
 	delivered bool
 
-	rec     bool  // a record is being decoded
-	recFrom int64 // the handed-on offset it started at
+	// The records MaxRecord bounds are found by the guard's own lexing,
+	// byte by byte, so where the bound is passed does not depend on how
+	// far the decoder has read ahead (nor on the sizes of the reads): the
+	// values of a top-level object, except the array under arrayKey,
+	// whose elements are the records instead; the elements of a
+	// top-level array.
+	arrayKey string // traceEvents, nodes, entries: set by the reader
+	top      byte   // '{' or '[': the top-level value, once begun
+	inArr    bool   // inside the array of records under arrayKey
+	want     bool   // the next value to begin at the records' level is one
+	inKey    bool   // reading a top-level key
+	key      []byte // its raw bytes (at most maxKey)
+	keyMatch bool   // the last top-level key is arrayKey
+	rec      bool   // inside a record
+	recDepth int    // the depth its value began at
+	recN     int64  // its bytes handed on so far
 }
+
+// maxKey is the most bytes of a top-level key the guard keeps to compare
+// with arrayKey (escapes included).
+const maxKey = 128
+
+// records tells the guard which top-level key holds the array whose
+// elements are records (see guard); before the first Read.
+func (g *guard) records(key string) { g.arrayKey = key }
 
 type cut struct{ at, n int64 }
 
@@ -146,10 +168,42 @@ func (g *guard) fail(format string, a ...any) error {
 	return g.err
 }
 
-// beginRecord and endRecord bracket one record decoded whole: the bytes
-// handed on between them are bounded by MaxRecord.
-func (g *guard) beginRecord() { g.rec, g.recFrom = true, g.out }
-func (g *guard) endRecord()   { g.rec = false }
+// level is the depth at which records begin.
+func (g *guard) level() int {
+	if g.inArr {
+		return 2
+	}
+	return 1
+}
+
+// beginValue notes that a value begins with byte c at the current depth:
+// a record when one is wanted there, or the array of records.
+func (g *guard) beginValue(c byte) {
+	if !g.want || g.depth != g.level() {
+		return
+	}
+	g.want = false
+	if c == '[' && g.top == '{' && !g.inArr && g.keyMatch {
+		g.inArr, g.want = true, true // its elements are the records
+		return
+	}
+	g.rec, g.recDepth, g.recN = true, g.depth, 0
+}
+
+// endKey compares the top-level key just read with arrayKey.
+func (g *guard) endKey() {
+	g.inKey = false
+	k := string(g.key)
+	if bytes.IndexByte(g.key, '\\') >= 0 {
+		_ = json.Unmarshal([]byte(`"`+k+`"`), &k)
+	}
+	g.keyMatch = g.arrayKey != "" && k == g.arrayKey
+}
+
+// recordTooLarge is the message of MaxRecord.
+func (g *guard) recordTooLarge() string {
+	return fmt.Sprintf("one record (an event, node or entry, or a top-level value) is larger than %s; raise --max-record-bytes to read it", scenarios.FormatBytes(g.lim.MaxRecord))
+}
 
 // fileOffset maps a handed-on offset (the decoder's InputOffset) back to
 // the file's.
@@ -215,23 +269,47 @@ loop:
 				} else {
 					j = end
 				}
-				if g.tok+int64(j-i) > lim.MaxToken {
+				tooLong, tooLarge := g.tok+int64(j-i) > lim.MaxToken, false
+				if tooLong {
 					j = i + int(lim.MaxToken-g.tok)
+				}
+				if g.rec && g.recN+int64(j-i) > lim.MaxRecord {
+					j, tooLong, tooLarge = i+int(lim.MaxRecord-g.recN), false, true
+				}
+				if tooLong || tooLarge {
 					g.lines(b, i, j)
 					w += copy(b[w:], b[i:j])
 					i = j
-					fail("a string longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
+					if tooLong {
+						fail("a string longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
+					} else {
+						fail("%s", g.recordTooLarge())
+					}
 					break loop
 				}
 				g.lines(b, i, j)
 			}
 			g.tok += int64(j - i)
 			w += copy(b[w:], b[i:j])
+			if g.rec {
+				g.recN += int64(j - i)
+			}
+			if g.inKey && len(g.key) < maxKey {
+				g.key = append(g.key, b[i:min(j, i+maxKey-len(g.key))]...)
+			}
 			if j == end {
 				i = j
 				break
 			}
 			c = b[j]
+			if g.rec {
+				if g.recN >= lim.MaxRecord {
+					i = j
+					fail("%s", g.recordTooLarge())
+					break loop
+				}
+				g.recN++
+			}
 			g.tok++
 			switch {
 			case g.esc:
@@ -241,6 +319,16 @@ loop:
 			case c == '"':
 				g.str = false
 			}
+			if g.inKey {
+				if !g.str {
+					g.endKey()
+				} else if len(g.key) < maxKey {
+					g.key = append(g.key, c)
+				}
+			}
+			if g.rec && !g.str && g.depth == g.recDepth {
+				g.rec = false // a string's closing quote: its end
+			}
 			b[w] = c
 			w++
 			i = j + 1
@@ -248,6 +336,9 @@ loop:
 		}
 		switch c {
 		case ' ', '\t', '\n', '\r':
+			if g.rec && g.depth == g.recDepth {
+				g.rec = false // after the value: its end
+			}
 			g.tok = 0
 			g.ws++
 			if c == '\n' {
@@ -266,7 +357,16 @@ loop:
 			}
 		case '"':
 			g.str, g.tok, g.ws = true, 1, 0
+			g.beginValue(c)
+			if !g.rec && g.top == '{' && g.depth == 1 && !g.inArr {
+				g.inKey, g.key = true, g.key[:0]
+			}
 		case '[', '{':
+			if g.top == 0 && g.depth == 0 {
+				g.top, g.want = c, c == '['
+			} else {
+				g.beginValue(c)
+			}
 			g.depth++
 			g.tok, g.ws = 0, 0
 			if g.depth > lim.MaxDepth {
@@ -274,17 +374,37 @@ loop:
 				break loop
 			}
 		case ']', '}', ',', ':':
-			if c == ']' || c == '}' {
+			if g.rec && g.depth == g.recDepth && c != ':' {
+				g.rec = false // after the value: its end
+			}
+			switch {
+			case c == ']' || c == '}':
 				g.depth--
+				g.want = false
+				if g.inArr && g.depth == 1 {
+					g.inArr = false
+				}
+			case c == ',' && (g.inArr && g.depth == 2 || g.top == '[' && g.depth == 1):
+				g.want = true
+			case c == ':' && g.top == '{' && g.depth == 1 && !g.inArr:
+				g.want = true
 			}
 			g.tok, g.ws = 0, 0
 		default:
+			g.beginValue(c)
 			g.ws = 0
 			g.tok++
 			if g.tok > lim.MaxToken {
 				fail("a number or word longer than %s; raise --max-token-bytes to read it", scenarios.FormatBytes(lim.MaxToken))
 				break loop
 			}
+		}
+		if g.rec {
+			if g.recN >= lim.MaxRecord {
+				fail("%s", g.recordTooLarge())
+				break loop
+			}
+			g.recN++
 		}
 		b[w] = c
 		w++
@@ -297,9 +417,6 @@ loop:
 		}
 	}
 	g.out += int64(w)
-	if g.err == nil && g.rec && g.out-g.recFrom > lim.MaxRecord {
-		g.fail("one record (an event, node or entry, or a top-level value) is larger than %s; raise --max-record-bytes to read it", scenarios.FormatBytes(lim.MaxRecord))
-	}
 	g.fold()
 	return w
 }
@@ -464,12 +581,10 @@ func (l Limits) keep(path string, n int, what string, ev int) error {
 		Msg: fmt.Sprintf("more than %d %s; raise --max-kept to read them, or import one step (--step, --step-index)", l.MaxKept, what)}
 }
 
-// skipRecord skips one top-level value the reader does not read, as a
-// record: bounded by MaxRecord, so a huge unread value costs no more time
-// than one record.
-func skipRecord(dec *json.Decoder, g *guard) error {
-	g.beginRecord()
-	defer g.endRecord()
+// skipRecord skips one top-level value the reader does not read: a
+// record to the guard, bounded by MaxRecord, so a huge unread value costs
+// no more time than one record.
+func skipRecord(dec *json.Decoder, _ *guard) error {
 	return dec.Decode(&skipValue{})
 }
 

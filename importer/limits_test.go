@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 )
@@ -128,6 +130,61 @@ func TestTooManyCountsTheRest(t *testing.T) {
 			err := read(p)
 			require.ErrorIs(t, err, ErrLimit)
 			require.ErrorContains(t, err, c.want)
+		})
+	}
+}
+
+// TestRecordLimitIsExact: --max-record-bytes bounds each record's own
+// bytes, found by the guard's lexing, whatever the sizes of the reads
+// (one byte at a time, a few, all at once): a record of exactly the limit
+// is read, one byte more is refused at that byte, inside a string or
+// not; an array of records under another key is one record; whitespace
+// cut before the decoder does not count.
+func TestRecordLimitIsExact(t *testing.T) {
+	const max = 200
+	ev := func(n int) string { // an event of n bytes
+		const head, tail = `{"ph":"X","name":"`, `"}`
+		return head + strings.Repeat("a", n-len(head)-len(tail)) + tail
+	}
+	cases := []struct {
+		name, in string
+		events   int // visited before the error
+		col      int // of the byte past the limit (0: no error)
+	}{
+		{"exactly the limit", "[" + ev(max) + "," + ev(max) + "]", 2, 0},
+		{"one byte more, at the closing brace", "[" + ev(max) + "," + ev(max+1) + "]", 1, 1 + (max + 1) + max + 1},
+		{"far more, inside the string", `{"traceEvents": [` + ev(30) + "," + ev(5*max) + "]}", 1, len(`{"traceEvents": [`) + 31 + max + 1},
+		{"a top-level value", `{"x": [` + strings.Repeat("1,", max) + `1], "traceEvents": []}`, 0, len(`{"x": `) + max + 1},
+		{"an array of records under another key", `{"traceEvent": [` + ev(max/2) + "," + ev(max/2) + "]}", 0, len(`{"traceEvent": `) + max + 1},
+		{"white space between records is no record's", "[" + ev(max) + strings.Repeat(" ", 3*max) + "," + strings.Repeat("\n", 3*max) + ev(max) + "]", 2, 0},
+		{"a string value", `{"x": "` + strings.Repeat("a", max-2) + `" , "traceEvents": []}`, 0, 0},
+		{"a number", `{"x": ` + strings.Repeat("1", max) + ` , "traceEvents": [], "y": ` + strings.Repeat("1", max+1) + `}`, 0, len(`{"x": `+strings.Repeat("1", max)+` , "traceEvents": [], "y": `) + max + 1},
+	}
+	readers := map[string]func(string) io.Reader{
+		"one byte": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+		"halves":   func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) },
+		"whole":    func(s string) io.Reader { return strings.NewReader(s) },
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for rname, r := range readers {
+				n := 0
+				g := newGuard(r(c.in), "r.json", Limits{MaxRecord: max})
+				err := g.finish(scan(g, "r.json", nil, func(*Event) error { n++; return nil }), "r.json")
+				if c.col == 0 {
+					if err != nil {
+						require.NotErrorIs(t, err, ErrLimit, rname)
+					}
+				} else {
+					require.ErrorIs(t, err, ErrLimit, rname)
+					require.ErrorContains(t, err, "--max-record-bytes", rname)
+					var ie *Error
+					require.ErrorAs(t, err, &ie)
+					require.Equal(t, 1, ie.Line, rname)
+					require.Equal(t, c.col, ie.Col, "%s: %v", rname, err)
+				}
+				require.Equal(t, c.events, n, rname)
+			}
 		})
 	}
 }
