@@ -26,7 +26,8 @@ type item struct {
 	// span: the bytes [lo, hi) of each tensor key the kernel's operator
 	// named (a view: a slice, one half); views.go turns them into chunks.
 	span         map[string][2]int64
-	rdSfx, wrSfx []string // chunk ranges ("[0:2]") of reads and writes, by views()
+	progs        map[string][]prog // the elements each view of a key reaches (views.go)
+	rdSfx, wrSfx []string          // chunk ranges ("[0:2]") of reads and writes, by views()
 	name         string
 	// collective
 	coll *cpuOp
@@ -852,7 +853,7 @@ func (b *builder) finish(items []*item) error {
 	}
 	b.views(out)
 	if b.sliced > 0 {
-		p.notef("%d tensors are reached through views (slices, halves) of their storage: a kernel reads and writes only the chunks its view covers (T[LO:HI]; rounded outwards where a view's edge falls inside a chunk)", b.sliced)
+		p.notef("%d tensors are reached through views (slices, halves, strided views) of their storage: a kernel reads and writes only the chunks its view covers (T[LO:HI]; rounded outwards where a view's edge falls inside a chunk; a storage some view reaches with a stride is laid out in lanes, element e in lane e mod the stride, so x[::2] and x[1::2] share no chunk)", b.sliced)
 	}
 	nameOf := b.names()
 	for _, it := range out {

@@ -1,10 +1,12 @@
 package importer
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -17,10 +19,24 @@ type TensorRef struct {
 	Offset   int64
 	Numel    int64
 	ItemSize int64
+	// Step and Extent are the elements past Offset the tensor reaches,
+	// from its sizes and strides (layoutOf): every Step-th one up to
+	// Offset+Extent (Step 1: all of them; 0: some of them); Extent 0 where
+	// the trace gave no strides (Numel elements are taken).
+	Step, Extent int64
+}
+
+// span is the number of elements from Offset to one past the furthest the
+// reference reaches.
+func (t TensorRef) span() int64 {
+	if t.Extent > 0 {
+		return t.Extent
+	}
+	return t.Numel
 }
 
 // Bytes is the extent of the storage the reference reaches.
-func (t TensorRef) Bytes() int64 { return (t.Offset + t.Numel) * t.ItemSize }
+func (t TensorRef) Bytes() int64 { return (t.Offset + t.span()) * t.ItemSize }
 
 // ETOp is an execution-trace node: the operator's name and the CUDA tensors
 // it reads (inputs) and writes (outputs).
@@ -71,8 +87,22 @@ type etNode struct {
 }
 
 type etIO struct {
-	Values []json.RawMessage `json:"values"`
-	Types  []string          `json:"types"`
+	Values  []json.RawMessage `json:"values"`
+	Types   []string          `json:"types"`
+	Shapes  []json.RawMessage `json:"shapes"`
+	Strides []json.RawMessage `json:"strides"`
+}
+
+// layout is the shape and strides of value i, nil where the trace has
+// none.
+func (io etIO) layout(i int) (shape, strides json.RawMessage) {
+	if i < len(io.Shapes) {
+		shape = io.Shapes[i]
+	}
+	if i < len(io.Strides) {
+		strides = io.Strides[i]
+	}
+	return shape, strides
 }
 
 // ReadET streams the execution trace at path (torch.profiler's
@@ -184,14 +214,17 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 				idOf[rf] = n.ID
 			}
 			op.HostScalars = hostScalars(n.Inputs)
-			for _, v := range n.Inputs.Values {
-				op.Inputs = tensors(v, op.Inputs, 0)
+			for i, v := range n.Inputs.Values {
+				sh, st := n.Inputs.layout(i)
+				op.Inputs = tensors(v, sh, st, op.Inputs, 0)
 			}
-			for _, v := range n.Outputs.Values {
-				op.Outputs = tensors(v, op.Outputs, 0)
+			for i, v := range n.Outputs.Values {
+				sh, st := n.Outputs.layout(i)
+				op.Outputs = tensors(v, sh, st, op.Outputs, 0)
 			}
 			if inPlace(n.Name) && len(n.Inputs.Values) > 0 {
-				op.Mutated = tensors(n.Inputs.Values[0], nil, 0)
+				sh, st := n.Inputs.layout(0)
+				op.Mutated = tensors(n.Inputs.Values[0], sh, st, nil, 0)
 				op.HostWrites = hostTensors(n.Inputs.Values[0], nil, 0)
 			}
 			for _, v := range n.Inputs.Values {
@@ -343,18 +376,21 @@ func hostScalars(io etIO) int {
 // hostTensors appends the CPU tensors of more than one element in an ET
 // value (tensors reads the CUDA ones).
 func hostTensors(v json.RawMessage, out []TensorRef, depth int) []TensorRef {
-	return etTensors(v, out, depth, func(dev string, numel int64) bool { return dev == "cpu" && numel > 1 })
+	return etTensors(v, nil, nil, out, depth, func(dev string, numel int64) bool { return dev == "cpu" && numel > 1 })
 }
 
 // tensors appends the CUDA tensors in an ET value: a tensor tuple, or a
-// list of values (TensorList, GenericList), at most 8 levels deep.
-func tensors(v json.RawMessage, out []TensorRef, depth int) []TensorRef {
-	return etTensors(v, out, depth, func(dev string, numel int64) bool { return strings.HasPrefix(dev, "cuda") && numel >= 0 })
+// list of values (TensorList, GenericList), at most 8 levels deep; shape
+// and strides are the value's own entries of the node's "shapes" and
+// "strides" (nested alike; nil where absent).
+func tensors(v, shape, strides json.RawMessage, out []TensorRef, depth int) []TensorRef {
+	return etTensors(v, shape, strides, out, depth, func(dev string, numel int64) bool { return strings.HasPrefix(dev, "cuda") && numel >= 0 })
 }
 
 // etTensors appends the tensor tuples [id, storage, offset, numel,
-// itemsize, device] in an ET value that keep accepts.
-func etTensors(v json.RawMessage, out []TensorRef, depth int, keep func(dev string, numel int64) bool) []TensorRef {
+// itemsize, device] in an ET value that keep accepts, each with the
+// elements its shape and strides reach (layoutOf).
+func etTensors(v, shape, strides json.RawMessage, out []TensorRef, depth int, keep func(dev string, numel int64) bool) []TensorRef {
 	if depth > 8 || len(v) == 0 || v[0] != '[' {
 		return out
 	}
@@ -371,13 +407,71 @@ func etTensors(v json.RawMessage, out []TensorRef, depth int, keep func(dev stri
 		}
 		if ok {
 			if keep(dev, n[3]) && n[4] > 0 && n[2] >= 0 && n[4] <= 64 && n[3] < 1<<50 && n[2] < 1<<50 {
-				out = append(out, TensorRef{Storage: n[1], Offset: n[2], Numel: n[3], ItemSize: n[4]})
+				r := TensorRef{Storage: n[1], Offset: n[2], Numel: n[3], ItemSize: n[4]}
+				r.Step, r.Extent = layoutOf(shape, strides, n[3])
+				out = append(out, r)
 			}
 			return out
 		}
 	}
-	for _, x := range xs {
-		out = etTensors(x, out, depth+1, keep)
+	var shs, sts []json.RawMessage
+	if len(shape) > 0 && shape[0] == '[' {
+		_ = json.Unmarshal(shape, &shs)
+	}
+	if len(strides) > 0 && strides[0] == '[' {
+		_ = json.Unmarshal(strides, &sts)
+	}
+	for i, x := range xs {
+		var sh, st json.RawMessage
+		if len(shs) == len(xs) && len(sts) == len(xs) {
+			sh, st = shs[i], sts[i]
+		}
+		out = etTensors(x, sh, st, out, depth+1, keep)
 	}
 	return out
+}
+
+// layoutOf reads a tensor's sizes and strides (elements) and returns
+// which elements past its offset it reaches: extent is one past the
+// furthest (1 + Σ (size−1)·stride), and step > 0 when they are exactly
+// every step-th element up to there (dimensions of size 1 or stride 0
+// aside, each stride is the previous one times its size: a slice x[::2]
+// has step 2; a dense tensor step 1). step is 0 when they are some other
+// set (a column of a matrix with a gap), which the extent bounds; extent
+// is 0 where the trace gives no sizes and strides (numel elements from
+// the offset are taken).
+func layoutOf(shape, strides json.RawMessage, numel int64) (step, extent int64) {
+	var sizes, st []int64
+	if json.Unmarshal(shape, &sizes) != nil || json.Unmarshal(strides, &st) != nil || len(sizes) != len(st) {
+		return 1, 0
+	}
+	type dim struct{ size, stride int64 }
+	var dims []dim
+	extent = 1
+	for i, n := range sizes {
+		if n <= 0 {
+			return 1, 0 // empty: numel (0) says it all
+		}
+		if st[i] < 0 || n > 1<<40 || st[i] > 1<<40 {
+			return 1, 0
+		}
+		extent += (n - 1) * st[i]
+		if n > 1 && st[i] > 0 {
+			dims = append(dims, dim{n, st[i]})
+		}
+	}
+	if extent > 1<<50 {
+		return 1, 0
+	}
+	if len(dims) == 0 {
+		return 1, 1
+	}
+	slices.SortFunc(dims, func(a, b dim) int { return cmp.Compare(a.stride, b.stride) })
+	step = dims[0].stride
+	for i := 1; i < len(dims); i++ {
+		if dims[i].stride != dims[i-1].stride*dims[i-1].size {
+			return 0, extent
+		}
+	}
+	return step, extent
 }

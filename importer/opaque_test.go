@@ -200,3 +200,14 @@ func TestZeroedStaticOutputIsWritten(t *testing.T) {
 	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "GraphExternalEventEarly")))
 	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "GraphExternalEventLate")))
 }
+
+// Strided views: aux writes out[::2] while main writes out[1::2]
+// (StridedWritesDisjoint, clean on the GPU) or out[::4]
+// (StridedWritesOverlap, racy). The storage is laid out in lanes (element
+// e in lane e mod 2, or mod 4), so each strided view is whole lanes and
+// disjoint views share no chunk; a view's extent reaches its last element,
+// not numel elements from its offset.
+func TestStridedViewsAreLanes(t *testing.T) {
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "StridedWritesDisjoint")))
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "StridedWritesOverlap")))
+}

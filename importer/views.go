@@ -1,17 +1,31 @@
 package importer
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/collsim/collsim/scenarios"
 )
 
-// addSpan notes the bytes of key that the tensor reference r reaches.
+// prog is the elements of a storage a view reaches: count of them, every
+// step-th from start, each of size bytes.
+type prog struct{ start, step, count, size int64 }
+
+// addSpan notes the bytes of key that the tensor reference r reaches, and
+// which elements.
 func (it *item) addSpan(key string, r TensorRef) {
 	lo, hi := r.Offset*r.ItemSize, r.Bytes()
 	if it.span == nil {
 		it.span = map[string][2]int64{}
+		it.progs = map[string][]prog{}
 	}
+	pr := prog{r.Offset, 1, r.span(), r.ItemSize}
+	if r.Step > 1 && r.span() > 0 {
+		pr.step, pr.count = r.Step, (r.span()-1)/r.Step+1
+	}
+	it.progs[key] = append(it.progs[key], pr)
 	if s, ok := it.span[key]; ok {
 		lo, hi = min(lo, s[0]), max(hi, s[1])
 	}
@@ -21,6 +35,52 @@ func (it *item) addSpan(key string, r TensorRef) {
 // defaultChunks is a tensor's chunk count when the file gives none (the
 // chunks knob's default).
 const defaultChunks = 4
+
+// lanes gives the positions [lo, hi) in each lane that p reaches, with
+// element e in lane e mod m at position e div m (p.step divides m): a
+// strided view x[1::2] is lane 1 of 2, whole; x[:H] a part of every lane.
+func (p prog) lanes(m int64) [][3]int64 {
+	var out [][3]int64
+	q := m / p.step
+	for l := p.start % p.step; l < m; l += p.step {
+		d := (l - p.start) / p.step // exact: l ≡ start (mod step)
+		i0 := ((d % q) + q) % q
+		if i0 >= p.count {
+			continue
+		}
+		i1 := i0 + (p.count-1-i0)/q*q
+		out = append(out, [3]int64{l, (p.start + i0*p.step) / m, (p.start+i1*p.step)/m + 1})
+	}
+	return out
+}
+
+// laneMod is the lanes a storage is laid out in: the least common multiple
+// of the steps of the strided views that reach it (x[::2] and x[1::2]: 2),
+// so each such view is whole lanes and views of different lanes do not
+// share a chunk; 1 where no view is strided, or where lanes do not fit (a
+// step over 16, elements of different sizes).
+func laneMod(ps []prog) int64 {
+	m := int64(1)
+	for _, p := range ps {
+		if p.size != ps[0].size {
+			return 1
+		}
+		if p.step > 1 {
+			m = m / gcd(m, p.step) * p.step
+			if m > 16 {
+				return 1
+			}
+		}
+	}
+	return m
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
 
 // views turns the byte spans of the kernels' tensors into chunk ranges.
 // A storage two kernels reach through different views (x[:H] and x[H:],
@@ -40,13 +100,96 @@ func (b *builder) views(out []*item) {
 		}
 	}
 	partial := func(k string, s [2]int64) bool { return s[0] > 0 || s[1] < ext[k] }
+	// Strided views: their storage is laid out in lanes (laneMod), each
+	// lane its own run of chunks.
+	all := map[string][]prog{}
+	for _, it := range out {
+		if it.kind != scenarios.OpKernel {
+			continue
+		}
+		for _, k := range sortedKeys(it.progs) {
+			all[k] = append(all[k], it.progs[k]...)
+		}
+	}
+	lanes := map[string]int64{}   // key → lanes
+	perLane := map[string]int64{} // key → chunks per lane
+	for _, k := range sortedKeys(all) {
+		ps := all[k]
+		t := b.tensors[k]
+		if t == nil || t.chunks > 0 || ext[k] <= 0 || ext[k]%ps[0].size != 0 {
+			continue
+		}
+		strided := false
+		for _, p := range ps {
+			strided = strided || p.step > 1
+		}
+		m := laneMod(ps)
+		if !strided || m == 1 {
+			continue
+		}
+		span := (ext[k]/ps[0].size + m - 1) / m // positions per lane
+		var bs []int64
+		for _, p := range ps {
+			for _, r := range p.lanes(m) {
+				bs = append(bs, r[1], r[2])
+			}
+		}
+		per := int64(64) / m
+		for try := int64(1); try <= 64/m; try *= 2 {
+			ok := true
+			for _, x := range bs {
+				ok = ok && (x*try)%span == 0
+			}
+			if ok {
+				per = try
+				break
+			}
+		}
+		lanes[k], perLane[k] = m, per
+		if c := int(m * per); c != defaultChunks {
+			t.chunks = c
+		}
+		b.sliced++
+	}
+	// laneRanges is the chunk ranges a kernel's views of key reach, as
+	// "[a:b]|[c:d]" ("" for the whole tensor), and how many chunks.
+	laneRanges := func(k string, ps []prog) (string, int) {
+		m, per := lanes[k], perLane[k]
+		span := (ext[k]/ps[0].size + m - 1) / m
+		var rs [][2]int64
+		for _, p := range ps {
+			for _, r := range p.lanes(m) {
+				lo, hi := r[0]*per+r[1]*per/span, r[0]*per+(r[2]*per+span-1)/span
+				rs = append(rs, [2]int64{lo, max(hi, lo+1)})
+			}
+		}
+		slices.SortFunc(rs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		var merged [][2]int64
+		for _, r := range rs {
+			if n := len(merged); n > 0 && r[0] <= merged[n-1][1] {
+				merged[n-1][1] = max(merged[n-1][1], r[1])
+				continue
+			}
+			merged = append(merged, r)
+		}
+		if len(merged) == 1 && merged[0][0] == 0 && merged[0][1] == m*per {
+			return "", int(m * per)
+		}
+		var parts []string
+		n := 0
+		for _, r := range merged {
+			parts = append(parts, fmt.Sprintf("[%d:%d]", r[0], r[1]))
+			n += int(r[1] - r[0])
+		}
+		return strings.Join(parts, "|"), n
+	}
 	bounds := map[string][]int64{}
 	for _, it := range out {
 		if it.kind != scenarios.OpKernel {
 			continue
 		}
 		for _, k := range sortedKeys(it.span) {
-			if s := it.span[k]; partial(k, s) {
+			if s := it.span[k]; partial(k, s) && lanes[k] == 0 {
 				bounds[k] = append(bounds[k], s[0], s[1])
 			}
 		}
@@ -75,6 +218,9 @@ func (b *builder) views(out []*item) {
 		b.sliced++
 	}
 	chunks := func(k string) int {
+		if m, ok := lanes[k]; ok {
+			return int(m * perLane[k])
+		}
 		if c, ok := chunksOf[k]; ok {
 			return c
 		}
@@ -97,7 +243,9 @@ func (b *builder) views(out []*item) {
 		width := 0 // the most chunks a write of the kernel spans
 		for i, k := range it.writes {
 			n := chunks(k)
-			if s, ok := it.span[k]; ok && chunksOf[k] > 0 && partial(k, s) {
+			if ps, ok := it.progs[k]; ok && lanes[k] > 0 {
+				it.wrSfx[i], n = laneRanges(k, ps)
+			} else if s, ok := it.span[k]; ok && chunksOf[k] > 0 && partial(k, s) {
 				lo, hi := rangeOf(k, s)
 				it.wrSfx[i], n = fmt.Sprintf("[%d:%d]", lo, hi), hi-lo
 			}
@@ -106,6 +254,8 @@ func (b *builder) views(out []*item) {
 		for i, k := range it.reads {
 			s, ok := it.span[k]
 			switch {
+			case ok && lanes[k] > 0:
+				it.rdSfx[i], _ = laneRanges(k, it.progs[k])
 			case ok && chunksOf[k] > 0 && partial(k, s):
 				lo, hi := rangeOf(k, s)
 				it.rdSfx[i] = fmt.Sprintf("[%d:%d]", lo, hi)
@@ -116,13 +266,17 @@ func (b *builder) views(out []*item) {
 	}
 }
 
-// withSuffix joins names and their chunk ranges ("" for none).
+// withSuffix joins names and their chunk ranges ("" for none; a strided
+// view's "[a:b]|[c:d]" is one entry per range).
 func withSuffix(names, sfx []string) []string {
-	out := make([]string, len(names))
+	out := make([]string, 0, len(names))
 	for i, n := range names {
-		out[i] = n
-		if i < len(sfx) {
-			out[i] += sfx[i]
+		if i >= len(sfx) || sfx[i] == "" {
+			out = append(out, n)
+			continue
+		}
+		for _, r := range strings.Split(sfx[i], "|") {
+			out = append(out, n+r)
 		}
 	}
 	return out
