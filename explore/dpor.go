@@ -116,7 +116,7 @@ type DPOR struct {
 	abuf      []ranks.ActorID
 	acc       []access
 	pseudo    []pseudoStep
-	local     map[ranks.ActorID]int
+	local     []int32             // dporRun.local's buffer
 	keep      []access            // long-lived footprints of explored steps (doneAcc), in chunks
 	chunks    [][]int32           // buffer id → chunk → 1 + resource id (chunkID)
 	slotIDs   [][]int32           // pad name → slot → 1 + resource id (resID)
@@ -218,17 +218,13 @@ func (d *DPOR) Begin(i int) (sim.Chooser, uint64, bool) {
 	if d.res == nil {
 		d.res, d.names = map[resKey]int32{}, map[nameKey]uint64{}
 	}
-	if d.local == nil {
-		d.local = map[ranks.ActorID]int{}
-	}
-	clear(d.local)
 	fast, fastEv := 0, 0
 	if i > 0 && len(d.prefix)-1 < len(d.rawAt) {
 		fast, fastEv = int(d.rawAt[len(d.prefix)-1]), int(d.evAt[len(d.prefix)-1])
 	}
 	d.cur = &dporRun{d: d, prefix: d.prefix, fast: fast, prevRaw: d.raw, raw: d.spareRaw[:0], rawAt: d.spareAt[:0],
 		fastEv: fastEv, prevEv: d.ev, ev: d.spareEv[:0], evAt: d.spareEvAt[:0], steps: d.steps[:0], abuf: d.abuf[:0], acc: d.acc[:0], pseudo: d.pseudo[:0], branch: len(d.prefix) - 1, sleep: map[ranks.ActorID][]access{},
-		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: d.local, woken: map[ranks.ActorID]bool{}}
+		sent: map[*ranks.Fifo]int{}, recvd: map[*ranks.Fifo]int{}, local: d.local[:0], woken: map[ranks.ActorID]bool{}}
 	return d.cur, 0, true
 }
 
@@ -273,7 +269,7 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	// Godefroid's use of next(s, p) for disabled processes.
 	for _, a := range r.blockedActors() {
 		st := r.w.NextStep(a)
-		r.attempt(&st)
+		r.attempt(a, &st)
 	}
 	if d.finished != nil && !r.blocked {
 		d.finished(r.steps)
@@ -283,7 +279,7 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	d.raw, d.rawAt = r.raw, r.rawAt
 	d.spareEv, d.spareEvAt = d.ev, d.evAt
 	d.ev, d.evAt = r.ev, r.evAt
-	d.steps, d.abuf, d.acc, d.pseudo = r.steps[:0], r.abuf[:0], r.acc[:0], r.pseudo[:0]
+	d.steps, d.abuf, d.acc, d.pseudo, d.local = r.steps[:0], r.abuf[:0], r.acc[:0], r.pseudo[:0], r.local[:0]
 	return nil
 }
 
@@ -306,16 +302,26 @@ type dstep struct {
 // execute, but it races with the steps that made it spin (the flag another
 // waiter consumed, the FIFO slot another sender filled), as in Flanagan and
 // Godefroid's check of next(s, p) for disabled processes.
-func (r *dporRun) attempt(st *ranks.Step) {
+func (r *dporRun) attempt(e int32, st *ranks.Step) {
 	if r.blocked {
 		return
 	}
 	if len(st.Takes) > 0 {
 		r.woken[st.Actor] = true
 	}
-	acc := r.accesses(st, r.local[st.Actor] == 0, false)
+	n := *r.localOf(e)
+	acc := r.accesses(st, n == 0, false)
 	r.pseudo = append(r.pseudo, pseudoStep{pos: len(r.steps),
-		step: dstep{actor: st.Actor, acc: acc, local: r.local[st.Actor] + 1, pseudo: true, node: -1}})
+		step: dstep{actor: st.Actor, acc: acc, local: int(n) + 1, pseudo: true, node: -1}})
+}
+
+// localOf is the count of engine actor e's steps so far in this execution
+// (an engine actor, a host or a task, is one ActorID throughout a run).
+func (r *dporRun) localOf(e int32) *int32 {
+	if int(e) >= len(r.local) {
+		r.local = append(r.local, make([]int32, int(e)+1-len(r.local))...)
+	}
+	return &r.local[e]
 }
 
 type pseudoStep struct {
@@ -435,7 +441,7 @@ type dporRun struct {
 	blocked bool
 	sent    map[*ranks.Fifo]int
 	recvd   map[*ranks.Fifo]int
-	local   map[ranks.ActorID]int
+	local   []int32 // per engine actor: its steps so far (localOf)
 	pseudo  []pseudoStep
 	// woken: actors that spun waiting for residency (their take, when it
 	// comes, was enabled by a release)
@@ -521,7 +527,7 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 	st := r.w.NextStep(it.Actor)
 	r.ev = append(r.ev, st.Block)
 	if st.Block {
-		r.attempt(&st)
+		r.attempt(it.Actor, &st)
 		return
 	}
 	var enabled []ranks.ActorID
@@ -542,8 +548,10 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 		r.d.SleepBlocked++
 		return
 	}
-	r.local[st.Actor]++
-	acc := r.accesses(&st, r.local[st.Actor] == 1, true)
+	n := r.localOf(it.Actor)
+	*n++
+	local := int(*n)
+	acc := r.accesses(&st, local == 1, true)
 	var sleepHere map[ranks.ActorID][]access
 	if i == r.branch {
 		// Branching: the siblings explored before sleep, with their steps here.
@@ -578,7 +586,7 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 		}
 	}
 	r.stepDone(chosen, e)
-	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, accEnd: int32(len(r.acc)), local: r.local[st.Actor], sleep: sleepHere, fifo: st.Instr != nil && st.Instr.Fifo != nil})
+	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, accEnd: int32(len(r.acc)), local: local, sleep: sleepHere, fifo: st.Instr != nil && st.Instr.Fifo != nil})
 }
 
 // stepDone records, for the step observed as event e, how many engine
@@ -605,12 +613,12 @@ func (r *dporRun) again(it sim.Item, chosen bool) bool {
 		return false
 	}
 	st := r.steps[: i+1 : i+1][i]
-	if st.fifo || st.pseudo || r.w.ActorOf(it.Actor) != st.actor || r.local[st.actor]+1 != st.local || int(st.accEnd) > cap(r.acc) || st.accEnd < int32(len(r.acc)) {
+	if st.fifo || st.pseudo || r.w.ActorOf(it.Actor) != st.actor || int(*r.localOf(it.Actor))+1 != st.local || int(st.accEnd) > cap(r.acc) || st.accEnd < int32(len(r.acc)) {
 		return false
 	}
 	r.ev = append(r.ev, false)
 	r.have = false
-	r.local[st.actor]++
+	*r.localOf(it.Actor)++
 	r.acc = r.acc[:st.accEnd]
 	st.enabled, st.sleep = nil, nil
 	r.stepDone(chosen, len(r.ev)-1)
