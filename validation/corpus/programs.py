@@ -3119,10 +3119,10 @@ class CompiledAttentionSide(Base):
     mechanism = "held-out-f"
     delay = "aux, before the compiled attention"
     joined = False    # True: main waits for aux before it reads o
-    B, H, L, E = 4, 8, 1024, 64
+    SHAPE = (4, 8, 1024, 64)      # batch, heads, length, head size (Base.setup's self.B is a matrix)
 
     def extra(self):
-        shape = (self.B, self.H, self.L, self.E)
+        shape = self.SHAPE
         self.q0 = torch.randn(shape, device="cuda", dtype=torch.float16)
         self.kk = torch.randn(shape, device="cuda", dtype=torch.float16)
         self.v = torch.randn(shape, device="cuda", dtype=torch.float16)
