@@ -96,8 +96,38 @@ func NewCheckpointReader(r io.Reader) (*CheckpointReader, error) {
 // strings records repeat are not shared: a resume keeps none of them.
 func (c *CheckpointReader) Records() iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
+		for line, err := range c.Lines() {
+			var r *Record
+			if err == nil {
+				r = new(Record)
+				if jerr := json.Unmarshal(line, r); jerr != nil {
+					c.done, c.good = true, c.good-int64(len(line)+1)
+					yield(nil, fmt.Errorf("%w: line %d: not a schedule record: %w", ErrBadInput, c.line, jsonAt(line, jerr)))
+					return
+				}
+			}
+			if !yield(r, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Lines yields the lines of the records after the header, without their
+// newline, as Records reads them but not decoded (the bytes are reused:
+// copy what you keep).
+func (c *CheckpointReader) Lines() iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
 		for !c.done {
-			text, err := c.br.ReadBytes('\n')
+			text, err := c.br.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				var long []byte
+				for err == bufio.ErrBufferFull {
+					long = append(long, text...)
+					text, err = c.br.ReadSlice('\n')
+				}
+				text = append(long, text...)
+			}
 			if err != nil { // io.EOF: what is left is torn, or nothing
 				c.done = true
 				if err != io.EOF {
@@ -106,14 +136,8 @@ func (c *CheckpointReader) Records() iter.Seq2[*Record, error] {
 				return
 			}
 			c.line++
-			r := new(Record)
-			if err := json.Unmarshal(text[:len(text)-1], r); err != nil {
-				c.done = true
-				yield(nil, fmt.Errorf("%w: line %d: not a schedule record: %w", ErrBadInput, c.line, jsonAt(text[:len(text)-1], err)))
-				return
-			}
 			c.good += int64(len(text))
-			if !yield(r, nil) {
+			if !yield(text[:len(text)-1], nil) {
 				return
 			}
 		}
@@ -247,7 +271,7 @@ func resume(s Strategy, sum *Summary, m *merger, indices schedules, opt Options)
 		if !c.add(r) {
 			continue
 		}
-		if opt.Shard.Count > 0 {
+		if opt.Shard.Count > 0 && !opt.RecordsElsewhere {
 			sum.Records = append(sum.Records, r)
 		}
 		m.add(r)

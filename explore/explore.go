@@ -31,8 +31,12 @@ type Options struct {
 	// number done so far.
 	Progress func(done int)
 	// Shard, when Count > 0, runs only the schedules with index ≡ Index
-	// (mod Count) and keeps their records for [Merge].
+	// (mod Count) and keeps their records for [Merge] (in Summary.Records,
+	// unless RecordsElsewhere).
 	Shard Shard
+	// RecordsElsewhere: a sharded run keeps no records, its caller reads
+	// them back from where Checkpoint put them.
+	RecordsElsewhere bool
 	// GCPercent, when > 0, is the garbage collector's target percentage
 	// while Explore runs ([TuneGC]; simctl uses [DefaultGCPercent]).
 	GCPercent int
@@ -154,7 +158,7 @@ func Explore(t *Target, s Strategy, seed uint64, opt Options) (*Summary, error) 
 			r.Witness, r.Findings = newWitness(t, s, sc), sc.Findings
 			r.FindingsTotal = sc.FindingsTotal()
 		}
-		if opt.Shard.Count > 0 {
+		if opt.Shard.Count > 0 && !opt.RecordsElsewhere {
 			sum.Records = append(sum.Records, r)
 		}
 		m.add(r)

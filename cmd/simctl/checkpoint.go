@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +18,6 @@ import (
 	"time"
 
 	"github.com/collsim/collsim/explore"
-	"github.com/collsim/collsim/scenarios"
 )
 
 // Checkpoints (explore --checkpoint FILE, --resume FILE; the format is
@@ -69,27 +70,6 @@ type checkpointer struct {
 	stderr    io.Writer
 }
 
-// checkpointBytesPerFileByte is the memory per byte of checkpoint of a
-// sharded run's resume, which keeps the records for its shard file (a
-// 63 MB checkpoint of 600,000 schedules held 200 MB resident). A run that
-// is not sharded keeps none: it folds each as it is read.
-const checkpointBytesPerFileByte = 2
-
-// checkCheckpointMemory refuses the checkpoint of a sharded run whose
-// records would not fit in --max-memory, naming the flag, before it is
-// read.
-func checkCheckpointMemory(path string) error {
-	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		return nil // openRegular says what is wrong
-	}
-	if need := st.Size()*checkpointBytesPerFileByte + 32<<20; need > scenarios.MemoryBudget {
-		return usagef("--resume %s: a sharded run keeps the records of its checkpoint for its shard file: %s of checkpoint needs about %s of memory; the limit is %s (raise --max-memory)",
-			quoteName(path), scenarios.FormatBytes(st.Size()), scenarios.FormatBytes(need), scenarios.FormatBytes(scenarios.MemoryBudget))
-	}
-	return nil
-}
-
 // existingCheckpoint decides what --checkpoint does with a file already at
 // path: a checkpoint of this exploration is continued (nil); anything else
 // (a scenario file, another exploration's checkpoint, a FIFO or device) is
@@ -137,11 +117,6 @@ func openCheckpoint(path string, h explore.CheckpointHeader, resume bool) (*chec
 	var rd *explore.CheckpointReader
 	var in *os.File
 	if resume {
-		if h.Shard.Count > 0 {
-			if err := checkCheckpointMemory(path); err != nil {
-				return nil, nil, err
-			}
-		}
 		fd, err := openRegular(path, "checkpoint")
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -326,4 +301,62 @@ func hasNewline(path string) bool {
 	defer f.Close()
 	b, _ := io.ReadAll(io.LimitReader(f, 64<<10))
 	return bytes.IndexByte(b, '\n') >= 0
+}
+
+// writeShardFile prints a shard's file as json.Encoder (indent " ") prints
+// sf with its records; with fromCheckpoint they are the lines of the
+// checkpoint ck, read back and indented, none held, rather than sf's.
+func writeShardFile(w io.Writer, sf *explore.ShardFile, ck *checkpointer, fromCheckpoint bool) error {
+	if !fromCheckpoint {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", " ")
+		return enc.Encode(sf)
+	}
+	if ck.err != nil {
+		return usagef("--shard: the shard file is made from the checkpoint %s, which could not be written: %v", quoteName(ck.path), ck.err)
+	}
+	in, err := openRegular(ck.path, "checkpoint")
+	if err != nil {
+		return usagef("--shard: %w", err)
+	}
+	defer in.Close()
+	rd, err := explore.NewCheckpointReader(in)
+	if err != nil {
+		return usagef("--shard: %s: %w", quoteName(ck.path), err)
+	}
+	g := *sf
+	g.Records = []*explore.Record{}
+	head, err := json.MarshalIndent(&g, "", " ")
+	if err != nil {
+		return err
+	}
+	cut := bytes.LastIndex(head, []byte("[]")) // "records" comes last
+	bw := bufio.NewWriterSize(w, 1<<16)
+	_, _ = bw.Write(head[:cut])
+	n := 0
+	var b bytes.Buffer
+	for line, err := range rd.Lines() {
+		if err != nil {
+			return usagef("--shard: %s: %w", quoteName(ck.path), err)
+		}
+		sep := ",\n  "
+		if n == 0 {
+			sep = "[\n  "
+		}
+		b.Reset()
+		if err := json.Indent(&b, line, "  ", " "); err != nil {
+			return usagef("--shard: %s: record %d: %w", quoteName(ck.path), n+1, err)
+		}
+		_, _ = bw.WriteString(sep)
+		_, _ = bw.Write(b.Bytes())
+		n++
+	}
+	if n == 0 {
+		_, _ = bw.WriteString("null")
+	} else {
+		_, _ = bw.WriteString("\n ]")
+	}
+	_, _ = bw.Write(head[cut+2:])
+	_ = bw.WriteByte('\n')
+	return bw.Flush()
 }

@@ -239,20 +239,15 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 		return usageError{fmt.Errorf("explore %s: %w", quoteName(name), err)}
 	}
 	interrupted := stopped()
-	if ck != nil && ck.err == nil && !interrupted && !sum.Partial && ck.auto {
-		_ = os.Remove(ck.path) // finished: the default checkpoint is not needed
-	}
 	// The summary goes to stdout before any optional file is written: a
 	// file that cannot be written (a full disk) must not cost the result.
 	if f.shard != "" {
 		// A shard's own summary means little: print the file merge needs.
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", " ")
 		sf := explore.NewShardFile(sum, budget, f.outcomes, opt.Shard)
 		if v, ok := t.Scenario.Variant(t.Variant); ok {
 			sf.Expect = v.Expect // merge's exit status
 		}
-		if err := enc.Encode(sf); err != nil {
+		if err := writeShardFile(stdout, sf, ck, opt.RecordsElsewhere); err != nil {
 			return err
 		}
 	} else if f.format == "json" {
@@ -263,6 +258,9 @@ func runExplore(stdout, stderr io.Writer, name string, f exploreFlags, seedSet b
 		}
 	} else {
 		writeExploreText(stdout, sum, f)
+	}
+	if ck != nil && ck.err == nil && !interrupted && !sum.Partial && ck.auto {
+		_ = os.Remove(ck.path) // finished: the default checkpoint is not needed
 	}
 	if err := writeWitness(stderr, dash, sum.Witness, f.witness); err != nil {
 		return err
@@ -442,6 +440,9 @@ func startCheckpoint(stderr io.Writer, t *explore.Target, s explore.Strategy, se
 	}
 	opt.Resume = recs
 	opt.Checkpoint = ck.add
+	// A shard's records are read back from its checkpoint for its shard
+	// file: none is held.
+	opt.RecordsElsewhere = opt.Shard.Count > 0
 	if auto {
 		fmt.Fprintf(stderr, "simctl: checkpointing to %s (after a crash: --resume %s)\n", quoteName(path), quoteName(path))
 	}

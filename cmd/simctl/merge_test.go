@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,4 +82,30 @@ func TestWitnessNamesItsScenarioRelatively(t *testing.T) {
 	code, out, stderr := simctl(t, "replay", w)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "reproduced")
+}
+
+// A sharded run with a checkpoint holds no records: its shard file is read
+// back from the checkpoint, byte for byte the file a run without one
+// prints, and so is the file of a run resumed from a cut checkpoint.
+func TestShardFileFromItsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"explore", "aux-stream-lifetime", "--variant", "buggy", "--strategy", "pct", "--budget", "60", "--outcomes", "--shard", "1/3"}
+	code, want, stderr := simctl(t, base...)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, want, `"witness": {`)
+	ck := filepath.Join(dir, "c.ckpt")
+	code, got, stderr := simctl(t, append(base, "--checkpoint", ck, "--checkpoint-every", "0s")...)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, want, got)
+	data, err := os.ReadFile(ck)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	cut := filepath.Join(dir, "cut.ckpt")
+	require.NoError(t, os.WriteFile(cut, []byte(strings.Join(lines[:len(lines)/2], "")+lines[len(lines)/2][:20]), 0o644))
+	code, got, stderr = simctl(t, append(base, "--resume", cut)...)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, want, got)
+	code, got, stderr = simctl(t, "explore", "aux-stream-lifetime", "--variant", "buggy", "--strategy", "pct", "--budget", "2", "--shard", "2/3", "--checkpoint", filepath.Join(dir, "none.ckpt"))
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, got, `"records": null`)
 }
