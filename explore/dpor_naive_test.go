@@ -51,6 +51,11 @@ type richProgram struct {
 	// a rank on its first stream in program order, and compares the
 	// outputs with it (by default nothing is compared).
 	SerialRef bool
+	// Stepped makes the communicators' FIFOs stepped connections and their
+	// kernels load and write back the step counters, with no order key
+	// between them (RCCL's graph path on a GPU that runs them together:
+	// ranks/stepconn.go).
+	Stepped bool
 }
 
 func (p richProgram) scenario() *scenarios.Scenario {
@@ -68,6 +73,9 @@ func (p richProgram) scenario() *scenarios.Scenario {
 			fifos[c] = [2]*ranks.Fifo{w.NewFifo(fmt.Sprintf("c%d:0→1", c), 0, 1, 1), w.NewFifo(fmt.Sprintf("c%d:1→0", c), 1, 0, 1)}
 		}
 		fifos[0] = fifos[1]
+		for c := 1; c <= 2 && p.Stepped; c++ {
+			fifos[c][0].Stepped, fifos[c][1].Stepped = true, true
+		}
 		for r := range 2 {
 			w.Init(sym.Bufs[r], func(c int) uint64 { return uint64(10*(r+1) + c) })
 			outs[r] = w.Alloc(r, "out", 64, 2)
@@ -86,7 +94,10 @@ func (p richProgram) scenario() *scenarios.Scenario {
 				rk := op.Kernel
 				ks := &ranks.KernelSpec{Name: fmt.Sprintf("k%d.%d", r, k), Blocks: rk.Blocks, Spins: rk.Spins}
 				f := fifos[rk.Comm]
-				if rk.Comm > 0 {
+				switch {
+				case rk.Comm > 0 && p.Stepped:
+					ks.StepConns = true
+				case rk.Comm > 0:
 					ks.OrderKey = fmt.Sprintf("c%d", rk.Comm)
 				}
 				if rk.Excl {
