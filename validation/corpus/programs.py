@@ -3332,3 +3332,597 @@ class StridedWritesOverlap(StridedWrites):
 @program
 class StridedWritesDisjoint(StridedWrites):
     intent = "clean"
+
+
+# --- 14. held-out-g: idioms the corpus did not use (Stream.query() polling as the join, all_to_all_single
+# and broadcast on a comm stream, one graph replayed twice with a side read between, three graphs in one
+# shared pool, a graph's input filled by a pinned H2D copy marked by an event, a ring of reused events, one
+# event re-recorded in a loop, record_stream on a head view, a tensor freed inside a helper, torch.split
+# parts read by torch.cat, a bf16 bmm into a reused out= buffer, torch.cuda.synchronize() against a
+# stream's synchronize() before a host read). Written before being scored, by a helper who had not read
+# the importer; each label is what the GPU shows.
+
+class StreamQueryJoin(Base):
+    """aux writes buf; the host polls a stream's query() until it reports idle, then main reads buf with
+    no device-side wait. Polling aux.query() is a host join; polling main.query() (the wrong stream) is not."""
+    mechanism = "held-out-g"
+    delay = "aux, before it writes buf"
+    poll_aux = False
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.n = 0
+
+    def step(self, sleep):
+        main, aux, buf = self.main, self.aux, self.buf
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        buf.zero_()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            torch.mul(self.src, k, out=buf)
+        polled = aux if self.poll_aux else main
+        while not polled.query():
+            pass
+        y = buf.sin()
+        main.wait_stream(aux)
+        return [(y, (self.src * k).sin())]
+
+
+@program
+class StreamQueryPollMain(StreamQueryJoin):
+    intent = "racy"
+
+
+@program
+class StreamQueryPollAux(StreamQueryJoin):
+    intent = "clean"
+    poll_aux = True
+
+
+class AllToAllBroadcast(Base):
+    """A one-rank NCCL group on the comm stream cs: all_to_all_single(out, inp) (with one rank, a copy)
+    and then broadcast(out, 0) in place; main reads out after waiting for cs, or without waiting."""
+    kind = "nccl"
+    mechanism = "held-out-g"
+    delay = "cs (the comm stream), before the all_to_all_single"
+    waited = False
+
+    def extra(self):
+        self.dist = one_rank_group()
+        self.cs = torch.cuda.Stream()
+        self.inp = torch.empty(N, device="cuda")
+        self.out = torch.empty(N, device="cuda")
+        self.n = 0
+        self.cs.wait_stream(self.main)
+        with torch.cuda.stream(self.cs):
+            self.dist.all_to_all_single(self.out, self.src)
+            self.dist.broadcast(self.out, 0)
+        self.main.wait_stream(self.cs)
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        main, cs = self.main, self.cs
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.out.zero_()
+        torch.mul(self.src, k, out=self.inp)
+        cs.wait_stream(main)
+        with torch.cuda.stream(cs):
+            nap(sleep)
+            self.dist.all_to_all_single(self.out, self.inp)
+            self.dist.broadcast(self.out, 0)
+        if self.waited:
+            main.wait_stream(cs)
+        y = self.out * 3.0
+        main.wait_stream(cs)
+        return [(y, self.src * (3.0 * k))]
+
+
+@program
+class AllToAllBroadcastNoWait(AllToAllBroadcast):
+    intent = "racy"
+
+
+@program
+class AllToAllBroadcastWaited(AllToAllBroadcast):
+    intent = "clean"
+    waited = True
+
+
+class GraphTwiceSideRead(Base):
+    """One graph (captured at set-up) is replayed twice per step on main, its static input refilled
+    between (scale 1, then 3); between the replays aux reads the static output of replay 1, forked by an
+    event recorded on main, and main waits for aux before replay 2. The event is recorded after replay 1
+    (clean) or before it (too early: aux reads the previous step's replay 2)."""
+    kind = "graph"
+    mechanism = "held-out-g"
+    delay = "main, before replay 1"
+    late_event = False
+
+    def extra(self):
+        self.static_in = self.src.clone()
+        self.ev = torch.cuda.Event()
+        s = torch.cuda.Stream()
+        s.wait_stream(self.main)
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                (self.static_in * 2.0).sin()
+        self.main.wait_stream(s)
+        torch.cuda.synchronize()
+        self.g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.g):
+            self.gout = (self.static_in * 2.0).sin()
+        torch.cuda.synchronize()
+        self.r_ref = (self.src * 1.0 * 2.0).sin() + 1.0
+        self.o_ref = (self.src * 3.0 * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        torch.mul(self.src, 1.0, out=self.static_in)
+        if not self.late_event:
+            self.ev.record(main)
+        nap(sleep)
+        self.g.replay()
+        if self.late_event:
+            self.ev.record(main)
+        aux.wait_event(self.ev)
+        with torch.cuda.stream(aux):
+            r = self.gout + 1.0
+        main.wait_stream(aux)
+        torch.mul(self.src, 3.0, out=self.static_in)
+        self.g.replay()
+        return [(r, self.r_ref), (self.gout, self.o_ref)]
+
+
+@program
+class GraphTwiceEventEarly(GraphTwiceSideRead):
+    intent = "racy"
+
+
+@program
+class GraphTwiceEventAfter(GraphTwiceSideRead):
+    intent = "clean"
+    late_event = True
+
+
+class ThreeGraphsOnePool(Base):
+    """Three graphs captured at set-up into one shared pool (torch.cuda.graph_pool_handle()), a chain
+    o1 = g1(in), o2 = g2(o1), o3 = g3(o2), each with a 16 MiB temporary freed inside its capture (g2's and
+    g3's temporaries may take g1's freed block; o1 stays alive). main replays g1, g2, g3 in order; aux
+    reads o1 while main runs g2 and g3, forked from main after g1 (clean) or not forked (racy)."""
+    kind = "graph"
+    mechanism = "held-out-g"
+    delay = "main, before replaying g1"
+    forked = False
+
+    def b1(self):
+        t = self.static_in * 2.0
+        return t.sin()
+
+    def b2(self, o1):
+        t = o1 * 3.0
+        return t.cos()
+
+    def b3(self, o2):
+        t = o2 + 1.0
+        return t.exp()
+
+    def extra(self):
+        self.static_in = self.src.clone()
+        self.n = 0
+        self.refs = {}
+        for k in (1.0, 2.0):
+            o1 = (self.src * k * 2.0).sin()
+            o3 = ((o1 * 3.0).cos() + 1.0).exp()
+            self.refs[k] = (o1 * 2.0, o3)
+        s = torch.cuda.Stream()
+        s.wait_stream(self.main)
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                self.b3(self.b2(self.b1()))
+        self.main.wait_stream(s)
+        torch.cuda.synchronize()
+        pool = torch.cuda.graph_pool_handle()
+        self.g1, self.g2, self.g3 = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.g1, pool=pool):
+            self.o1 = self.b1()
+        with torch.cuda.graph(self.g2, pool=pool):
+            self.o2 = self.b2(self.o1)
+        with torch.cuda.graph(self.g3, pool=pool):
+            self.o3 = self.b3(self.o2)
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        # the input's scale alternates, so a read of the previous step's o1 is a wrong value
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.static_in)
+        nap(sleep)
+        self.g1.replay()
+        if self.forked:
+            aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            r = self.o1 * 2.0
+        self.g2.replay()
+        self.g3.replay()
+        main.wait_stream(aux)
+        return [(r, self.refs[k][0]), (self.o3, self.refs[k][1])]
+
+
+@program
+class ThreeGraphsOnePoolNoFork(ThreeGraphsOnePool):
+    intent = "racy"
+
+
+@program
+class ThreeGraphsOnePoolForked(ThreeGraphsOnePool):
+    intent = "clean"
+    forked = True
+
+
+class GraphH2DInputEvent(Base):
+    """A copy stream cs refills a graph's static input from pinned host memory (non_blocking, batches
+    alternating); an event marks the copy and main waits on it, then replays the graph (captured at
+    set-up). The event is recorded inside cs's stream context (clean) or, by mistake, just after leaving
+    it: on main, where it orders nothing (racy)."""
+    kind = "graph"
+    mechanism = "held-out-g"
+    delay = "cs (the copy stream), before its copy"
+    on_cs = False
+
+    def extra(self):
+        g = torch.Generator().manual_seed(7)
+        self.host = [torch.randn(N, generator=g).pin_memory() for _ in range(2)]
+        self.want = [h.cuda().cos() * 2.0 for h in self.host]
+        self.cs = torch.cuda.Stream()
+        self.ev = torch.cuda.Event()
+        self.static_in = self.host[0].cuda()
+        self.n = 0
+        s = torch.cuda.Stream()
+        s.wait_stream(self.main)
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                self.static_in.cos() * 2.0
+        self.main.wait_stream(s)
+        torch.cuda.synchronize()
+        self.g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.g):
+            self.gout = self.static_in.cos() * 2.0
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        main, cs = self.main, self.cs
+        self.n += 1
+        i = self.n % 2
+        cs.wait_stream(main)
+        with torch.cuda.stream(cs):
+            nap(sleep)
+            self.static_in.copy_(self.host[i], non_blocking=True)
+            if self.on_cs:
+                self.ev.record()
+        if not self.on_cs:
+            self.ev.record()
+        main.wait_event(self.ev)
+        self.g.replay()
+        main.wait_stream(cs)
+        return [(self.gout, self.want[i])]
+
+
+@program
+class GraphH2DEventOnMain(GraphH2DInputEvent):
+    intent = "racy"
+
+
+@program
+class GraphH2DEventOnCopyStream(GraphH2DInputEvent):
+    intent = "clean"
+    on_cs = True
+
+
+class EventRing(Base):
+    """A producer on aux fills four slot buffers in a loop, recording slot i's event from a ring of four
+    torch.cuda.Event reused every step; main, the consumer, waits on an event and reads slot i. Waiting on
+    slot i's event is right; waiting on slot i-1's (off by one; for slot 0, the last step's slot 3) is not."""
+    mechanism = "held-out-g"
+    delay = "aux, before each slot's write"
+    off_by_one = False
+
+    def extra(self):
+        q = N // 4
+        self.slots = [torch.empty(q, device="cuda") for _ in range(4)]
+        self.ring = [torch.cuda.Event() for _ in range(4)]
+        self.n = 0
+
+    def step(self, sleep):
+        main, aux, q = self.main, self.aux, N // 4
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        for sl in self.slots:
+            sl.zero_()
+        aux.wait_stream(main)
+        outs = []
+        for i in range(4):
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                torch.mul(self.src[i * q:(i + 1) * q], k, out=self.slots[i])
+                self.ring[i].record()
+            main.wait_event(self.ring[(i - 1) % 4] if self.off_by_one else self.ring[i])
+            outs.append(self.slots[i].sin())
+        main.wait_stream(aux)
+        return [(torch.cat(outs), (self.src * k).sin())]
+
+
+@program
+class EventRingOffByOne(EventRing):
+    intent = "racy"
+    off_by_one = True
+
+
+@program
+class EventRingSameSlot(EventRing):
+    intent = "clean"
+
+
+class EventRerecord(Base):
+    """aux layer-normalizes four chunks of x in a loop (F.layer_norm over rows of 1024, times a scale,
+    into y[i]) and re-records ONE event after each chunk; main waits on that event and reads y[i]. Waiting
+    after this chunk's re-record is right; waiting before it takes the previous chunk's record
+    (cudaStreamWaitEvent waits on the latest record at the time of the call)."""
+    mechanism = "held-out-g"
+    delay = "aux, before each chunk"
+    wait_after = False
+
+    def extra(self):
+        self.x = self.src.view(4, 1024, 1024)
+        self.y = torch.empty(4, 1024, 1024, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.n = 0
+        self.refs = {k: torch.stack([torch.nn.functional.layer_norm(self.x[i], (1024,)) * k for i in range(4)]) + 0.5
+                     for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.y.zero_()
+        aux.wait_stream(main)
+        outs = []
+        for i in range(4):
+            if not self.wait_after:
+                main.wait_event(self.ev)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                torch.mul(torch.nn.functional.layer_norm(self.x[i], (1024,)), k, out=self.y[i])
+                self.ev.record()
+            if self.wait_after:
+                main.wait_event(self.ev)
+            outs.append(self.y[i] + 0.5)
+        main.wait_stream(aux)
+        return [(torch.stack(outs), self.refs[k])]
+
+
+@program
+class EventRerecordWaitBefore(EventRerecord):
+    intent = "racy"
+
+
+@program
+class EventRerecordWaitAfter(EventRerecord):
+    intent = "clean"
+    wait_after = True
+
+
+class HeadViewRecordStream(Base):
+    """x = cat([src, src]) * 2 (32 MiB); aux reads its second half x[N:]; main drops x and makes two more
+    32 MiB tensors (which may take x's block). record_stream is called on x[:N], the head view, which the
+    caching allocator applies to the whole block (clean), or not at all (racy)."""
+    mechanism = "held-out-g"
+    delay = "aux, before its read"
+    recorded = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        x = torch.cat([self.src, self.src]) * 2.0
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = x[N:].sin()
+        if self.recorded:
+            x[:N].record_stream(aux)
+        c = self.A @ self.B
+        del x
+        w = torch.cat([self.src, self.src]).cos()
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class HeadViewNoRecordStream(HeadViewRecordStream):
+    intent = "racy"
+
+
+@program
+class HeadViewRecordStreamed(HeadViewRecordStream):
+    intent = "clean"
+    recorded = True
+
+
+class HelperPopsActivation(Base):
+    """Activations kept in a dict: aux reads acts["h"]; then a helper on main pops it (h = acts.pop("h"))
+    and returns h.cos(), so h is freed when the helper returns and main's next tensor may take its block.
+    The clean twin's helper calls h.record_stream(aux) before returning."""
+    mechanism = "held-out-g"
+    delay = "aux, before its read"
+    recorded = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+
+    def consume(self, acts):
+        h = acts.pop("h")
+        if self.recorded:
+            h.record_stream(self.aux)
+        return h.cos()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        acts = {"h": self.src * 2.0}
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = acts["h"].sin()
+        u = self.consume(acts)
+        w = self.src * 5.0
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class HelperPopsActivationFreed(HelperPopsActivation):
+    intent = "racy"
+
+
+@program
+class HelperPopsActivationRecorded(HelperPopsActivation):
+    intent = "clean"
+    recorded = True
+
+
+class SplitCatSide(Base):
+    """parts = torch.split(buf, N // 4) (four views of one buffer); aux concatenates parts 1 and 3 with
+    torch.cat; main, without waiting for aux, zeroes the positive entries of one part in place
+    (masked_fill_): part 1, which aux reads (racy), or part 2, disjoint from aux's reads (clean)."""
+    mechanism = "held-out-g"
+    delay = "aux, before its cat"
+    part = 1
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.n = 0
+
+    def step(self, sleep):
+        main, aux, q = self.main, self.aux, N // 4
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.buf)
+        parts = torch.split(self.buf, q)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = torch.cat([parts[1], parts[3]])
+        p = parts[self.part]
+        p.masked_fill_(p > 0, 0.0)
+        main.wait_stream(aux)
+        s = self.src * k
+        want_y = torch.cat([s[q:2 * q], s[3 * q:]])
+        want_buf = s.clone()
+        wp = want_buf[self.part * q:(self.part + 1) * q]
+        wp.masked_fill_(wp > 0, 0.0)
+        return [(y, want_y), (self.buf, want_buf)]
+
+
+@program
+class SplitCatSideSamePart(SplitCatSide):
+    intent = "racy"
+
+
+@program
+class SplitCatSideOtherPart(SplitCatSide):
+    intent = "clean"
+    part = 2
+
+
+class BmmOutReuse(Base):
+    """A bf16 torch.bmm writes into one preallocated out= buffer three times per step (three inputs); after
+    each, aux reads the result (as float, times 2); main's next bmm rewrites the buffer, after waiting for
+    aux (clean) or not (racy: aux reads a later iteration's product)."""
+    mechanism = "held-out-g"
+    delay = "aux, before its read"
+    waited = False
+
+    def extra(self):
+        g = torch.Generator(device="cuda").manual_seed(11)
+        self.xs = [torch.randn(8, 512, 512, device="cuda", dtype=torch.bfloat16, generator=g) * (i + 1) for i in range(3)]
+        self.wt = torch.randn(8, 512, 512, device="cuda", dtype=torch.bfloat16, generator=g) * 512 ** -0.5
+        self.obuf = torch.empty(8, 512, 512, device="cuda", dtype=torch.bfloat16)
+        self.refs = []
+        for x in self.xs:
+            torch.bmm(x, self.wt, out=self.obuf)
+            self.refs.append(self.obuf.float() * 2.0)
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        rs = []
+        for i in range(3):
+            if self.waited and i:
+                main.wait_stream(aux)
+            torch.bmm(self.xs[i], self.wt, out=self.obuf)
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                rs.append(self.obuf.float() * 2.0)
+        main.wait_stream(aux)
+        return list(zip(rs, self.refs))
+
+
+@program
+class BmmOutReuseUnwaited(BmmOutReuse):
+    intent = "racy"
+
+
+@program
+class BmmOutReuseWaited(BmmOutReuse):
+    intent = "clean"
+    waited = True
+
+
+class PinnedHostJoin(Base):
+    """aux computes d; main waits for aux and copies d to pinned host memory (non_blocking); the host
+    then reads the pinned buffer after torch.cuda.synchronize() (clean) or after aux.synchronize()
+    (racy: the copy was issued on main, which aux's synchronize does not wait for)."""
+    mechanism = "held-out-g"
+    delay = "main, before its copy"
+    device_sync = False
+
+    def extra(self):
+        self.hp = torch.empty(N).pin_memory()
+        self.d = torch.empty(N, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.src * k).sin().cpu() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.hp.zero_()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            torch.mul(self.src, k, out=self.d)
+            self.d.sin_()
+        main.wait_stream(aux)
+        nap(sleep)
+        self.hp.copy_(self.d, non_blocking=True)
+        if self.device_sync:
+            torch.cuda.synchronize()
+        else:
+            aux.synchronize()
+        got = self.hp.clone()
+        return [(got, self.refs[k])]
+
+
+@program
+class PinnedHostJoinStreamSync(PinnedHostJoin):
+    intent = "racy"
+
+
+@program
+class PinnedHostJoinDeviceSync(PinnedHostJoin):
+    intent = "clean"
+    device_sync = True
