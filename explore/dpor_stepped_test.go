@@ -108,21 +108,56 @@ variants:
   - {name: v}
 `
 
+// counterSlotWrite: a kernel writes stage[ctr%2] (ctr holds 1: slot 1)
+// while an unordered kernel on another stream reads stage[1]: the read
+// sees the write or the old value, two outcomes, only if the write's step
+// names the slot it moved to.
+const counterSlotWrite = `name: counter-slot-write
+ranks: 1
+hardware: h200
+symmetric:
+  - {name: stage, ranks: all, chunks: 2}
+tensors:
+  - {name: ctr, bytes: 4096, chunks: 1, init: [1]}
+  - {name: x, bytes: 4096, chunks: 1, init: [5]}
+  - {name: y, bytes: 4096, chunks: 1, output: true}
+programs:
+  - ranks: all
+    streams: [main, aux]
+    events: [fork]
+    ops:
+      - {record: fork}
+      - {wait: fork, stream: aux}
+      - {kernel: writer, reads: [x], writes: ["stage[ctr%2]"], weight: 1}
+      - {kernel: reader, stream: aux, reads: ["stage[1]"], writes: [y], weight: 1}
+variants:
+  - {name: v}
+`
+
 // TestDPORCounterSlotMatchNaive: DPOR reaches exactly the naive
-// enumeration's verdicts and outcomes on a counter slot: the slot index
-// load (ranks.OpIndex) is a read of the counter in the footprint, and the
-// step of a micro-op it moves shows the moved region.
+// enumeration's verdicts and outcomes on counter slots: the slot index
+// load (ranks.OpIndex) is a read of the counter in the footprint (the
+// first program: without it DPOR misses the hang), and the step of a
+// micro-op it moves names the moved region (the second: without it DPOR
+// misses the read of the old value).
 func TestDPORCounterSlotMatchNaive(t *testing.T) {
-	tg, err := NewTargetFrom("counter.yaml", "v", nil, scenarios.ReadFunc(func(string) ([]byte, error) { return []byte(counterSlotRace), nil }))
-	require.NoError(t, err)
-	want, runs, ok := naiveOutcomes(tg, 40000)
-	require.True(t, ok, "naive enumeration within %d runs", runs)
-	require.Contains(t, verdicts(want), "hang")
-	got, sum := dporEveryOutcome(tg, runs+1)
-	require.True(t, *sum.Complete, "dpor must finish within %d traces", runs+1)
-	require.Equal(t, verdicts(want), verdicts(got))
-	require.Equal(t, keys(want), keys(got), "dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
-	t.Logf("naive %d runs, dpor %d traces, verdicts %v", runs, sum.Schedules, verdicts(got))
+	for _, tc := range []struct {
+		name, src string
+		outcomes  int
+	}{{"load-races-increment", counterSlotRace, 2}, {"moved-write", counterSlotWrite, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg, err := NewTargetFrom("counter.yaml", "v", nil, scenarios.ReadFunc(func(string) ([]byte, error) { return []byte(tc.src), nil }))
+			require.NoError(t, err)
+			want, runs, ok := naiveOutcomes(tg, 40000)
+			require.True(t, ok, "naive enumeration within %d runs", runs)
+			require.Len(t, want, tc.outcomes, "naive outcomes: %v", keys(want))
+			got, sum := dporEveryOutcome(tg, runs+1)
+			require.True(t, *sum.Complete, "dpor must finish within %d traces", runs+1)
+			require.Equal(t, verdicts(want), verdicts(got))
+			require.Equal(t, keys(want), keys(got), "dpor (%d traces) vs naive (%d runs)", sum.Schedules, runs)
+			t.Logf("naive %d runs, dpor %d traces, outcomes %v", runs, sum.Schedules, keys(got))
+		})
+	}
 }
 
 // genStepped draws a two-rank program whose kernels send and receive on
@@ -170,6 +205,65 @@ func TestDPORSteppedMatchNaive(t *testing.T) {
 	var checked, skipped atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
 		gen := func(rt *rapid.T) *Target { return &Target{Scenario: genStepped(rt).scenario(), Variant: "rich"} }
+		requireDPORMatchesNaive(rt, gen, limit, dporEveryOutcome, &skipped)
+		checked.Add(1)
+	})
+	t.Logf("checked %d generated programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)
+}
+
+// genCounterSlots draws a two-rank program whose kernels may load a slot
+// index from a chunk of their rank's memory (ranks.OpIndex, mod 2) and
+// move their copies, flag stores and flag waits by it, while other kernels
+// write that memory: which slot a kernel takes depends on the schedule.
+func genCounterSlots(t *rapid.T) richProgram {
+	var p richProgram
+	for r := range 2 {
+		n := rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("ops%d", r))
+		launches := 0
+		for range n {
+			op := richOp{Kind: rapid.SampledFrom([]ranks.HostOpKind{ranks.Launch, ranks.Launch, ranks.Record, ranks.Wait}).Draw(t, "kind"),
+				Stream: rapid.IntRange(0, 1).Draw(t, "stream"), Event: rapid.IntRange(0, 1).Draw(t, "event")}
+			if launches == 2 && op.Kind == ranks.Launch {
+				op.Kind = ranks.Record
+			}
+			if op.Kind == ranks.Launch {
+				launches++
+				var k richKernel
+				indexed := rapid.Bool().Draw(t, "indexed")
+				if indexed {
+					k.Instrs = append(k.Instrs, tinyInstr{Op: "ix", SrcChunk: rapid.IntRange(0, 1).Draw(t, "counter")})
+				}
+				for range rapid.IntRange(1, 2).Draw(t, "body") {
+					ti := tinyInstr{
+						Op:       rapid.SampledFrom([]string{"copy", "copy", "fputown", "fwait"}).Draw(t, "op"),
+						DstRank:  rapid.IntRange(0, 1).Draw(t, "dstRank"),
+						DstOut:   rapid.Bool().Draw(t, "dstOut"),
+						DstChunk: rapid.IntRange(0, 1).Draw(t, "dstChunk"),
+						SrcRank:  rapid.IntRange(0, 1).Draw(t, "srcRank"),
+						SrcChunk: rapid.IntRange(0, 1).Draw(t, "srcChunk"),
+						Slot:     rapid.IntRange(0, 30).Draw(t, "value"),
+					}
+					if indexed && rapid.Bool().Draw(t, "shift") {
+						ti.Shift, ti.DstChunk = true, 0 // slot 0 or 1 of a two-chunk buffer
+					}
+					k.Instrs = append(k.Instrs, ti)
+				}
+				op.Kernel = k
+			}
+			p.Ops[r] = append(p.Ops[r], op)
+		}
+	}
+	return p
+}
+
+// TestDPORCounterSlotsMatchNaive: on generated programs whose kernels take
+// a slot from a value in memory that other kernels write, DPOR reaches
+// exactly the naive enumeration's verdicts and outcomes.
+func TestDPORCounterSlotsMatchNaive(t *testing.T) {
+	limit := scale(1500, 300)
+	var checked, skipped atomic.Int64
+	rapid.Check(t, func(rt *rapid.T) {
+		gen := func(rt *rapid.T) *Target { return &Target{Scenario: genCounterSlots(rt).scenario(), Variant: "rich"} }
 		requireDPORMatchesNaive(rt, gen, limit, dporEveryOutcome, &skipped)
 		checked.Add(1)
 	})

@@ -22,6 +22,9 @@ type tinyInstr struct {
 	SrcRank  int
 	SrcChunk int
 	Slot     int
+	// Shift moves the micro-op's destination by its kernel's slot index
+	// (an "ix" micro-op loads it: ranks/slotindex.go).
+	Shift bool
 }
 
 type tinyKernel struct {
@@ -44,7 +47,17 @@ type tinyProgram struct {
 // ranks (fifos[r] is r's sending side). The DPOR tests and the naive
 // enumeration property build their kernels with it.
 func (ti tinyInstr) lower(r int, sym *ranks.Symmetric, out *ranks.Buffer, fifos [2]*ranks.Fifo) ranks.Instr {
+	in := ti.lowerOp(r, sym, out, fifos)
+	if ti.Shift {
+		in.Ix = &ranks.IxShift{Stride: 1, Dst: true}
+	}
+	return in
+}
+
+func (ti tinyInstr) lowerOp(r int, sym *ranks.Symmetric, out *ranks.Buffer, fifos [2]*ranks.Fifo) ranks.Instr {
 	switch ti.Op {
+	case "ix": // load the kernel's slot index: the own mem chunk SrcChunk mod 2
+		return ranks.Instr{Op: ranks.OpIndex, Srcs: []ranks.Src{{Buf: sym.Bufs[r], Lo: ti.SrcChunk, Coef: 1}}, N: 1, Slot: 2, Peer: -1}
 	case "copy":
 		dst := sym.Bufs[ti.DstRank]
 		if ti.DstOut {
