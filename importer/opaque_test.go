@@ -211,3 +211,16 @@ func TestStridedViewsAreLanes(t *testing.T) {
 	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "StridedWritesDisjoint")))
 	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "StridedWritesOverlap")))
 }
+
+// One kernel, several views of one storage: torch.cat of parts 1 and 3 of
+// torch.split(buf, N/4) reaches those parts only, each its own run of
+// chunks, not the span from part 1 to part 3; main's in-place write of
+// part 2 does not race with it (SplitCatSideOtherPart, clean on the GPU),
+// its write of part 1 does (SplitCatSideSamePart, racy).
+func TestEachViewItsOwnChunks(t *testing.T) {
+	res := importCorpus(t, "SplitCatSideOtherPart")
+	cat := kernelNamed(t, res, "cat")
+	require.Len(t, cat.Reads, 2, "parts 1 and 3: two runs of chunks")
+	require.Equal(t, "ok", dporVerdict(t, res))
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "SplitCatSideSamePart")))
+}

@@ -163,25 +163,7 @@ func (b *builder) views(out []*item) {
 				rs = append(rs, [2]int64{lo, max(hi, lo+1)})
 			}
 		}
-		slices.SortFunc(rs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-		var merged [][2]int64
-		for _, r := range rs {
-			if n := len(merged); n > 0 && r[0] <= merged[n-1][1] {
-				merged[n-1][1] = max(merged[n-1][1], r[1])
-				continue
-			}
-			merged = append(merged, r)
-		}
-		if len(merged) == 1 && merged[0][0] == 0 && merged[0][1] == m*per {
-			return "", int(m * per)
-		}
-		var parts []string
-		n := 0
-		for _, r := range merged {
-			parts = append(parts, fmt.Sprintf("[%d:%d]", r[0], r[1]))
-			n += int(r[1] - r[0])
-		}
-		return strings.Join(parts, "|"), n
+		return joinRanges(rs, m*per)
 	}
 	bounds := map[string][]int64{}
 	for _, it := range out {
@@ -189,8 +171,13 @@ func (b *builder) views(out []*item) {
 			continue
 		}
 		for _, k := range sortedKeys(it.span) {
-			if s := it.span[k]; partial(k, s) && lanes[k] == 0 {
-				bounds[k] = append(bounds[k], s[0], s[1])
+			if lanes[k] > 0 {
+				continue
+			}
+			for _, p := range it.progs[k] {
+				if lo, hi := p.bytes(); partial(k, [2]int64{lo, hi}) {
+					bounds[k] = append(bounds[k], lo, hi)
+				}
 			}
 		}
 	}
@@ -229,11 +216,17 @@ func (b *builder) views(out []*item) {
 		}
 		return defaultChunks
 	}
-	rangeOf := func(k string, s [2]int64) (int, int) {
+	// partsOf is the chunk ranges a kernel's views of key reach, each
+	// view its own range (cat of parts 1 and 3 does not reach part 2).
+	partsOf := func(k string, ps []prog) (string, int) {
 		c, e := int64(chunks(k)), ext[k]
-		lo := s[0] * c / e
-		hi := (s[1]*c + e - 1) / e
-		return int(lo), int(max(hi, lo+1))
+		var rs [][2]int64
+		for _, p := range ps {
+			blo, bhi := p.bytes()
+			lo, hi := blo*c/e, (bhi*c+e-1)/e
+			rs = append(rs, [2]int64{lo, max(hi, lo+1)})
+		}
+		return joinRanges(rs, c)
 	}
 	for _, it := range out {
 		if it.kind != scenarios.OpKernel || it.span == nil {
@@ -245,25 +238,57 @@ func (b *builder) views(out []*item) {
 			n := chunks(k)
 			if ps, ok := it.progs[k]; ok && lanes[k] > 0 {
 				it.wrSfx[i], n = laneRanges(k, ps)
-			} else if s, ok := it.span[k]; ok && chunksOf[k] > 0 && partial(k, s) {
-				lo, hi := rangeOf(k, s)
-				it.wrSfx[i], n = fmt.Sprintf("[%d:%d]", lo, hi), hi-lo
+			} else if ok && chunksOf[k] > 0 {
+				it.wrSfx[i], n = partsOf(k, ps)
 			}
 			width = max(width, n)
 		}
 		for i, k := range it.reads {
-			s, ok := it.span[k]
+			ps, ok := it.progs[k]
 			switch {
 			case ok && lanes[k] > 0:
-				it.rdSfx[i], _ = laneRanges(k, it.progs[k])
-			case ok && chunksOf[k] > 0 && partial(k, s):
-				lo, hi := rangeOf(k, s)
-				it.rdSfx[i] = fmt.Sprintf("[%d:%d]", lo, hi)
+				it.rdSfx[i], _ = laneRanges(k, ps)
+			case ok && chunksOf[k] > 0:
+				it.rdSfx[i], _ = partsOf(k, ps)
 			case chunks(k) < width:
 				it.rdSfx[i] = fmt.Sprintf("[0:%d]", chunks(k))
 			}
 		}
 	}
+}
+
+// bytes is the storage bytes [lo, hi) from p's first element to one past
+// its last.
+func (p prog) bytes() (lo, hi int64) {
+	lo = p.start * p.size
+	if p.count <= 0 {
+		return lo, lo
+	}
+	return lo, (p.start + (p.count-1)*p.step + 1) * p.size
+}
+
+// joinRanges sorts and merges chunk ranges that overlap or touch and
+// writes them as "[a:b]|[c:d]", "" where they cover all of [0, whole);
+// n is the chunks they cover.
+func joinRanges(rs [][2]int64, whole int64) (sfx string, n int) {
+	slices.SortFunc(rs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var merged [][2]int64
+	for _, r := range rs {
+		if m := len(merged); m > 0 && r[0] <= merged[m-1][1] {
+			merged[m-1][1] = max(merged[m-1][1], r[1])
+			continue
+		}
+		merged = append(merged, r)
+	}
+	if len(merged) == 1 && merged[0][0] == 0 && merged[0][1] == whole {
+		return "", int(whole)
+	}
+	var parts []string
+	for _, r := range merged {
+		parts = append(parts, fmt.Sprintf("[%d:%d]", r[0], r[1]))
+		n += int(r[1] - r[0])
+	}
+	return strings.Join(parts, "|"), n
 }
 
 // withSuffix joins names and their chunk ranges ("" for none; a strided
