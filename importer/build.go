@@ -129,6 +129,7 @@ type builder struct {
 	probes                              []*cpuOp // collsim::record_stream annotations (validation/collsim_record.py)
 	probeStream                         map[*cpuOp]int64
 	probeEvent                          map[*cpuOp]int64 // an event-record probe → the CUPTI id of the event it recorded
+	streamQueries                       [2]int           // cudaStreamQuery calls: of no stream the trace names, and seen to return true
 	capCalls                            map[int][]*call  // a capture's launches, by capture (capLaunches)
 	graphOf                             map[int]string   // an opaque or foreign replay (its number) → the graph it replays (opaqueReplays)
 	replays                             int
@@ -161,7 +162,7 @@ func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 		switch {
 		case op.name == "record_param_comms":
 			b.comms = append(b.comms, op)
-		case op.name == probeAnnotation || op.name == eventProbe:
+		case op.name == probeAnnotation || op.name == eventProbe || op.name == queryProbe:
 			b.probes = append(b.probes, op)
 		case op.cat == "user_annotation" && op.name != rt.step && !strings.HasPrefix(op.name, "ProfilerStep#") && !strings.HasPrefix(op.name, "nccl:") && !strings.HasPrefix(op.name, "##"):
 			b.annots = append(b.annots, op)
@@ -488,6 +489,30 @@ func (b *builder) eager() error {
 			items = append(items, &item{kind: scenarios.OpEmptyCache, ts: c.ts, issue: c.end, stream: -1})
 		case c.name == "cudaDeviceSynchronize" || c.name == "cudaCtxSynchronize":
 			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, device: true})
+		case c.name == "cudaStreamQuery":
+			// torch.cuda.Stream.query(): true when every piece of work
+			// issued to the stream has ended. Where the recorder's probe
+			// names the stream and the recorded timing says it returned
+			// true (the stream's last work before it ended before it
+			// returned: a polling loop's last query), the host knew the
+			// stream drained: a sync of it. Else it orders nothing.
+			pr := b.probeAt(c.ts, c.tid)
+			s, ok := b.probeStream[pr]
+			if pr == nil || pr.name != queryProbe || !ok {
+				b.streamQueries[0]++
+				continue
+			}
+			done := math.Inf(-1)
+			for _, k := range items {
+				if k.act != nil && k.stream == s && k.issue <= c.ts {
+					done = max(done, k.act.ts+k.act.dur)
+				}
+			}
+			if c.end < done {
+				continue // it returned false: the host learnt nothing
+			}
+			b.streamQueries[1]++
+			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: s})
 		case c.name == "cudaEventQuery":
 			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: 0, recStream: -1, recCorr: -1, corr: c.corr, device: true, query: true})
 		case c.name == "cudaEventSynchronize":
@@ -532,6 +557,11 @@ const probeAnnotation = "collsim::record_stream"
 // with one empty kernel on the record's stream first: CUPTI reports a
 // wait's stream but not a record's, and the kernel's stream names it.
 const eventProbe = "collsim::event_record"
+
+// queryProbe is the range collsim_record puts around a
+// torch.cuda.Stream.query(), with one empty kernel on the queried stream
+// first: cudaStreamQuery's record does not name its stream.
+const queryProbe = "collsim::stream_query"
 
 // probeAt is the record_stream probe range on host thread tid holding host
 // time t, if any.
@@ -1320,6 +1350,12 @@ func (b *builder) pair(out []*item) error {
 			p.events = append(p.events, r.event)
 		}
 		it.event = r.event
+	}
+	if n := b.streamQueries[1]; n > 0 {
+		p.notef("%d cudaStreamQuery calls returned after their stream's work had ended in the recorded timing: each is taken as the host seeing the stream drained (a sync of it; a query before that orders nothing)", n)
+	}
+	if n := b.streamQueries[0]; n > 0 {
+		p.notef("%d cudaStreamQuery calls (torch.cuda.Stream.query()) whose stream the trace does not name: taken to order nothing, so a host that polled a stream until it drained may read as racy (record with validation/collsim_record.py, whose probe names the stream)", n)
 	}
 	if b.queries > 0 {
 		p.notef("%d cudaEventQuery calls returned after their event's work had ended in the recorded timing: each is taken as the host seeing the event done (a sync of its stream; a query before that orders nothing)", b.queries)

@@ -37,16 +37,19 @@ Two facts no profiler setting records are the stream a `record_stream` call
 names (the trace shows the call, with "<Stream>" for its argument) and the
 stream an event is recorded on (CUPTI names a wait's stream, not a
 record's), and which event a wait waits on is named by a number CUPTI gives
-the wait but not the record. Inside `record`, each `Tensor.record_stream(s)`
-and each `torch.cuda.Event.record(s)` (so `Stream.record_event` and
-`wait_stream` too) is wrapped in record_function("collsim::record_stream")
-or ("collsim::event_record") and launches one empty kernel
+the wait but not the record; nor does a `Stream.query()` name its stream.
+Inside `record`, each `Tensor.record_stream(s)`, each
+`torch.cuda.Event.record(s)` (so `Stream.record_event` and `wait_stream`
+too) and each `torch.cuda.Stream.query()` is wrapped in
+record_function("collsim::record_stream"), ("collsim::event_record") or
+("collsim::stream_query") and launches one empty kernel
 (torch.cuda._sleep(0)) on `s` first: the kernel's stream in the trace is the
 stream the call named. After an event record, a private stream waits on the
 event and runs one empty kernel (Kineto keeps a wait only on a stream that
 ran work): that wait's event number names the record's event. The importer
-reads both there and leaves the probe kernels and wait out of the program (probe_record_stream=False turns both off; the importer
-then says it guessed).
+reads them there and leaves the probe kernels and wait out of the program
+(probe_record_stream=False turns them all off; the importer then says it
+guessed).
 
 As a command, it records a whole script (its module-level code is the
 region; warm-up is the script's own business):
@@ -102,9 +105,11 @@ def record(prefix, step=True, name="step", execution_trace=True, probe_record_st
         kw["execution_trace_observer"] = ExecutionTraceObserver().register_callback(prefix + ".et.json")
     orig = torch.Tensor.record_stream
     orig_rec = torch.cuda.Event.record
+    orig_query = torch.cuda.Stream.query
     if probe_record_stream:
         torch.Tensor.record_stream = _probed(orig)
         torch.cuda.Event.record = _probed_event_record(orig_rec)
+        torch.cuda.Stream.query = _probed_query(orig_query)
     global _recording
     _recording = True
     try:
@@ -118,6 +123,7 @@ def record(prefix, step=True, name="step", execution_trace=True, probe_record_st
     finally:
         torch.Tensor.record_stream = orig
         torch.cuda.Event.record = orig_rec
+        torch.cuda.Stream.query = orig_query
         _recording = False
     p.export_chrome_trace(prefix + ".json")
     _merge_captures(prefix, execution_trace)
@@ -263,6 +269,18 @@ def _probed_event_record(orig):
                 torch.cuda._sleep(0)
             return out
     return record
+
+
+def _probed_query(orig):
+    # cudaStreamQuery's record does not name its stream: one empty kernel
+    # on the queried stream, inside a "collsim::stream_query" range, names
+    # it (the query then also waits for that kernel, which takes no time).
+    def query(self):
+        with record_function("collsim::stream_query"):
+            with torch.cuda.stream(self):
+                torch.cuda._sleep(0)
+            return orig(self)
+    return query
 
 
 def main(argv):
