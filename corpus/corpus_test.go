@@ -13,9 +13,7 @@ const dir = "../validation/corpus"
 
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
-var knownMiss = map[string]string{
-	"StreamQueryPollAux": "held-out-g, scored before mending: not yet diagnosed",
-}
+var knownMiss = map[string]string{}
 
 // TestBenchmark imports and checks every corpus program and requires
 // collsim's verdict to match the GPU's label on each: racy → race or worse,

@@ -46,3 +46,27 @@ func TestEventNumberProbePairsExactly(t *testing.T) {
 	require.Equal(t, 4, res.Ranks[0].Waits, "the probe's own waits are not the program's")
 	require.Equal(t, "corruption", dporVerdict(t, res))
 }
+
+// torch.cuda.Stream.query(): a host that polls aux until it drains and
+// then reads what aux wrote is ordered after aux (StreamQueryPollAux,
+// clean on the GPU); one that polls main is not (StreamQueryPollMain,
+// racy). cudaStreamQuery's record names no stream; the recorder's probe
+// does, and the recorded timing says the last query returned true. Without
+// the probe the query orders nothing, and the note says so.
+func TestStreamQueryProbe(t *testing.T) {
+	const name = "StreamQueryPollAux"
+	et := []string{filepath.Join(corpusTraces, name+".et.json.gz")}
+	res, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, name+".json.gz")}, ET: et})
+	require.NoError(t, err)
+	require.Contains(t, string(res.YAML), "cudaStreamQuery calls returned after their stream's work had ended")
+	require.Equal(t, "ok", dporVerdict(t, res))
+
+	main, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, "StreamQueryPollMain.json.gz")}, ET: []string{filepath.Join(corpusTraces, "StreamQueryPollMain.et.json.gz")}})
+	require.NoError(t, err)
+	require.Equal(t, "corruption", dporVerdict(t, main))
+
+	plain, err := importer.Import(importer.Options{Traces: []string{withoutProbes(t, name, "collsim::stream_query")}, ET: et})
+	require.NoError(t, err)
+	require.Contains(t, string(plain.YAML), "whose stream the trace does not name")
+	require.Equal(t, "corruption", dporVerdict(t, plain), "without the probe the poll orders nothing")
+}

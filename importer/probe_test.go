@@ -64,8 +64,9 @@ func withoutProbes(t *testing.T, name, probe string) string {
 		m := e.(map[string]any)
 		args, _ := m["args"].(map[string]any)
 		// the probe's own launch, not the call it names (an event
-		// probe's range also holds the cudaEventRecord)
-		if m["cat"] != "cuda_runtime" || args == nil || strings.HasPrefix(m["name"].(string), "cudaEventRecord") {
+		// probe's range also holds the cudaEventRecord, a query probe's
+		// the cudaStreamQuery)
+		if m["cat"] != "cuda_runtime" || args == nil || strings.HasPrefix(m["name"].(string), "cudaEventRecord") || m["name"] == "cudaStreamQuery" {
 			continue
 		}
 		ts, _ := m["ts"].(float64)
