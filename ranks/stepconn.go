@@ -38,8 +38,10 @@ import (
 // later call: a hang (rocm/rccl #2179: "concurrent in-flight kernels on the
 // same comm ... race the per-channel state").
 //
-// The model: a send uses step s = the kernel's cursor (the end's counter at
-// its first use of the end), waits while s >= head + Cap (credits), fills
+// The model: a kernel marked StepConns loads every end it uses after its
+// first micro-op (connLoad; an end its first micro-op uses is loaded by
+// that micro-op, when it proceeds). A send uses step s = the kernel's
+// cursor on the end, waits while s >= head + Cap (credits), fills
 // slot s % Cap and stores tail = s+1; a receive of step r waits until
 // tail > r and the slot has been filled, reads it without taking it (a
 // second reader reads it too) and stores head = r+1; the task writes each
