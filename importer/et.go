@@ -24,6 +24,11 @@ type TensorRef struct {
 	// Offset+Extent (Step 1: all of them; 0: some of them); Extent 0 where
 	// the trace gave no strides (Numel elements are taken).
 	Step, Extent int64
+	// Rows, RowStride and Width describe a view that is not every
+	// Step-th element but rows of it (layoutBox): Rows runs of Width
+	// consecutive elements, RowStride apart (a column slice of a matrix,
+	// qkv[:, :d]); Rows is 0 for any other view.
+	Rows, RowStride, Width int64
 }
 
 // span is the number of elements from Offset to one past the furthest the
@@ -409,6 +414,9 @@ func etTensors(v, shape, strides json.RawMessage, out []TensorRef, depth int, ke
 			if keep(dev, n[3]) && n[4] > 0 && n[2] >= 0 && n[4] <= 64 && n[3] < 1<<50 && n[2] < 1<<50 {
 				r := TensorRef{Storage: n[1], Offset: n[2], Numel: n[3], ItemSize: n[4]}
 				r.Step, r.Extent = layoutOf(shape, strides, n[3])
+				if r.Step == 0 {
+					r.Rows, r.RowStride, r.Width = layoutBox(shape, strides)
+				}
 				out = append(out, r)
 			}
 			return out
@@ -429,6 +437,53 @@ func etTensors(v, shape, strides json.RawMessage, out []TensorRef, depth int, ke
 		out = etTensors(x, sh, st, out, depth+1, keep)
 	}
 	return out
+}
+
+// layoutBox reads a view that is rows of consecutive elements: with
+// dimensions of size 1 or stride 0 aside and the rest in order of stride,
+// the first run of them dense from stride 1 (Width elements), the rest
+// dense from one stride on (rows of it, RowStride apart). A column slice
+// qkv[:, :d] of an n×3d matrix is n rows of d, 3d apart; so is
+// qkv[:, :, :d] of a b×s×3d one (b·s rows). rows is 0 for any other view.
+func layoutBox(shape, strides json.RawMessage) (rows, rowStride, width int64) {
+	var sizes, st []int64
+	if json.Unmarshal(shape, &sizes) != nil || json.Unmarshal(strides, &st) != nil || len(sizes) != len(st) {
+		return 0, 0, 0
+	}
+	type dim struct{ size, stride int64 }
+	var dims []dim
+	for i, n := range sizes {
+		if n <= 0 || st[i] < 0 || n > 1<<40 || st[i] > 1<<40 {
+			return 0, 0, 0
+		}
+		if n > 1 && st[i] > 0 {
+			dims = append(dims, dim{n, st[i]})
+		}
+	}
+	slices.SortFunc(dims, func(a, b dim) int { return cmp.Compare(a.stride, b.stride) })
+	if len(dims) < 2 || dims[0].stride != 1 {
+		return 0, 0, 0
+	}
+	width, i := 1, 0
+	for ; i < len(dims) && dims[i].stride == width; i++ {
+		width *= dims[i].size
+	}
+	if i == len(dims) {
+		return 0, 0, 0 // dense: a progression, not rows
+	}
+	rowStride, rows = dims[i].stride, 1
+	next := rowStride
+	for ; i < len(dims); i++ {
+		if dims[i].stride != next {
+			return 0, 0, 0
+		}
+		rows *= dims[i].size
+		next = dims[i].stride * dims[i].size
+	}
+	if rowStride < width {
+		return 0, 0, 0
+	}
+	return rows, rowStride, width
 }
 
 // layoutOf reads a tensor's sizes and strides (elements) and returns

@@ -11,7 +11,12 @@ import (
 
 // prog is the elements of a storage a view reaches: count of them, every
 // step-th from start, each of size bytes.
-type prog struct{ start, step, count, size int64 }
+type prog struct {
+	start, step, count, size int64
+	// rows > 0: rows of count consecutive elements, rowStride apart (a
+	// column slice: layoutBox); step is then 1.
+	rows, rowStride int64
+}
 
 // addSpan notes the bytes of key that the tensor reference r reaches, and
 // which elements.
@@ -21,9 +26,12 @@ func (it *item) addSpan(key string, r TensorRef) {
 		it.span = map[string][2]int64{}
 		it.progs = map[string][]prog{}
 	}
-	pr := prog{r.Offset, 1, r.span(), r.ItemSize}
-	if r.Step > 1 && r.span() > 0 {
+	pr := prog{start: r.Offset, step: 1, count: r.span(), size: r.ItemSize}
+	switch {
+	case r.Step > 1 && r.span() > 0:
 		pr.step, pr.count = r.Step, (r.span()-1)/r.Step+1
+	case r.Rows > 0:
+		pr.count, pr.rows, pr.rowStride = r.Width, r.Rows, r.RowStride
 	}
 	it.progs[key] = append(it.progs[key], pr)
 	if s, ok := it.span[key]; ok {
@@ -86,12 +94,16 @@ func gcd(a, b int64) int64 {
 // A storage two kernels reach through different views (x[:H] and x[H:],
 // a slice of a buffer) is one tensor; a kernel that reaches part of it
 // reads or writes only the chunks that part covers (T[LO:HI]), so kernels
-// on disjoint parts do not race. The tensor gets the fewest chunks (4, 8,
-// …, 64) at which every boundary of its parts falls on a chunk boundary;
+// on disjoint parts do not race. The tensor gets the fewest chunks (4 to
+// 64) at which every boundary of its parts falls on a chunk boundary;
 // where none does, 64, and a part's range is rounded outwards (it may
 // overlap a neighbour it does not: a race that is not there is possible,
-// one that is is never lost). A whole tensor read by a kernel that writes
-// more chunks than it has is given as its full range, which repeats.
+// one that is is never lost). A storage some view reaches with a stride
+// (x[::2]) is laid out in lanes (laneMod), one some view reaches as rows
+// of a matrix (qkv[:, :d]) by column blocks, then row blocks; each view a
+// kernel reaches is its own run of chunks. A whole tensor read by a kernel
+// that writes more chunks than it has is given as its full range, which
+// repeats.
 func (b *builder) views(out []*item) {
 	ext := map[string]int64{} // the furthest byte any kernel reaches
 	for _, it := range out {
@@ -151,6 +163,86 @@ func (b *builder) views(out []*item) {
 		}
 		b.sliced++
 	}
+	// Column slices: a storage some view reaches as rows (qkv[:, :d]) is
+	// laid out by columns, then rows: chunk cb·rb + r holds column block
+	// cb's row block r, so column slices of the same rows share no chunk.
+	type colLayout struct{ m, rows, kc, rb int64 }
+	cols := map[string]colLayout{}
+	for _, k := range sortedKeys(all) {
+		ps := all[k]
+		t := b.tensors[k]
+		if lanes[k] > 0 || t == nil || t.chunks > 0 || ext[k] <= 0 {
+			continue
+		}
+		m := int64(0)
+		same := true
+		for _, p := range ps {
+			if p.size != ps[0].size {
+				same = false
+			}
+			if p.rows > 0 {
+				if m != 0 && m != p.rowStride {
+					same = false
+				}
+				m = p.rowStride
+			}
+		}
+		if m == 0 || !same {
+			continue
+		}
+		rows := (ext[k]/ps[0].size + m - 1) / m
+		var cb, rbs []int64
+		for _, p := range ps {
+			c0, c1, r0, r1 := p.rect(m)
+			cb, rbs = append(cb, c0, c1), append(rbs, r0, r1)
+		}
+		fits := func(xs []int64, n, whole int64) bool {
+			for _, x := range xs {
+				if (x*n)%whole != 0 {
+					return false
+				}
+			}
+			return true
+		}
+		kc := int64(64)
+		for try := int64(1); try <= 64; try++ {
+			if fits(cb, try, m) {
+				kc = try
+				break
+			}
+		}
+		rb := 64 / kc
+		for try := int64(1); try <= 64/kc; try++ {
+			if fits(rbs, try, rows) {
+				rb = try
+				break
+			}
+		}
+		cols[k] = colLayout{m, rows, kc, rb}
+		if c := int(kc * rb); c != defaultChunks {
+			t.chunks = c
+		}
+		b.sliced++
+	}
+	colRanges := func(k string, ps []prog) (string, int) {
+		l := cols[k]
+		var rs [][2]int64
+		for _, p := range ps {
+			c0, c1, r0, r1 := p.rect(l.m)
+			if c1 <= c0 || r1 <= r0 {
+				continue
+			}
+			cbLo, cbHi := c0*l.kc/l.m, (c1*l.kc+l.m-1)/l.m
+			rLo, rHi := r0*l.rb/l.rows, (r1*l.rb+l.rows-1)/l.rows
+			for c := cbLo; c < max(cbHi, cbLo+1); c++ {
+				rs = append(rs, [2]int64{c*l.rb + rLo, c*l.rb + max(rHi, rLo+1)})
+			}
+		}
+		if len(rs) == 0 {
+			return "", int(l.kc * l.rb)
+		}
+		return joinRanges(rs, l.kc*l.rb)
+	}
 	// laneRanges is the chunk ranges a kernel's views of key reach, as
 	// "[a:b]|[c:d]" ("" for the whole tensor), and how many chunks.
 	laneRanges := func(k string, ps []prog) (string, int) {
@@ -171,7 +263,7 @@ func (b *builder) views(out []*item) {
 			continue
 		}
 		for _, k := range sortedKeys(it.span) {
-			if lanes[k] > 0 {
+			if lanes[k] > 0 || cols[k].m > 0 {
 				continue
 			}
 			for _, p := range it.progs[k] {
@@ -188,7 +280,7 @@ func (b *builder) views(out []*item) {
 			continue // a collective's tensor keeps its chunks: whole uses only
 		}
 		c := 64
-		for _, try := range []int{4, 8, 16, 32, 64} {
+		for try := 4; try <= 64; try++ {
 			ok := true
 			for _, x := range bounds[k] {
 				ok = ok && (x*int64(try))%ext[k] == 0
@@ -207,6 +299,9 @@ func (b *builder) views(out []*item) {
 	chunks := func(k string) int {
 		if m, ok := lanes[k]; ok {
 			return int(m * perLane[k])
+		}
+		if l, ok := cols[k]; ok {
+			return int(l.kc * l.rb)
 		}
 		if c, ok := chunksOf[k]; ok {
 			return c
@@ -238,6 +333,8 @@ func (b *builder) views(out []*item) {
 			n := chunks(k)
 			if ps, ok := it.progs[k]; ok && lanes[k] > 0 {
 				it.wrSfx[i], n = laneRanges(k, ps)
+			} else if ok && cols[k].m > 0 {
+				it.wrSfx[i], n = colRanges(k, ps)
 			} else if ok && chunksOf[k] > 0 {
 				it.wrSfx[i], n = partsOf(k, ps)
 			}
@@ -248,6 +345,8 @@ func (b *builder) views(out []*item) {
 			switch {
 			case ok && lanes[k] > 0:
 				it.rdSfx[i], _ = laneRanges(k, ps)
+			case ok && cols[k].m > 0:
+				it.rdSfx[i], _ = colRanges(k, ps)
 			case ok && chunksOf[k] > 0:
 				it.rdSfx[i], _ = partsOf(k, ps)
 			case chunks(k) < width:
@@ -264,7 +363,29 @@ func (p prog) bytes() (lo, hi int64) {
 	if p.count <= 0 {
 		return lo, lo
 	}
+	if p.rows > 0 {
+		return lo, (p.start + (p.rows-1)*p.rowStride + p.count) * p.size
+	}
 	return lo, (p.start + (p.count-1)*p.step + 1) * p.size
+}
+
+// rect is the columns [c0, c1) of rows [r0, r1) that p reaches in a
+// storage of rows of m elements: a column slice exactly, a run within one
+// row exactly, any other view the whole rows it touches.
+func (p prog) rect(m int64) (c0, c1, r0, r1 int64) {
+	if p.rows > 0 && p.rowStride == m && p.start%m+p.count <= m {
+		return p.start % m, p.start%m + p.count, p.start / m, p.start/m + p.rows
+	}
+	lo, hi := p.bytes()
+	a, b := lo/p.size, hi/p.size
+	if b <= a {
+		return 0, 0, a / m, a / m
+	}
+	ra, rb := a/m, (b-1)/m
+	if ra == rb {
+		return a % m, (b-1)%m + 1, ra, ra + 1
+	}
+	return 0, m, ra, rb + 1
 }
 
 // joinRanges sorts and merges chunk ranges that overlap or touch and
