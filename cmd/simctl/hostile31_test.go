@@ -140,14 +140,15 @@ func bigShard(t *testing.T, from, path string, i, n int) string {
 }
 
 // bigCheckpoint writes the checkpoint of an exploration of tp8-shared-expert
-// (buggy, as shardArgs explores it) of more than size bytes: the header
-// and records of a real run of 8 schedules, its budget raised, and as many
-// more records as it takes, each the last one of the real run under
-// another schedule's number. It returns the path and the budget.
-func bigCheckpoint(t *testing.T, path string, size int) (string, int) {
+// (buggy, as shardArgs explores it, with the extra arguments) of more than
+// size bytes: the header and records of a real run of 8 schedules, its
+// budget raised, and as many more records as it takes, each the last one
+// of the real run under another schedule's number. It returns the path
+// and the budget.
+func bigCheckpoint(t *testing.T, path string, size int, extra ...string) (string, int) {
 	t.Helper()
 	small := path + ".small"
-	code, _, stderr := simctl(t, append(shardArgs(), "--checkpoint", small, "--checkpoint-every", "0s")...)
+	code, _, stderr := simctl(t, append(append(shardArgs(), extra...), "--checkpoint", small, "--checkpoint-every", "0s")...)
 	require.Equal(t, 0, code, stderr)
 	lines := strings.Split(strings.TrimSuffix(mustRead(t, small), "\n"), "\n")
 	require.Len(t, lines, 9)
@@ -320,11 +321,13 @@ func TestHostileInputs31(t *testing.T) {
 	for i := range 3000 {
 		missing = append(missing, fmt.Sprintf("/nonexistent/m%d.y", i)) // short: the arguments travel in one variable
 	}
-	var big0, big1, bigCk string
-	bigBudget := 0
+	var big0, big1, bigCk, bigShardCk string
+	bigBudget, bigShardBudget := 0, 0
+	bigShardOut := filepath.Join(d, "big-shard.json")
 	if !testing.Short() {
 		bigCk, bigBudget = bigCheckpoint(t, filepath.Join(d, "big.checkpoint"), 129<<20) // past the 128 MiB --resume once took
-		big0 = bigShard(t, e.shards[0], filepath.Join(d, "big0.json"), 0, 760000)        // 88 MB
+		bigShardCk, bigShardBudget = bigCheckpoint(t, filepath.Join(d, "big-shard.checkpoint"), 129<<20, "--shard", "0/1")
+		big0 = bigShard(t, e.shards[0], filepath.Join(d, "big0.json"), 0, 760000) // 88 MB
 		big1 = bigShard(t, e.shards[1], filepath.Join(d, "big1.json"), 1, 760000)
 	}
 
@@ -366,6 +369,20 @@ func TestHostileInputs31(t *testing.T) {
 		{name: "a checkpoint over 128 MiB resumes, its records folded as they are read", args: append(shardArgs(), "--budget", fmt.Sprint(bigBudget), "--resume", bigCk, "--max-memory", "64MiB", "--format", "json"), code: 0, heavy: true,
 			check: func(t *testing.T, r limitedRun) {
 				require.Contains(t, r.stdout, fmt.Sprintf(`"schedules": %d,`, bigBudget))
+			}},
+		{name: "a sharded checkpoint over 128 MiB resumes, its shard file printed from it", args: append(shardArgs(), "--shard", "0/1", "--budget", fmt.Sprint(bigShardBudget), "--resume", bigShardCk, "--max-memory", "64MiB"), code: 0, heavy: true, out: bigShardOut,
+			check: func(t *testing.T, r limitedRun) {
+				f, err := os.Open(bigShardOut)
+				require.NoError(t, err)
+				defer f.Close()
+				st, err := f.Stat()
+				require.NoError(t, err)
+				require.Greater(t, st.Size(), int64(129<<20))
+				tail := make([]byte, 512)
+				_, err = f.ReadAt(tail, st.Size()-512)
+				require.NoError(t, err)
+				require.Contains(t, string(tail), fmt.Sprintf("\"index\": %d,", bigShardBudget-1))
+				require.True(t, strings.HasSuffix(string(tail), "\n  }\n ]\n}\n"), string(tail))
 			}},
 		{name: "validate of 3,000 missing files", args: append([]string{"validate"}, missing...), code: 2, first: []string{"/nonexistent/m0.y"}},
 		{name: "tensors of chunks: 4096 refused before they run", args: []string{"run", chunksFile}, code: 2, first: []string{"over the resource budget", "the chunks of the file's tensors"}},
