@@ -3926,3 +3926,567 @@ class PinnedHostJoinStreamSync(PinnedHostJoin):
 class PinnedHostJoinDeviceSync(PinnedHostJoin):
     intent = "clean"
     device_sync = True
+
+
+# --- 15. held-out-h: idioms the corpus did not use (column slices of a fused qkv buffer, torch.chunk along
+# dim 1 against narrow(1, ...), unfold windows against an as_strided view, a view of a view with offsets
+# against a .view() of a slice, a channels_last conv on a side stream, torch.empty_strided blocks under
+# expandable segments, an async all_gather whose Work.is_completed() the host polls, a graph captured on a
+# user-given stream, torch.compile(mode="reduce-overhead") with two input shapes, the program's own nested
+# record_function ranges, two marked iterations of one region racing across the iteration boundary, a
+# host-side copy_ after a non_blocking device-to-host copy into pageable against pinned memory). Written
+# before being scored, by a helper who had not read the importer; each label is what the GPU shows.
+
+class FusedQkv(Base):
+    """A fused qkv buffer (R, 3D) written by main; aux reads the q columns qkv[:, :D]; main then scales
+    the columns qkv[:, D:2D] in place (the k part: disjoint) or qkv[:, D/2:3D/2] (half of it is q's:
+    overlap)."""
+    mechanism = "held-out-h"
+    delay = "aux, before its read of the q columns"
+    overlap = False
+    R, D = 2048, 512
+
+    def extra(self):
+        R, D = self.R, self.D
+        self.x2 = self.src[:R * 3 * D].view(R, 3 * D)
+        self.qkv = torch.empty(R, 3 * D, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.x2[:, :D] * k).sin() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux, qkv, D = self.main, self.aux, self.qkv, self.D
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.x2, k, out=qkv)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            q = qkv[:, :D].sin()
+        lo = D // 2 if self.overlap else D
+        qkv[:, lo:lo + D].mul_(3.0)
+        main.wait_stream(aux)
+        return [(q, self.refs[k])]
+
+
+@program
+class FusedQkvColumnsDisjoint(FusedQkv):
+    intent = "clean"
+
+
+@program
+class FusedQkvColumnsOverlap(FusedQkv):
+    intent = "racy"
+    overlap = True
+
+
+class ChunkNarrowWrites(Base):
+    """out (R, 2C), zeroed by main. aux writes sin(x) into the left half, torch.chunk(out, 2, dim=1)[0],
+    through out=; main then writes 3x into out.narrow(1, start, C): start C is the right half (disjoint),
+    start 3C/4 also covers the left half's last quarter, where program order says main's value stays (a late
+    aux write leaves sin there)."""
+    mechanism = "held-out-h"
+    delay = "aux, before its write into the left chunk"
+    overlap = False
+    R, C = 1024, 1024
+
+    def start(self):
+        return self.C - self.C // 4 if self.overlap else self.C
+
+    def extra(self):
+        R, C = self.R, self.C
+        self.x2 = self.src[:R * 2 * C].view(R, 2 * C)
+        self.out = torch.empty(R, 2 * C, device="cuda")
+        s = self.start()
+        want = torch.zeros(R, 2 * C, device="cuda")
+        want[:, :C] = self.x2[:, :C].sin()
+        want[:, s:s + C] = self.x2[:, s:s + C] * 3.0
+        self.want = want
+
+    def step(self, sleep):
+        main, aux, out, C = self.main, self.aux, self.out, self.C
+        out.zero_()
+        left = torch.chunk(out, 2, dim=1)[0]
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            torch.sin(self.x2[:, :C], out=left)
+        s = self.start()
+        torch.mul(self.x2.narrow(1, s, C), 3.0, out=out.narrow(1, s, C))
+        main.wait_stream(aux)
+        return [(out, self.want)]
+
+
+@program
+class ChunkNarrowWritesDisjoint(ChunkNarrowWrites):
+    intent = "clean"
+
+
+@program
+class ChunkNarrowWritesOverlap(ChunkNarrowWrites):
+    intent = "racy"
+    overlap = True
+
+
+class UnfoldAsStrided(Base):
+    """buf (1 Mi floats) written by main; aux sums windows buf.unfold(0, 256, 1024) (elements [1024i,
+    1024i+256)); main then negates buf.as_strided((1024, 256), (1024, 1), off) in place: off 512 misses
+    every window (disjoint), off 128 covers each window's second half (overlap)."""
+    mechanism = "held-out-h"
+    delay = "aux, before its windowed sum"
+    overlap = False
+    L = 1 << 20
+
+    def extra(self):
+        L = self.L
+        self.buf = torch.empty(L, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.src[:L] * k).unfold(0, 256, 1024).sum(-1) for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux, buf, L = self.main, self.aux, self.buf, self.L
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src[:L], k, out=buf)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            r = buf.unfold(0, 256, 1024).sum(-1)
+        off = 128 if self.overlap else 512
+        buf.as_strided((L // 1024, 256), (1024, 1), off).neg_()
+        main.wait_stream(aux)
+        return [(r, self.refs[k])]
+
+
+@program
+class UnfoldAsStridedDisjoint(UnfoldAsStrided):
+    intent = "clean"
+
+
+@program
+class UnfoldAsStridedOverlap(UnfoldAsStrided):
+    intent = "racy"
+    overlap = True
+
+
+class ViewOfViewOffsets(Base):
+    """aux reads buf[4:][::2] (a view of a view: the even elements from 4); main then zeroes the first
+    column of a .view(-1, 4) of a slice: buf[5:L-3] gives elements 5, 9, 13, ... (odd: disjoint), buf[8:]
+    gives 8, 12, 16, ... (even, inside aux's view: overlap)."""
+    mechanism = "held-out-h"
+    delay = "aux, before its read"
+    overlap = False
+    L = 1 << 20
+
+    def extra(self):
+        L = self.L
+        self.buf = torch.empty(L, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.src[:L] * k)[4:][::2] * 2.0 for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux, buf, L = self.main, self.aux, self.buf, self.L
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src[:L], k, out=buf)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            r = buf[4:][::2] * 2.0
+        part = buf[8:] if self.overlap else buf[5:L - 3]
+        part.view(-1, 4)[:, 0].zero_()
+        main.wait_stream(aux)
+        return [(r, self.refs[k])]
+
+
+@program
+class ViewOfViewOffsetsDisjoint(ViewOfViewOffsets):
+    intent = "clean"
+
+
+@program
+class ViewOfViewOffsetsOverlap(ViewOfViewOffsets):
+    intent = "racy"
+    overlap = True
+
+
+class ChannelsLastConvSide(Base):
+    """A channels_last conv2d (8x64x56x56, 3x3) runs on aux over x, which main filled this step (x0 * k);
+    main then zeroes x for its next use, after joining aux (clean) or not (racy: the late conv sees zeros)."""
+    mechanism = "held-out-h"
+    delay = "aux, before the conv"
+    joined = False
+
+    def extra(self):
+        import torch.nn.functional as F
+        self.conv = lambda t: F.conv2d(t, self.w, padding=1)
+        self.x0 = torch.randn(8, 64, 56, 56, device="cuda").to(memory_format=torch.channels_last)
+        self.w = (torch.randn(64, 64, 3, 3, device="cuda") * 0.05).to(memory_format=torch.channels_last)
+        self.x = torch.empty_like(self.x0)
+        self.n = 0
+        self.refs = {k: self.conv(self.x0 * k) for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.x0, k, out=self.x)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = self.conv(self.x)
+        if self.joined:
+            main.wait_stream(aux)
+        self.x.zero_()
+        main.wait_stream(aux)
+        return [(y, self.refs[k])]
+
+
+@program
+class ChannelsLastConvSideNoJoin(ChannelsLastConvSide):
+    intent = "racy"
+
+
+@program
+class ChannelsLastConvSideJoined(ChannelsLastConvSide):
+    intent = "clean"
+    joined = True
+
+
+def _expandable(on):
+    try:
+        torch.cuda.memory._set_allocator_settings("expandable_segments:" + ("True" if on else "False"))
+    except Exception:
+        pass
+
+
+class EmptyStridedExpandable(FreeWhileRead):
+    """The free-while-read program with column-major blocks from torch.empty_strided((2048, 2048),
+    (1, 2048)) filled through out=, run with the allocator's expandable segments on (switched on for the
+    step only, so the programs after it see the default allocator): x's 16 MiB block is reused by w on main
+    while aux may still read x. The clean twin calls x.record_stream(aux)."""
+    mechanism = "held-out-h"
+
+    def make_x(self):
+        x = torch.empty_strided((2048, 2048), (1, 2048), device="cuda")
+        torch.mul(self.src.view(2048, 2048), 2.0, out=x)
+        return x
+
+    def make_w(self):
+        w = torch.empty_strided((2048, 2048), (1, 2048), device="cuda")
+        torch.cos(self.src.view(2048, 2048), out=w)
+        return w
+
+    def step(self, sleep):
+        _expandable(True)
+        try:
+            return FreeWhileRead.step(self, sleep)
+        finally:
+            _expandable(False)
+
+
+@program
+class EmptyStridedExpandableFreed(EmptyStridedExpandable):
+    intent = "racy"
+
+
+@program
+class EmptyStridedExpandableRecordStream(EmptyStridedExpandable):
+    intent = "clean"
+    fix = "record_stream"
+
+
+class AllGatherPolled(Base):
+    """all_gather_into_tensor(out, x, async_op=True) on a one-rank NCCL group; the host asks
+    work.is_completed() once and goes on whatever it says (racy), or polls it until it says True (clean),
+    then main reads out (zeroed this step) with no work.wait() before the read."""
+    kind = "nccl"
+    mechanism = "held-out-h"
+    delay = "NCCL's stream: a large all_gather issued before it"
+    until_done = False
+
+    def extra(self):
+        import torch.distributed as dist
+        if not dist.is_initialized():
+            dist.init_process_group("nccl", init_method="file://" + os.path.join(tempfile.mkdtemp(), "pg"), rank=0, world_size=1,
+                                    device_id=torch.device("cuda", 0))
+        self.dist = dist
+        self.out = torch.empty(N, device="cuda")
+        self.big_in = torch.empty(64 * N, device="cuda")
+        self.big_out = torch.empty(64 * N, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.src * k).sin() for k in (1.0, 2.0)}
+        dist.all_gather_into_tensor(self.big_out, self.big_in)
+        torch.cuda.synchronize()
+
+    def step(self, sleep):
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        x = self.src * k
+        self.out.zero_()
+        if sleep:
+            self.dist.all_gather_into_tensor(self.big_out, self.big_in, async_op=True)
+        work = self.dist.all_gather_into_tensor(self.out, x, async_op=True)
+        if self.until_done:
+            while not work.is_completed():
+                pass
+        else:
+            work.is_completed()
+        r = self.out.sin()
+        work.wait()
+        return [(r, self.refs[k])]
+
+
+@program
+class AllGatherPolledOnce(AllGatherPolled):
+    intent = "racy"
+
+
+@program
+class AllGatherPolledUntilDone(AllGatherPolled):
+    intent = "clean"
+    until_done = True
+
+
+class GraphGivenStream(Base):
+    """A graph captured with torch.cuda.graph(g, stream=cs), a stream of the program's own; it is replayed
+    on main (a replay runs on the current stream, not the capture's). aux reads the static output after
+    waiting for cs (the capture stream, idle: racy) or for main (clean)."""
+    kind = "graph"
+    mechanism = "held-out-h"
+    delay = "main, before the replay"
+    wait_main = False
+
+    def extra(self):
+        self.static_in = self.src.clone()
+        self.cs = torch.cuda.Stream()
+        self.cs.wait_stream(self.main)
+        with torch.cuda.stream(self.cs):
+            for _ in range(2):
+                (self.static_in * 2.0).sin()
+        self.main.wait_stream(self.cs)
+        torch.cuda.synchronize()
+        self.g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.g, stream=self.cs):
+            self.gout = (self.static_in * 2.0).sin()
+        torch.cuda.synchronize()
+        self.n = 0
+        self.refs = {k: (self.src * k * 2.0).sin() + 1.0 for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.static_in)
+        nap(sleep)
+        self.g.replay()
+        aux.wait_stream(main if self.wait_main else self.cs)
+        with torch.cuda.stream(aux):
+            r = self.gout + 1.0
+        main.wait_stream(aux)
+        return [(r, self.refs[k])]
+
+
+@program
+class GraphGivenStreamWaitCapture(GraphGivenStream):
+    intent = "racy"
+
+
+@program
+class GraphGivenStreamWaitMain(GraphGivenStream):
+    intent = "clean"
+    wait_main = True
+
+
+class CompiledTwoShapes(Base):
+    """torch.compile(mode="reduce-overhead", dynamic=False) called twice per step, with an input of N and
+    one of N/2 elements (two CUDA graphs); aux reads the first call's output o1 after waiting an event
+    recorded on main before the first call (too early: racy) or between the two calls (clean)."""
+    kind = "compile"
+    mechanism = "held-out-h"
+    delay = "main, before the first compiled call"
+    late_event = False
+
+    def extra(self):
+        self.f = torch.compile(lambda t: (t * 2.0).sin(), mode="reduce-overhead", dynamic=False)
+        self.in1 = self.src.clone()
+        self.in2 = self.src[:N // 2].clone()
+        self.ev = torch.cuda.Event()
+        for _ in range(4):
+            torch.compiler.cudagraph_mark_step_begin()
+            o1 = self.f(self.in1)     # o1 held across the second call, as in step
+            o2 = self.f(self.in2)
+            del o1, o2
+        torch.cuda.synchronize()
+        self.n = 0
+        self.refs = {k: (self.src * k * 2.0).sin().exp() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.in1)
+        torch.mul(self.src[:N // 2], 3.0, out=self.in2)
+        torch.compiler.cudagraph_mark_step_begin()
+        if not self.late_event:
+            self.ev.record(main)
+        nap(sleep)
+        o1 = self.f(self.in1)
+        if self.late_event:
+            self.ev.record(main)
+        o2 = self.f(self.in2)
+        aux.wait_event(self.ev)
+        with torch.cuda.stream(aux):
+            r = o1.exp()
+        main.wait_stream(aux)
+        del o2
+        return [(r, self.refs[k])]
+
+
+@program
+class CompiledTwoShapesEventEarly(CompiledTwoShapes):
+    intent = "racy"
+
+
+@program
+class CompiledTwoShapesEventAfter(CompiledTwoShapes):
+    intent = "clean"
+    late_event = True
+
+
+class NestedRanges(Base):
+    """The step carries the program's own nested ranges, record_function("train_step") around
+    record_function("forward"). In forward main writes h and aux writes t = cos(h) (t zeroed first on
+    main); after forward, still in train_step, main reads t. main joins aux inside forward (clean) or
+    only after reading (racy)."""
+    mechanism = "held-out-h"
+    delay = "aux, before its write of t"
+    joined = False
+
+    def extra(self):
+        self.h = torch.empty(N, device="cuda")
+        self.t = torch.empty(N, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.src * k).cos() * 2.0 for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        from torch.profiler import record_function
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        with record_function("train_step"):
+            self.t.zero_()
+            with record_function("forward"):
+                torch.mul(self.src, k, out=self.h)
+                aux.wait_stream(main)
+                with torch.cuda.stream(aux):
+                    nap(sleep)
+                    torch.cos(self.h, out=self.t)
+                if self.joined:
+                    main.wait_stream(aux)
+            loss = self.t * 2.0
+        main.wait_stream(aux)
+        return [(loss, self.refs[k])]
+
+
+@program
+class NestedRangesNoJoin(NestedRanges):
+    intent = "racy"
+
+
+@program
+class NestedRangesJoinedInForward(NestedRanges):
+    intent = "clean"
+    joined = True
+
+
+class CrossIteration(Base):
+    """Two iterations per step over one buffer: main writes buf = src * (i + 1), aux reads sin(buf). With
+    no join at the end of an iteration, iteration 1's write races with iteration 0's read (racy); the clean
+    twin joins main to aux at the end of each iteration. The recorded region marks each iteration with
+    its own record_function("step") (two step ranges, the race crosses from the first to the second)."""
+    mechanism = "held-out-h"
+    delay = "aux, before each read"
+    joined = False
+
+    def extra(self):
+        self.buf = torch.empty(N, device="cuda")
+        self.refs = [(self.src * float(i + 1)).sin() for i in range(2)]
+
+    def iteration(self, i, sleep):
+        main, aux = self.main, self.aux
+        torch.mul(self.src, float(i + 1), out=self.buf)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            r = self.buf.sin()
+        if self.joined:
+            main.wait_stream(aux)
+        return r
+
+    def step(self, sleep):
+        rs = [self.iteration(i, sleep) for i in range(2)]
+        self.main.wait_stream(self.aux)
+        return list(zip(rs, self.refs))
+
+    def record(self, rec):
+        from torch.profiler import record_function
+        with rec(step=False):
+            rs = []
+            for i in range(2):
+                with record_function("step"):
+                    rs.append(self.iteration(i, 0))
+            self.main.wait_stream(self.aux)
+        return list(zip(rs, self.refs))
+
+
+@program
+class CrossIterationNoJoin(CrossIteration):
+    intent = "racy"
+
+
+@program
+class CrossIterationJoined(CrossIteration):
+    intent = "clean"
+    joined = True
+
+
+class HostCopyAfterD2H(Base):
+    """y = sin(src[:L] * k) goes to the host with non_blocking=True, then the host thread copies it on
+    (got.copy_(h), a CPU copy). Into a pageable tensor (hp.copy_(y, non_blocking=True)) the copy returns
+    only when done, as CUDA does for device-to-pageable copies (clean); y.to("cpu", non_blocking=True)
+    gives pinned memory and returns at once (racy: got holds an older block's values)."""
+    mechanism = "held-out-h"
+    delay = "main, before the device-to-host copy"
+    pageable = True
+    L = N // 4
+
+    def extra(self):
+        L = self.L
+        self.hp = torch.empty(L)
+        self.got = torch.empty(L)
+        self.n = 0
+        self.refs = {k: (self.src[:L] * k).sin().cpu() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        y = (self.src[:self.L] * k).sin()
+        nap(sleep)
+        if self.pageable:
+            self.hp.copy_(y, non_blocking=True)
+            h = self.hp
+        else:
+            h = y.to("cpu", non_blocking=True)
+        self.got.copy_(h)
+        return [(self.got.clone(), self.refs[k])]
+
+
+@program
+class PageableD2HHostCopy(HostCopyAfterD2H):
+    intent = "clean"
+
+
+@program
+class ToCpuNonBlockingHostCopy(HostCopyAfterD2H):
+    intent = "racy"
+    pageable = False
