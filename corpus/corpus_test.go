@@ -13,7 +13,12 @@ const dir = "../validation/corpus"
 
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
-var knownMiss = map[string]string{}
+var knownMiss = map[string]string{
+	"AllGatherPolledOnce":         "held-out-h, scored before mending: not yet diagnosed",
+	"CompiledTwoShapesEventAfter": "held-out-h, scored before mending: not yet diagnosed",
+	"CrossIterationNoJoin":        "held-out-h, scored before mending: not yet diagnosed",
+	"PageableD2HHostCopy":         "held-out-h, scored before mending: not yet diagnosed",
+}
 
 // TestBenchmark imports and checks every corpus program and requires
 // collsim's verdict to match the GPU's label on each: racy → race or worse,
