@@ -130,6 +130,7 @@ type builder struct {
 	probeStream                         map[*cpuOp]int64
 	probeEvent                          map[*cpuOp]int64 // an event-record probe → the CUPTI id of the event it recorded
 	streamQueries                       [2]int           // cudaStreamQuery calls: of no stream the trace names, and seen to return true
+	pageable                            int              // copies to pageable host memory (the host waited for each)
 	capCalls                            map[int][]*call  // a capture's launches, by capture (capLaunches)
 	graphOf                             map[int]string   // an opaque or foreign replay (its number) → the graph it replays (opaqueReplays)
 	replays                             int
@@ -153,6 +154,9 @@ type builder struct {
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{},
 		probeStream: map[*cpuOp]int64{}, probeEvent: map[*cpuOp]int64{}, graphOf: map[int]string{}, opaqueAt: map[int]float64{}, foreignAt: map[int]bool{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
+	if rt.steps > 0 {
+		b.p.notef("the step annotation %q occurs %d times on its thread (iterations of a loop): imported from the first to the last as one step, so a race from one into the next shows (--step-index N imports one)", rt.step, rt.steps+1)
+	}
 	for _, op := range rt.ops {
 		if op.ext >= 0 {
 			if _, dup := b.byExt[op.ext]; !dup || op.cat == "cpu_op" {
@@ -441,6 +445,22 @@ func (b *builder) eager() error {
 				orphans = append(orphans, orphanLaunch{c, its})
 			}
 			items = append(items, its...)
+			for _, a := range work {
+				// A copy from the device to pageable (not pinned) host
+				// memory returns only once it is done, even
+				// cudaMemcpyAsync: the host waited for its stream.
+				if strings.HasSuffix(a.name, "-> Pageable)") {
+					// The copy is issued when the call starts; the host
+					// is in the call until it returns, done.
+					for _, it := range its {
+						if it.act == a {
+							it.issue = c.ts
+						}
+					}
+					items = append(items, &item{kind: scenarios.OpSync, ts: c.end, issue: c.end, stream: a.stream})
+					b.pageable++
+				}
+			}
 		case strings.HasPrefix(c.name, "cudaEventRecord"):
 			it := &item{kind: scenarios.OpRecord, ts: c.ts, issue: c.end, stream: -1, corr: c.corr}
 			if pr := b.probeAt(c.ts, c.tid); pr != nil && pr.name == eventProbe {
@@ -1350,6 +1370,9 @@ func (b *builder) pair(out []*item) error {
 			p.events = append(p.events, r.event)
 		}
 		it.event = r.event
+	}
+	if b.pageable > 0 {
+		p.notef("%d copies from the device to pageable host memory: each returns only once it is done (cudaMemcpyAsync too), so the host waited for its stream (a sync)", b.pageable)
 	}
 	if n := b.streamQueries[1]; n > 0 {
 		p.notef("%d cudaStreamQuery calls returned after their stream's work had ended in the recorded timing: each is taken as the host seeing the stream drained (a sync of it; a query before that orders nothing)", n)

@@ -102,6 +102,11 @@ type Args struct {
 	WaitEvent  int64  `json:"wait_on_cuda_event_id"`
 	WaitStream int64  `json:"wait_on_stream"`
 	WaitCorr   int64  `json:"wait_on_cuda_event_record_corr_id"`
+	// kernel: its launch shape, and the CUDA graph that ran it (newer
+	// Kineto; 0 or absent outside a graph)
+	Grid    []int64 `json:"grid"`
+	Block   []int64 `json:"block"`
+	GraphID int64   `json:"graph id"`
 	// [memory]
 	Addr       json.Number `json:"Addr"`
 	Bytes      int64       `json:"Bytes"`

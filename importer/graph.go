@@ -100,13 +100,25 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 			items = append(items, &item{kind: scenarios.OpKernel, ts: launch.ts, issue: launch.end, stream: a.stream, act: a, name: "graph." + shortKernel(a.name), opaque: b.replays})
 		}
 		b.opaqueAt[b.replays] = launch.ts
-		// No capture to name the graph: the kernels it ran do (two
-		// launches that ran the same kernels are taken for one graph).
+		// No capture to name the graph: the trace's graph id does where
+		// it gives one (newer Kineto), else the kernels it ran, with their
+		// launch shapes (two launches that ran the same kernels on the
+		// same grids are taken for one graph; one compiled function's
+		// graphs for two input sizes run the same kernel on two grids).
 		var names []string
+		id := int64(-1)
 		for _, a := range work {
-			names = append(names, a.name)
+			names = append(names, a.name+" "+a.shape)
+			if id == -1 || id == a.graphID {
+				id = a.graphID
+			} else {
+				id = 0
+			}
 		}
 		b.graphOf[b.replays] = "kernels:" + strings.Join(names, "\x00")
+		if id > 0 {
+			b.graphOf[b.replays] = "graph:" + strconv.FormatInt(id, 10)
+		}
 		return items
 	}
 	if !exact {
@@ -474,6 +486,11 @@ func (b *builder) opaqueReplays(out []*item) {
 		n             int
 	}
 	var rs []*replay
+	// earlier is what earlier replays were taken to write: the step has
+	// seen it by the next replay (a graph's output read after a second,
+	// other graph is the first one's, not the second's).
+	earlier := map[string]bool{}
+	var earlierOrder []string
 	for r := 1; r <= b.replays; r++ {
 		if _, ok := b.opaqueAt[r]; !ok {
 			continue
@@ -518,6 +535,11 @@ func (b *builder) opaqueReplays(out []*item) {
 				seen[k], lastWrite[k] = true, true
 			}
 		}
+		for _, k := range earlierOrder {
+			if !seen[k] {
+				seen[k] = true
+			}
+		}
 		rp := &replay{r: r, firstK: firstK, lastK: lastK}
 		for _, k := range order {
 			if lastWrite[k] && static(k) {
@@ -553,6 +575,12 @@ func (b *builder) opaqueReplays(out []*item) {
 			}
 		}
 		rs = append(rs, rp)
+		for _, k := range rp.outs {
+			if !earlier[k] {
+				earlier[k] = true
+				earlierOrder = append(earlierOrder, k)
+			}
+		}
 	}
 	// A graph's static buffers are the same at every replay: each replay
 	// of one graph reads every static input and writes every static

@@ -21,8 +21,15 @@ type Options struct {
 	// record_function name); empty tries ProfilerStep#… then "step", and
 	// imports the whole trace when neither is there.
 	Step string
-	// StepIndex picks the occurrence of Step (0: the first).
+	// StepIndex picks the occurrence of Step (0: the first) where
+	// PickStep is set or StepIndex > 0. Otherwise a step annotation that
+	// repeats under one name on one thread (record_function("step") in a
+	// loop) is imported from its first occurrence to its last, as one
+	// window, so a race from one iteration into the next shows; a name
+	// that does not repeat, or ProfilerStep#N (a new name each step), is
+	// its first occurrence.
 	StepIndex int
+	PickStep  bool
 	// Name is the scenario's name (default: the first trace's base name).
 	Name string
 	// FlightRecorder reads Traces as Flight Recorder dumps (JSON form), one
@@ -92,7 +99,11 @@ func Import(o Options) (*Result, error) {
 	var rts []*rankTrace
 	var ets []map[int64]*ETOp
 	for r, path := range o.Traces {
-		rt, err := readRank(path, o.Step, o.StepIndex, o.Limits)
+		idx := o.StepIndex
+		if !o.PickStep && idx == 0 {
+			idx = allSteps
+		}
+		rt, err := readRank(path, o.Step, idx, o.Limits)
 		if err != nil {
 			return nil, err
 		}

@@ -224,3 +224,46 @@ func TestEachViewItsOwnChunks(t *testing.T) {
 	require.Equal(t, "ok", dporVerdict(t, res))
 	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "SplitCatSideSamePart")))
 }
+
+// torch.compile(mode="reduce-overhead") called with two input sizes runs
+// two graphs of the same Triton kernel on two grids: they are two graphs,
+// not one (kernels and launch shapes name a graph whose capture the trace
+// lacks), and the first graph's output, read after the second replay, is
+// the first's alone. An aux stream that waits on an event recorded between
+// the two calls reads it safely (CompiledTwoShapesEventAfter, clean); one
+// recorded before the first call does not (CompiledTwoShapesEventEarly).
+func TestTwoGraphsOfOneCompiledFunction(t *testing.T) {
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "CompiledTwoShapesEventAfter")))
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "CompiledTwoShapesEventEarly")))
+}
+
+// A copy from the device to pageable host memory returns only when done,
+// even as cudaMemcpyAsync ("Memcpy DtoH (Device -> Pageable)" in the
+// trace): the host's later copy out of it is ordered (PageableD2HHostCopy,
+// clean); into pinned memory it is not (ToCpuNonBlockingHostCopy, racy).
+func TestPageableCopyWaits(t *testing.T) {
+	res := importCorpus(t, "PageableD2HHostCopy")
+	require.Contains(t, string(res.YAML), "copies from the device to pageable host memory")
+	require.Equal(t, "ok", dporVerdict(t, res))
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "ToCpuNonBlockingHostCopy")))
+}
+
+// A program that marks each iteration of a loop record_function("step")
+// races from one iteration into the next (CrossIterationNoJoin: iteration
+// 1's write of buf against iteration 0's aux read). The repeated step name
+// is imported from its first occurrence to its last, as one step; the
+// first occurrence alone (--step-index 0) cannot show the race.
+func TestRepeatedStepIsOneWindow(t *testing.T) {
+	res := importCorpus(t, "CrossIterationNoJoin")
+	require.Contains(t, string(res.YAML), "occurs 2 times on its thread")
+	require.Equal(t, "corruption", dporVerdict(t, res))
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "CrossIterationJoined")))
+
+	one, err := importer.Import(importer.Options{
+		Traces:   []string{filepath.Join(corpusTraces, "CrossIterationNoJoin.json.gz")},
+		ET:       []string{filepath.Join(corpusTraces, "CrossIterationNoJoin.et.json.gz")},
+		PickStep: true,
+	})
+	require.NoError(t, err)
+	require.Equal(t, "ok", dporVerdict(t, one), "one iteration has no race of its own")
+}

@@ -63,6 +63,8 @@ type devAct struct {
 	waitEvent  int64
 	waitStream int64
 	waitCorr   int64
+	shape      string // a kernel's grid and block, "[g]/[b]"
+	graphID    int64  // the CUDA graph that ran it, where the trace says (> 0)
 }
 
 // span is a closed time range on one host thread.
@@ -99,6 +101,7 @@ type rankTrace struct {
 	// rank and worldSize are distributedInfo's, -1 when absent.
 	rank, worldSize int
 	step            string // the annotation imported ("" for the whole trace)
+	steps           int    // later occurrences of it imported with it (one window)
 	tid             ID
 	window          span
 	capture         *span // the graph capture before the step, if any
@@ -118,6 +121,10 @@ type rankTrace struct {
 // StepDefault names the annotations tried, in order, when Options.Step is
 // empty: torch.profiler's schedule steps, then a record_function("step").
 var StepDefault = []string{"ProfilerStep#", "step"}
+
+// allSteps asks readRank for every occurrence of a repeated step name
+// as one window (Options.StepIndex).
+const allSteps = -1
 
 func matchStep(name, want string) (rank int, ok bool) {
 	if want != "" {
@@ -224,11 +231,26 @@ func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 			}
 		}
 		sort.SliceStable(cs, func(i, j int) bool { return cs[i].ts < cs[j].ts })
+		if idx == allSteps {
+			idx = 0
+			// The first occurrence and every later one of its name on
+			// its thread, as one window (iterations of one loop).
+			c := cs[0]
+			rt.step, rt.window, rt.tid = c.name, span{c.ts, c.end}, c.tid
+			for _, d := range cs[1:] {
+				if d.name == c.name && d.tid == c.tid {
+					rt.window.hi = max(rt.window.hi, d.end)
+					rt.steps++
+				}
+			}
+		}
 		if idx >= len(cs) {
 			return nil, &Error{File: path, Event: -1, Msg: fmt.Sprintf("the trace has %d step annotations named %q; step index %d is out of range", len(cs), cs[0].name, idx)}
 		}
-		c := cs[idx]
-		rt.step, rt.window, rt.tid = c.name, span{c.ts, c.end}, c.tid
+		if rt.steps == 0 {
+			c := cs[idx]
+			rt.step, rt.window, rt.tid = c.name, span{c.ts, c.end}, c.tid
+		}
 	} else {
 		if step != "" {
 			return nil, &Error{File: path, Event: -1, Msg: fmt.Sprintf("no annotation named %q; expected record_function(%q) around the step to import", step, step)}
@@ -324,7 +346,10 @@ func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 		}
 		ndev++
 		a := &devAct{idx: e.Index, cat: e.Cat, name: e.Name, ts: e.Ts, dur: e.Dur, stream: e.Args.Stream, corr: e.Args.Corr,
-			syncKind: e.Args.SyncKind, waitEvent: e.Args.WaitEvent, waitStream: e.Args.WaitStream, waitCorr: e.Args.WaitCorr}
+			syncKind: e.Args.SyncKind, waitEvent: e.Args.WaitEvent, waitStream: e.Args.WaitStream, waitCorr: e.Args.WaitCorr, graphID: e.Args.GraphID}
+		if len(e.Args.Grid)+len(e.Args.Block) > 0 {
+			a.shape = fmt.Sprint(e.Args.Grid, "/", e.Args.Block)
+		}
 		rt.dev[a.corr] = append(rt.dev[a.corr], a)
 		return nil
 	})

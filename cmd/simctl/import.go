@@ -45,7 +45,8 @@ Exit status 0 when the file was written, 2 on unreadable input
 		Example: `  simctl import validation/traces/a_eager.json --et validation/traces/a_eager.et.json -o a.yaml
   simctl import rank0.json.gz rank1.json.gz --step ProfilerStep#3 -o step3.yaml  # not run: your own traces`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.PickStep = cmd.Flags().Changed("step-index")
 			if err := checkOutputs("-o", []string{out}, append(append([]string{}, args...), o.ET...)); err != nil {
 				return err
 			}
@@ -97,7 +98,7 @@ Exit status 0 when the file was written, 2 on unreadable input
 	f.StringVarP(&out, "output", "o", "", "write the scenario file here (default: stdout)")
 	f.StringArrayVar(&o.ET, "et", nil, "execution trace of the next trace, in trace order (repeatable)")
 	f.StringVar(&o.Step, "step", "", "record_function annotation around the step to import (default: ProfilerStep#N, else \"step\")")
-	f.IntVar(&o.StepIndex, "step-index", 0, "which occurrence of the step annotation (0: the first)")
+	f.IntVar(&o.StepIndex, "step-index", 0, "import only this occurrence of the step annotation (0: the first; default: a name repeated on one thread, as in a loop, from its first occurrence to its last)")
 	f.StringVar(&o.Name, "name", "", "scenario name (default: the first trace's file name)")
 	f.BoolVar(&o.FlightRecorder, "flight-recorder", false, "the files are Flight Recorder dumps (JSON form, one per rank): import each rank's collectives in issue order, to replay a hang")
 	f.Var(maxBytes, "max-trace-bytes", "the most (decompressed) bytes read from one file")
