@@ -37,7 +37,8 @@ Two facts no profiler setting records are the stream a `record_stream` call
 names (the trace shows the call, with "<Stream>" for its argument) and the
 stream an event is recorded on (CUPTI names a wait's stream, not a
 record's), and which event a wait waits on is named by a number CUPTI gives
-the wait but not the record; nor does a `Stream.query()` name its stream.
+the wait but not the record; nor does a `Stream.query()` name its stream;
+and whether a program acts on a query's answer no trace shows.
 Inside `record`, each `Tensor.record_stream(s)`, each
 `torch.cuda.Event.record(s)` (so `Stream.record_event` and `wait_stream`
 too) and each `torch.cuda.Stream.query()` is wrapped in
@@ -47,9 +48,14 @@ record_function("collsim::record_stream"), ("collsim::event_record") or
 stream the call named. After an event record, a private stream waits on the
 event and runs one empty kernel (Kineto keeps a wait only on a stream that
 ran work): that wait's event number names the record's event. The importer
-reads them there and leaves the probe kernels and wait out of the program
-(probe_record_stream=False turns them all off; the importer then says it
-guessed).
+reads them there and leaves the probe kernels and wait out of the program.
+The first query of each event, stream or `Work` in the region
+(`Event.query()`, `Stream.query()`, `Work.is_completed()`) answers "not
+yet" without asking, a legal answer, inside a "collsim::query_not_yet"
+range: a program that polls asks again and the trace shows the query that
+returned true; one that asks once and goes on shows none
+(probe_record_stream=False turns all of these off; the importer then says
+it guessed).
 
 As a command, it records a whole script (its module-level code is the
 region; warm-up is the script's own business):
@@ -106,10 +112,19 @@ def record(prefix, step=True, name="step", execution_trace=True, probe_record_st
     orig = torch.Tensor.record_stream
     orig_rec = torch.cuda.Event.record
     orig_query = torch.cuda.Stream.query
+    orig_equery = torch.cuda.Event.query
+    work, orig_done = _work_class()
     if probe_record_stream:
         torch.Tensor.record_stream = _probed(orig)
         torch.cuda.Event.record = _probed_event_record(orig_rec)
-        torch.cuda.Stream.query = _probed_query(orig_query)
+        torch.cuda.Stream.query = _not_yet_first(_probed_query(orig_query))
+        torch.cuda.Event.query = _not_yet_first(orig_equery)
+        if work is not None:
+            try:
+                work.is_completed = _not_yet_first(orig_done)
+            except (AttributeError, TypeError):
+                work = None
+    _asked.clear()
     global _recording
     _recording = True
     try:
@@ -124,6 +139,10 @@ def record(prefix, step=True, name="step", execution_trace=True, probe_record_st
         torch.Tensor.record_stream = orig
         torch.cuda.Event.record = orig_rec
         torch.cuda.Stream.query = orig_query
+        torch.cuda.Event.query = orig_equery
+        if work is not None and probe_record_stream:
+            work.is_completed = orig_done
+        _asked.clear()
         _recording = False
     p.export_chrome_trace(prefix + ".json")
     _merge_captures(prefix, execution_trace)
@@ -269,6 +288,36 @@ def _probed_event_record(orig):
                 torch.cuda._sleep(0)
             return out
     return record
+
+
+_asked = []   # the events, streams and works queried so far in the region
+
+
+def _work_class():
+    """torch.distributed's Work and its is_completed, where there is one."""
+    try:
+        import torch.distributed as dist
+        w = dist.Work
+        return w, w.is_completed
+    except Exception:
+        return None, None
+
+
+def _not_yet_first(orig):
+    # A query (Event.query, Stream.query, Work.is_completed) may always
+    # answer "not yet": work can take any time. The first query of each
+    # event, stream or work in the region answers so without asking, inside
+    # a "collsim::query_not_yet" range. A program that polls asks again,
+    # and the trace shows its real query returning true; one that asks once
+    # and goes on shows no query at all. Both are legal runs of the program,
+    # and the trace then says which the program is.
+    def query(self):
+        if _recording and not any(o is self for o in _asked):
+            _asked.append(self)
+            with record_function("collsim::query_not_yet"):
+                return False
+        return orig(self)
+    return query
 
 
 def _probed_query(orig):
