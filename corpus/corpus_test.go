@@ -13,9 +13,7 @@ const dir = "../validation/corpus"
 
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
-var knownMiss = map[string]string{
-	"AllGatherPolledOnce": "work.is_completed() asked once, its answer ignored, then main reads the all-gather's output: in the recorded step the one query came after the copy ended, so it returned true, and the importer takes a query seen to return true as the host acting on it (a sync); the trace is the same as its clean twin's, which polls until true and also needed one query. The trace holds no fact that tells them apart",
-}
+var knownMiss = map[string]string{}
 
 // TestBenchmark imports and checks every corpus program and requires
 // collsim's verdict to match the GPU's label on each: racy → race or worse,

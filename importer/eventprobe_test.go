@@ -70,3 +70,19 @@ func TestStreamQueryProbe(t *testing.T) {
 	require.Contains(t, string(plain.YAML), "whose stream the trace does not name")
 	require.Equal(t, "corruption", dporVerdict(t, plain), "without the probe the poll orders nothing")
 }
+
+// work.is_completed() asked once with its answer ignored, against polled
+// until true (AllGatherPolledOnce racy, AllGatherPolledUntilDone clean on
+// the GPU): recorded with the recorder, whose first query of each work
+// answers "not yet" without asking, the first trace holds no query at all
+// (the host learnt nothing) and the second its real query returning true
+// (a sync). Recorded without that, both traces held one query returning
+// true and read alike.
+func TestQueryNotYetTellsPollingApart(t *testing.T) {
+	once := importCorpus(t, "AllGatherPolledOnce")
+	require.NotContains(t, string(once.YAML), "cudaEventQuery calls returned after")
+	require.Equal(t, "corruption", dporVerdict(t, once))
+	polled := importCorpus(t, "AllGatherPolledUntilDone")
+	require.Contains(t, string(polled.YAML), "cudaEventQuery calls returned after")
+	require.Equal(t, "ok", dporVerdict(t, polled))
+}
