@@ -38,10 +38,7 @@ func TestEventRecordProbeNamesTheStream(t *testing.T) {
 // aux2.wait_event(e)) needs it: the latest record before aux2's wait is the
 // wait_stream's.
 func TestEventNumberProbePairsExactly(t *testing.T) {
-	const name = "RecordEventBeforeLaunch"
-	et := []string{filepath.Join(corpusTraces, name+".et.json.gz")}
-	res, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, name+".json.gz")}, ET: et})
-	require.NoError(t, err)
+	res := importCorpus(t, "RecordEventBeforeLaunch")
 	require.NotContains(t, string(res.YAML), "waits paired with the latest event record", "every wait is paired by its event's number")
 	require.Equal(t, 4, res.Ranks[0].Waits, "the probe's own waits are not the program's")
 	require.Equal(t, "corruption", dporVerdict(t, res))
@@ -56,14 +53,10 @@ func TestEventNumberProbePairsExactly(t *testing.T) {
 func TestStreamQueryProbe(t *testing.T) {
 	const name = "StreamQueryPollAux"
 	et := []string{filepath.Join(corpusTraces, name+".et.json.gz")}
-	res, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, name+".json.gz")}, ET: et})
-	require.NoError(t, err)
+	res := importCorpus(t, name)
 	require.Contains(t, string(res.YAML), "cudaStreamQuery calls returned after their stream's work had ended")
 	require.Equal(t, "ok", dporVerdict(t, res))
-
-	main, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, "StreamQueryPollMain.json.gz")}, ET: []string{filepath.Join(corpusTraces, "StreamQueryPollMain.et.json.gz")}})
-	require.NoError(t, err)
-	require.Equal(t, "corruption", dporVerdict(t, main))
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "StreamQueryPollMain")))
 
 	plain, err := importer.Import(importer.Options{Traces: []string{withoutProbes(t, name, "collsim::stream_query")}, ET: et})
 	require.NoError(t, err)
