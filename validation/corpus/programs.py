@@ -4490,3 +4490,503 @@ class PageableD2HHostCopy(HostCopyAfterD2H):
 class ToCpuNonBlockingHostCopy(HostCopyAfterD2H):
     intent = "racy"
     pageable = False
+
+
+# --- 16. held-out-i: idioms the corpus did not use (two host threads each on its own stream,
+# default_stream() mistaken for current_stream() inside a stream block, an ExternalStream wrapping
+# another stream's handle, Event(blocking=True) + synchronize() before a host read, an embedding lookup
+# beside index_copy_ on its table, Tensor.copy_ from a host scalar tensor, torch.where over a mask main
+# fills, a sum(dim=0, out=) buffer reused, Tensor.pin_memory() + .cuda(non_blocking=True) with the host
+# overwriting the pinned source, a tensor handed to a side stream through a queue.Queue, a graph captured
+# with capture_error_mode="thread_local"). Written before being scored, by a helper who had not read the
+# importer; each label is what the GPU shows.
+
+class TwoThreadStreams(Base):
+    """Two host threads started in the step, each on its own stream: the writer (aux) fills buf, the
+    reader (aux2) reads it after a threading.Event; the device order is an event, or nothing."""
+    mechanism = "held-out-i"
+    delay = "aux (the writer thread), before it writes buf"
+    evented = False   # True: the writer records ev after its write, the reader's stream waits on it
+
+    def extra(self):
+        self.buf = torch.zeros(N, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        import threading
+        main, aux, aux2, buf = self.main, self.aux, self.aux2, self.buf
+        buf.zero_()
+        written = threading.Event()
+        res = []
+
+        def writer():
+            with torch.cuda.stream(aux):
+                aux.wait_stream(main)
+                nap(sleep)
+                torch.mul(self.src, 2.0, out=buf)
+                if self.evented:
+                    self.ev.record(aux)
+            written.set()
+
+        def reader():
+            written.wait()
+            with torch.cuda.stream(aux2):
+                aux2.wait_stream(main)
+                if self.evented:
+                    aux2.wait_event(self.ev)
+                res.append(buf.sin())
+
+        tw = threading.Thread(target=writer)
+        tr = threading.Thread(target=reader)
+        tr.start()
+        tw.start()
+        tw.join()
+        tr.join()
+        main.wait_stream(aux)
+        main.wait_stream(aux2)
+        return [(res[0], self.y_ref)]
+
+
+@program
+class TwoThreadStreamsNoEvent(TwoThreadStreams):
+    intent = "racy"
+
+
+@program
+class TwoThreadStreamsEvent(TwoThreadStreams):
+    intent = "clean"
+    evented = True
+
+
+class DefaultVsCurrent(Base):
+    """Inside `with torch.cuda.stream(aux)` the fork is written as torch.cuda.default_stream().wait_stream(main)
+    (main waits on itself: no fork) or as torch.cuda.current_stream().wait_stream(main) (aux waits on main)."""
+    mechanism = "held-out-i"
+    delay = "main, before it writes buf"
+    current = False
+
+    def extra(self):
+        self.buf = torch.zeros(N, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.src * k).sin() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux, buf = self.main, self.aux, self.buf
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        nap(sleep)
+        torch.mul(self.src, k, out=buf)
+        with torch.cuda.stream(aux):
+            if self.current:
+                torch.cuda.current_stream().wait_stream(main)
+            else:
+                torch.cuda.default_stream().wait_stream(main)
+            y = buf.sin()
+        main.wait_stream(aux)
+        return [(y, self.refs[k])]
+
+
+@program
+class DefaultStreamWaitInBlock(DefaultVsCurrent):
+    intent = "racy"
+
+
+@program
+class CurrentStreamWaitInBlock(DefaultVsCurrent):
+    intent = "clean"
+    current = True
+
+
+class ExternalStreamWrap(Base):
+    """ext = torch.cuda.ExternalStream(aux.cuda_stream) wraps aux's handle; the read is issued on ext. The fork
+    is made on another stream object: aux2 (a different stream) or aux (the same CUDA stream as ext)."""
+    mechanism = "held-out-i"
+    delay = "main, before it writes buf"
+    same = False
+
+    def extra(self):
+        self.ext = torch.cuda.ExternalStream(self.aux.cuda_stream)
+        self.buf = torch.zeros(N, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.src * k).sin() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, buf = self.main, self.buf
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        nap(sleep)
+        torch.mul(self.src, k, out=buf)
+        (self.aux if self.same else self.aux2).wait_stream(main)
+        with torch.cuda.stream(self.ext):
+            y = buf.sin()
+        main.wait_stream(self.ext)
+        main.wait_stream(self.aux2)
+        return [(y, self.refs[k])]
+
+
+@program
+class ExternalStreamForkOther(ExternalStreamWrap):
+    intent = "racy"
+
+
+@program
+class ExternalStreamForkSame(ExternalStreamWrap):
+    intent = "clean"
+    same = True
+
+
+class BlockingEventHostRead(Base):
+    """aux computes y and copies it non_blocking into pinned host memory; the host waits on a
+    torch.cuda.Event(blocking=True) with synchronize() and reads the pinned buffer. The event is recorded
+    before the copy, or after it."""
+    mechanism = "held-out-i"
+    delay = "aux, after the early event's place, before the copy"
+    late = False
+
+    def extra(self):
+        self.h = torch.empty(N).pin_memory()
+        self.ev = torch.cuda.Event(blocking=True)
+        self.n = 0
+        s = self.src.cpu()
+        self.refs = {k: s * k for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            y = self.src * k
+            if not self.late:
+                self.ev.record(aux)
+            nap(sleep)
+            self.h.copy_(y, non_blocking=True)
+            if self.late:
+                self.ev.record(aux)
+        self.ev.synchronize()
+        got = self.h.clone()
+        main.wait_stream(aux)
+        return [(got, self.refs[k])]
+
+
+@program
+class BlockingEventRecordedEarly(BlockingEventHostRead):
+    intent = "racy"
+
+
+@program
+class BlockingEventRecordedLate(BlockingEventHostRead):
+    intent = "clean"
+    late = True
+
+
+class EmbeddingBesideUpdate(Base):
+    """aux looks rows up with torch.nn.functional.embedding; main then updates every fourth row of the
+    table in place with index_copy_ (write after read), joined first or not."""
+    mechanism = "held-out-i"
+    delay = "aux, before the lookup"
+    joined = False
+
+    def extra(self):
+        g = torch.Generator(device="cuda")
+        g.manual_seed(5)
+        self.table0 = torch.randn(4096, 1024, device="cuda", generator=g)
+        self.table = self.table0.clone()
+        self.idx = torch.arange(0, 4096, 2, device="cuda")
+        self.rows = torch.arange(0, 4096, 4, device="cuda")
+        self.new = torch.randn(1024, 1024, device="cuda", generator=g)
+        self.e_ref = torch.nn.functional.embedding(self.idx, self.table0)
+
+    def step(self, sleep):
+        main, aux, table = self.main, self.aux, self.table
+        table.copy_(self.table0)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            e = torch.nn.functional.embedding(self.idx, table)
+        if self.joined:
+            main.wait_stream(aux)
+        table.index_copy_(0, self.rows, self.new)
+        main.wait_stream(aux)
+        return [(e, self.e_ref)]
+
+
+@program
+class EmbeddingLookupTableUpdated(EmbeddingBesideUpdate):
+    intent = "racy"
+
+
+@program
+class EmbeddingLookupJoined(EmbeddingBesideUpdate):
+    intent = "clean"
+    joined = True
+
+
+class HostScalarCopyIn(Base):
+    """A device scalar kt scales src on aux; main then sets kt for the next use with kt.copy_(torch.tensor(v)),
+    a copy from a host (CPU, pageable) scalar tensor, joined first or not."""
+    mechanism = "held-out-i"
+    delay = "aux, before it reads kt"
+    joined = False
+
+    def extra(self):
+        self.kt = torch.ones((), device="cuda")
+        self.n = 0
+        self.refs = {k: self.src * k for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux, kt = self.main, self.aux, self.kt
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        kt.fill_(k)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = self.src * kt
+        if self.joined:
+            main.wait_stream(aux)
+        kt.copy_(torch.tensor(k + 2.0))
+        main.wait_stream(aux)
+        return [(y, self.refs[k])]
+
+
+@program
+class HostScalarCopyUnjoined(HostScalarCopyIn):
+    intent = "racy"
+
+
+@program
+class HostScalarCopyJoined(HostScalarCopyIn):
+    intent = "clean"
+    joined = True
+
+
+class WhereOverMask(Base):
+    """main fills a bool mask (src > t, the threshold alternates per step); aux computes
+    torch.where(mask, src, 0.0). aux's fork is placed before main fills the mask, or after."""
+    mechanism = "held-out-i"
+    delay = "main, before it fills the mask"
+    fork_after = False
+
+    def extra(self):
+        self.mask = torch.zeros(N, dtype=torch.bool, device="cuda")
+        self.n = 0
+        self.refs = {t: torch.where(self.src > t, self.src, 0.0) for t in (0.0, 1.0)}
+
+    def step(self, sleep):
+        main, aux, mask = self.main, self.aux, self.mask
+        self.n += 1
+        t = float(self.n % 2)
+        if not self.fork_after:
+            aux.wait_stream(main)
+        nap(sleep)
+        torch.gt(self.src, t, out=mask)
+        if self.fork_after:
+            aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            y = torch.where(mask, self.src, 0.0)
+        main.wait_stream(aux)
+        return [(y, self.refs[t])]
+
+
+@program
+class WhereMaskForkBeforeFill(WhereOverMask):
+    intent = "racy"
+
+
+@program
+class WhereMaskForkAfterFill(WhereOverMask):
+    intent = "clean"
+    fork_after = True
+
+
+class SumOutReused(Base):
+    """main reduces X1 with torch.sum(dim=0, out=red); aux reads red; main reuses red for the sum of X2
+    (write after read), after joining aux or not."""
+    mechanism = "held-out-i"
+    delay = "aux, before it reads red"
+    joined = False
+
+    def extra(self):
+        g = torch.Generator(device="cuda")
+        g.manual_seed(6)
+        self.X1 = torch.randn(1024, 4096, device="cuda", generator=g)
+        self.X2 = torch.randn(1024, 4096, device="cuda", generator=g) + 1.0
+        self.red = torch.zeros(4096, device="cuda")
+        self.y_ref = self.X1.sum(dim=0).sin()
+        self.z_ref = self.X2.sum(dim=0).cos()
+
+    def step(self, sleep):
+        main, aux, red = self.main, self.aux, self.red
+        torch.sum(self.X1, dim=0, out=red)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = red.sin()
+        if self.joined:
+            main.wait_stream(aux)
+        torch.sum(self.X2, dim=0, out=red)
+        z = red.cos()
+        main.wait_stream(aux)
+        return [(y, self.y_ref), (z, self.z_ref)]
+
+
+@program
+class SumOutReusedUnjoined(SumOutReused):
+    intent = "racy"
+
+
+@program
+class SumOutReusedJoined(SumOutReused):
+    intent = "clean"
+    joined = True
+
+
+class PinMemoryOverwrite(Base):
+    """hp = h.pin_memory() (fresh pinned memory each step), d = hp.cuda(non_blocking=True) on main; the host
+    then overwrites hp in place (the next batch), before or after main.synchronize()."""
+    mechanism = "held-out-i"
+    delay = "main, before the host-to-device copy"
+    synced = False
+
+    def extra(self):
+        g = torch.Generator()
+        g.manual_seed(7)
+        self.hs = [torch.randn(N, generator=g) for _ in range(2)]
+        self.n = 0
+        self.refs = [h.cuda() * 2.0 for h in self.hs]
+
+    def step(self, sleep):
+        main = self.main
+        self.n += 1
+        i = self.n % 2
+        hp = self.hs[i].pin_memory()
+        nap(sleep)
+        d = hp.cuda(non_blocking=True)
+        y = d * 2.0
+        if self.synced:
+            main.synchronize()
+        hp.copy_(self.hs[1 - i])
+        return [(y, self.refs[i])]
+
+
+@program
+class PinMemoryOverwriteNoSync(PinMemoryOverwrite):
+    intent = "racy"
+
+
+@program
+class PinMemoryOverwriteSynced(PinMemoryOverwrite):
+    intent = "clean"
+    synced = True
+
+
+class QueueHandoff(Base):
+    """A producer thread makes x = src * 2 (on main, the default stream) and hands it over a queue.Queue;
+    the consumer reads it on aux, then drops it; main's next allocation of the same size may take x's block.
+    The consumer calls t.record_stream(aux), or not."""
+    mechanism = "held-out-i"
+    delay = "aux, before its read of the handed-over tensor"
+    recorded = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        import queue
+        import threading
+        main, aux = self.main, self.aux
+        q = queue.Queue()
+
+        def producer():
+            q.put(self.src * 2.0)
+
+        tp = threading.Thread(target=producer)
+        tp.start()
+        t = q.get()
+        tp.join()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = t.sin()
+        if self.recorded:
+            t.record_stream(aux)
+        c = self.A @ self.B
+        del t
+        w = self.src.cos()
+        main.wait_stream(aux)
+        z = y + w
+        return [(y, self.y_ref)]
+
+
+@program
+class QueueHandoffNoRecordStream(QueueHandoff):
+    intent = "racy"
+
+
+@program
+class QueueHandoffRecordStream(QueueHandoff):
+    intent = "clean"
+    recorded = True
+
+
+class ThreadLocalCapture(GraphBase):
+    """A graph captured with torch.cuda.graph(g, capture_error_mode="thread_local") writes src * kt (kt a
+    device scalar main refills each step); after the replay on main, aux reads the static output. aux's fork
+    (aux.wait_stream(main)) is placed before the replay, or after it."""
+    mechanism = "held-out-i"
+    delay = "main, inside the graph, before the write"
+    fork_after = False
+
+    def refs(self):
+        self.kt = torch.ones((), device="cuda")
+        self.n = 0
+        self.y_refs = {k: (self.src * k).sin() for k in (1.0, 2.0)}
+
+    def body(self, sleep):
+        nap(sleep)
+        return [self.src * self.kt]
+
+    def capture_one(self, sleep):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, capture_error_mode="thread_local"):
+            outs = self.body(sleep)
+        return g, outs
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        g, outs = self.graph(sleep)
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.kt.fill_(k)
+        if not self.fork_after:
+            aux.wait_stream(main)
+        g.replay()
+        if self.fork_after:
+            aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            y = outs[0].sin()
+        main.wait_stream(aux)
+        return [(y, self.y_refs[k])]
+
+    def record(self, rec):
+        from torch.profiler import record_function
+        with rec(step=False):
+            self.g0 = self.capture_one(0)
+            torch.cuda.synchronize()
+            with record_function("step"):
+                r = self.step(0)
+            torch.cuda.synchronize()
+        return r
+
+
+@program
+class ThreadLocalCaptureForkBeforeReplay(ThreadLocalCapture):
+    intent = "racy"
+
+
+@program
+class ThreadLocalCaptureForkAfterReplay(ThreadLocalCapture):
+    intent = "clean"
+    fork_after = True
