@@ -53,6 +53,11 @@ type item struct {
 	// are the capture's (addresses fixed then), never allocations of the
 	// step.
 	captured bool
+	// syncEvent: a host wait for an event (cudaEventSynchronize, a query
+	// seen to return true): written as a wait of the eventsync stream on
+	// the event and a sync of that stream, so the host waits for the
+	// record's point, not for everything its stream was given since.
+	syncEvent string
 	// query: a cudaEventQuery, kept as a sync of the event's stream only
 	// where the recorded timing says it returned true (pair).
 	query bool
@@ -131,6 +136,7 @@ type builder struct {
 	probeEvent                          map[*cpuOp]int64 // an event-record probe → the CUPTI id of the event it recorded
 	streamQueries                       [2]int           // cudaStreamQuery calls: of no stream the trace names, and seen to return true
 	pageable                            int              // copies to pageable host memory (the host waited for each)
+	unseen                              int              // outputs of unrecorded threads tied to a free of a block no allocation made (unseenAlloc)
 	capCalls                            map[int][]*call  // a capture's launches, by capture (capLaunches)
 	graphOf                             map[int]string   // an opaque or foreign replay (its number) → the graph it replays (opaqueReplays)
 	replays                             int
@@ -344,6 +350,9 @@ func streamName(s int64) string {
 	if s == hostStream {
 		return "host"
 	}
+	if s == eventSyncStream {
+		return "eventsync"
+	}
 	return "stream" + strconv.FormatInt(s, 10)
 }
 
@@ -457,7 +466,7 @@ func (b *builder) eager() error {
 							it.issue = c.ts
 						}
 					}
-					items = append(items, &item{kind: scenarios.OpSync, ts: c.end, issue: c.end, stream: a.stream})
+					items = append(items, &item{kind: scenarios.OpSync, ts: c.end, issue: c.end, stream: a.stream, waitEvent: -1})
 					b.pageable++
 				}
 			}
@@ -532,7 +541,7 @@ func (b *builder) eager() error {
 				continue // it returned false: the host learnt nothing
 			}
 			b.streamQueries[1]++
-			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: s})
+			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: s, waitEvent: -1})
 		case c.name == "cudaEventQuery":
 			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: 0, recStream: -1, recCorr: -1, corr: c.corr, device: true, query: true})
 		case c.name == "cudaEventSynchronize":
@@ -682,6 +691,11 @@ func (b *builder) owners() {
 				continue
 			}
 			for _, w := range eo.Outputs {
+				if slices.ContainsFunc(eo.Inputs, func(r TensorRef) bool { return r.Storage == w.Storage }) {
+					// out= or in place: the storage existed before the
+					// operator; what it allocates is a temporary.
+					continue
+				}
 				if w.Bytes() <= m.bytes && w.Bytes() > 0 {
 					b.owner[m] = w.Storage
 					b.owned[w.Storage] = append(b.owned[w.Storage], m)
@@ -690,6 +704,30 @@ func (b *builder) owners() {
 			}
 		}
 	}
+}
+
+// unseenAlloc is the allocation of an output of an operator of a thread
+// the profiler did not record (orphan.go): its [memory] events are not in
+// the trace either, but the free of its block is when another thread frees
+// it. The first free in the step, after the operator, of a block of at
+// least the output's size that no allocation in the trace made is taken
+// to be it (a guess the notes count); the allocation is made at the
+// operator.
+func (b *builder) unseenAlloc(op *cpuOp, r TensorRef) *memEvent {
+	allocated := map[string]bool{}
+	for _, m := range b.rt.mem {
+		if m.bytes > 0 {
+			allocated[m.addr] = true
+			continue
+		}
+		if m.ts < op.end || allocated[m.addr] || b.claimed[m] || -m.bytes < r.Bytes() || !b.rt.window.has(m.ts) {
+			continue
+		}
+		b.claimed[m] = true
+		b.unseen++
+		return &memEvent{idx: -1, tid: op.tid, ts: op.ts, addr: m.addr, bytes: -m.bytes}
+	}
+	return nil
 }
 
 // accessLive is access in lifetime mode: an output storage with no live
@@ -718,7 +756,15 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 			return
 		}
 		var got *memEvent
+		// A storage the operator both reads and writes (out=, in place)
+		// existed before it: what it allocates is a temporary.
+		in := slices.ContainsFunc(eo.Inputs, func(x TensorRef) bool { return x.Storage == r.Storage })
+		out := slices.ContainsFunc(eo.Outputs, func(x TensorRef) bool { return x.Storage == r.Storage }) ||
+			slices.ContainsFunc(eo.Mutated, func(x TensorRef) bool { return x.Storage == r.Storage })
 		for _, m := range b.rt.mem {
+			if in && out {
+				break
+			}
 			if m.bytes > 0 && !b.claimed[m] && m.tid == it.op.tid && m.ts >= it.op.ts && m.ts <= it.op.end && (got == nil || (m.bytes == r.Bytes() && got.bytes != r.Bytes())) && m.bytes >= r.Bytes() {
 				got = m
 			}
@@ -732,6 +778,9 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 			if got != nil {
 				b.noKernelAllocs++
 			}
+		}
+		if got == nil && it.op.idx == -1 && !in {
+			got = b.unseenAlloc(it.op, r)
 		}
 		if got == nil {
 			return
@@ -983,6 +1032,11 @@ func (b *builder) finish(items []*item) error {
 			}
 			op.Stream = ""
 			p.syncs++
+			if it.syncEvent != "" {
+				// the wait that makes the eventsync stream's end the
+				// event's point; the sync below takes the host time
+				p.ops = append(p.ops, scenarios.OpSpec{Kind: scenarios.OpWait, Name: it.syncEvent, Stream: streamName(eventSyncStream), HostNs: 1})
+			}
 		}
 		if it.note != "" {
 			p.notes = append(p.notes, it.note)
@@ -1356,20 +1410,24 @@ func (b *builder) pair(out []*item) error {
 			}
 			b.queries++
 		}
+		if r.event == "" && (it.kind == scenarios.OpSync || r.stream != it.stream) {
+			evN++
+			r.event = "e" + strconv.Itoa(evN)
+			p.events = append(p.events, r.event)
+		}
 		if it.kind == scenarios.OpSync {
-			// cudaEventSynchronize: the host waits for the record's stream.
-			it.stream, it.device, it.waitEvent = r.stream, false, -1
+			// cudaEventSynchronize (or a query seen true): the host waits
+			// for the record's point in its stream.
+			it.stream, it.device, it.waitEvent, it.syncEvent = eventSyncStream, false, -1, r.event
 			continue
 		}
 		if r.stream == it.stream {
 			continue // a stream waiting on itself orders nothing new
 		}
-		if r.event == "" {
-			evN++
-			r.event = "e" + strconv.Itoa(evN)
-			p.events = append(p.events, r.event)
-		}
 		it.event = r.event
+	}
+	if b.unseen > 0 {
+		p.notef("%d tensors made by operators of threads the profiler did not record are tied to the first later free of a block no recorded allocation made, of their size or more (a guess: such threads' allocations are not in the trace)", b.unseen)
 	}
 	if b.pageable > 0 {
 		p.notef("%d copies from the device to pageable host memory: each returns only once it is done (cudaMemcpyAsync too), so the host waited for its stream (a sync)", b.pageable)

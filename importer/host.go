@@ -11,9 +11,13 @@ import (
 // writes of memory a device copy of the step also touches (host.go).
 const hostStream int64 = -1000
 
+// eventSyncStream runs nothing but waits: a host wait for an event is a
+// wait of this stream on it and a sync of this stream (build.go, pair).
+const eventSyncStream int64 = -1001
+
 // knownStream reports whether s names a stream of the program: a device
 // stream the trace named, or the host's.
-func knownStream(s int64) bool { return s >= 0 || s == hostStream }
+func knownStream(s int64) bool { return s >= 0 || s == hostStream || s == eventSyncStream }
 
 // hostKey names a CPU tensor's storage ("h12"), apart from the device
 // storages ("s12").
@@ -129,7 +133,7 @@ func (b *builder) hostOps(items []*item) []*item {
 		}
 		b.touch(it, "")
 		out = append(out, it,
-			&item{kind: scenarios.OpSync, ts: op.end, issue: op.end, stream: hostStream})
+			&item{kind: scenarios.OpSync, ts: op.end, issue: op.end, stream: hostStream, waitEvent: -1})
 		b.hostOpsN++
 	}
 	return out

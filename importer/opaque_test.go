@@ -267,3 +267,36 @@ func TestRepeatedStepIsOneWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ok", dporVerdict(t, one), "one iteration has no race of its own")
 }
+
+// torch.sum(x, dim=0, out=red) allocates a temporary: red existed before
+// the operator (it is also its input), so the allocation is not red's
+// block, and red stays one tensor whose reuse by the second sum races with
+// aux's unjoined read (SumOutReusedUnjoined, racy; joined: clean).
+func TestOutArgumentKeepsItsStorage(t *testing.T) {
+	require.Contains(t, []string{"race", "corruption"}, dporVerdict(t, importCorpus(t, "SumOutReusedUnjoined")))
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "SumOutReusedJoined")))
+}
+
+// Event(blocking=True).synchronize() waits for the event's record, not for
+// all its stream was given since: an event recorded before a copy to
+// pinned memory lets the host read the buffer while the copy still runs
+// (BlockingEventRecordedEarly, racy); recorded after the copy, it does
+// not (BlockingEventRecordedLate, clean).
+func TestEventSyncWaitsForItsRecord(t *testing.T) {
+	early := importCorpus(t, "BlockingEventRecordedEarly")
+	require.Contains(t, string(early.YAML), "stream: eventsync")
+	require.Equal(t, "corruption", dporVerdict(t, early))
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "BlockingEventRecordedLate")))
+}
+
+// A tensor made on a thread the profiler did not record and handed over a
+// queue: its allocation is not in the trace, but its free on the main
+// thread is, and the block's reuse by main's next tensor races with aux's
+// read unless record_stream was called (QueueHandoffNoRecordStream racy,
+// QueueHandoffRecordStream clean).
+func TestUnrecordedThreadsTensorIsFreedAndReused(t *testing.T) {
+	res := importCorpus(t, "QueueHandoffNoRecordStream")
+	require.Contains(t, string(res.YAML), "threads the profiler did not record are tied to the first later free")
+	require.Equal(t, "corruption", dporVerdict(t, res))
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "QueueHandoffRecordStream")))
+}

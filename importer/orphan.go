@@ -81,7 +81,13 @@ func (b *builder) linkOrphans(ls []orphanLaunch) {
 			b.orphanRf--
 			rf := b.orphanRf
 			b.et[rf] = eo
-			op := &cpuOp{idx: -1, tid: tid, name: eo.Name, cat: "cpu_op", ts: l.c.ts, end: l.c.end, ext: -1, rf: rf, seq: -1, peer: -1, groupRank: -1}
+			// The operator ran on its thread between that thread's last
+			// launch and this one: its allocations are in that span.
+			lo := b.rt.window.lo
+			if j > 0 {
+				lo = byTid[tid][j-1].c.end
+			}
+			op := &cpuOp{idx: -1, tid: tid, name: eo.Name, cat: "cpu_op", ts: lo, end: l.c.end, ext: -1, rf: rf, seq: -1, peer: -1, groupRank: -1}
 			for _, it := range l.its {
 				it.op = op
 			}
