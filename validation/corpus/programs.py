@@ -4990,3 +4990,364 @@ class ThreadLocalCaptureForkBeforeReplay(ThreadLocalCapture):
 class ThreadLocalCaptureForkAfterReplay(ThreadLocalCapture):
     intent = "clean"
     fork_after = True
+
+
+# --- 17. held-out-j: idioms the corpus did not use (resize_ of a tensor a side stream reads, set_() swapping
+# storages, torch.stack into a freed block, one event waited by two streams, an event recorded in the previous
+# step, torch.linalg.norm on a side stream beside a write after the fork, nested torch.cuda.stream blocks joined
+# on the wrong one, a non_blocking H2D into a tensor a side stream reads, p.grad.add_ on a side stream beside
+# the optimizer). Written before being scored, by someone who had not read the importer.
+
+class ResizeWhileRead(Base):
+    """aux reads buf (src * 2, made on main); main then grows buf with buf.resize_(2 * N), which moves it to a
+    new storage and frees the old 16 MiB block; main's next 16 MiB allocation (src.cos()) takes that block.
+    main joins aux before the resize_, or not."""
+    mechanism = "held-out-j"
+    delay = "aux, before its read of buf"
+    joined = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        buf = self.src * 2.0
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = buf.sin()
+        if self.joined:
+            main.wait_stream(aux)
+        buf.resize_(2 * N)
+        w = self.src.cos()
+        main.wait_stream(aux)
+        return [(y[:NS], self.y_ref[:NS])]     # small slices: the compare's temporaries stay out of the large pool
+
+
+@program
+class ResizeGrowUnjoined(ResizeWhileRead):
+    intent = "racy"
+
+
+@program
+class ResizeGrowJoined(ResizeWhileRead):
+    intent = "clean"
+    joined = True
+
+
+class SetSwapsStorage(Base):
+    """aux reads x (src * 2); main points x at another storage with x.set_(src.cos()), which drops x's old
+    block; main's next 16 MiB allocation (src * 3) takes it. x.record_stream(aux) is called before the set_,
+    or not."""
+    mechanism = "held-out-j"
+    delay = "aux, before its read of x"
+    recorded = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        x = self.src * 2.0
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = x.sin()
+        if self.recorded:
+            x.record_stream(aux)
+        x.set_(self.src.cos())
+        w = self.src * 3.0
+        main.wait_stream(aux)
+        return [(y[:NS], self.y_ref[:NS])]     # small slices: the compare's temporaries stay out of the large pool
+
+
+@program
+class SetSwapNoRecordStream(SetSwapsStorage):
+    intent = "racy"
+
+
+@program
+class SetSwapRecordStream(SetSwapsStorage):
+    intent = "clean"
+    recorded = True
+
+
+class StackIntoFreedBlock(Base):
+    """x = torch.stack([src, src * 2, src * 3]) (48 MiB) is read on aux; main drops x and stacks the next
+    result (48 MiB, kept in self.stk until the next step), which takes x's block: the only free one of that
+    size, since the previous self.stk is still alive. x.record_stream(aux) is called first, or not."""
+    mechanism = "held-out-j"
+    delay = "aux, before its read of x"
+    recorded = False
+
+    def extra(self):
+        self.stk = torch.zeros(3, N, device="cuda")
+        self.y_ref = torch.stack([self.src, self.src * 2.0, self.src * 3.0]).sin()
+        self.s_ref = torch.stack([self.src.cos(), self.src.sin(), self.src])
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        x = torch.stack([self.src, self.src * 2.0, self.src * 3.0])
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = x.sin()
+        if self.recorded:
+            x.record_stream(aux)
+        del x
+        s = torch.stack([self.src.cos(), self.src.sin(), self.src])
+        self.stk = s
+        main.wait_stream(aux)
+        return [(y[:, :NS], self.y_ref[:, :NS]), (s[:, :NS], self.s_ref[:, :NS])]   # small: see ResizeWhileRead
+
+
+@program
+class StackIntoFreedNoRecordStream(StackIntoFreedBlock):
+    intent = "racy"
+
+
+@program
+class StackIntoFreedRecordStream(StackIntoFreedBlock):
+    intent = "clean"
+    recorded = True
+
+
+class EventWaitedByTwo(Base):
+    """main writes v = src * k (k alternates per step) and records one torch.cuda.Event; aux reads v.sin()
+    and aux2 reads v.cos(). aux waits the event; aux2 waits it too, or not (it was forked at the start)."""
+    mechanism = "held-out-j"
+    delay = "main, before its write of v"
+    both = False
+
+    def extra(self):
+        self.v = torch.zeros(N, device="cuda")
+        self.n = 0
+        self.refs = {k: ((self.src * k).sin(), (self.src * k).cos()) for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux, aux2, v = self.main, self.aux, self.aux2, self.v
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        ev = torch.cuda.Event()
+        nap(sleep)
+        torch.mul(self.src, k, out=v)
+        ev.record(main)
+        aux.wait_event(ev)
+        if self.both:
+            aux2.wait_event(ev)
+        with torch.cuda.stream(aux):
+            y1 = v.sin()
+        with torch.cuda.stream(aux2):
+            y2 = v.cos()
+        main.wait_stream(aux)
+        main.wait_stream(aux2)
+        r1, r2 = self.refs[k]
+        return [(y1, r1), (y2, r2)]
+
+
+@program
+class EventWaitedByOneOfTwo(EventWaitedByTwo):
+    intent = "racy"
+
+
+@program
+class EventWaitedByBoth(EventWaitedByTwo):
+    intent = "clean"
+    both = True
+
+
+class EventFromLastStep(Base):
+    """A persistent torch.cuda.Event self.ev marks main's write of v = src * k (k alternates per step). aux
+    waits self.ev before main re-records it this step (so it waits the previous step's record), or after."""
+    mechanism = "held-out-j"
+    delay = "main, before its write of v"
+    wait_after = False
+
+    def extra(self):
+        self.v = torch.zeros(N, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.n = 0
+        self.refs = {k: (self.src * k).sin() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux, v = self.main, self.aux, self.v
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        if not self.wait_after:
+            aux.wait_event(self.ev)
+        nap(sleep)
+        torch.mul(self.src, k, out=v)
+        self.ev.record(main)
+        if self.wait_after:
+            aux.wait_event(self.ev)
+        with torch.cuda.stream(aux):
+            y = v.sin()
+        main.wait_stream(aux)
+        return [(y, self.refs[k])]
+
+
+@program
+class EventStaleFromLastStep(EventFromLastStep):
+    intent = "racy"
+
+
+@program
+class EventReRecordedThenWaited(EventFromLastStep):
+    intent = "clean"
+    wait_after = True
+
+
+class NormAfterFork(Base):
+    """main writes xb = src * 2; aux forks (wait_stream) and takes torch.linalg.norm(xb); main then scales
+    xb in place by 1.5 (a write after the fork), joining aux first or not."""
+    mechanism = "held-out-j"
+    delay = "aux, before the norm"
+    joined = False
+
+    def extra(self):
+        self.xb = torch.zeros(N, device="cuda")
+        self.n_ref = torch.linalg.norm(self.src * 2.0)
+        self.x_ref = self.src * 3.0
+
+    def step(self, sleep):
+        main, aux, xb = self.main, self.aux, self.xb
+        torch.mul(self.src, 2.0, out=xb)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            nrm = torch.linalg.norm(xb)
+        if self.joined:
+            main.wait_stream(aux)
+        xb.mul_(1.5)
+        main.wait_stream(aux)
+        return [(nrm, self.n_ref), (xb, self.x_ref)]
+
+
+@program
+class NormWriteAfterForkUnjoined(NormAfterFork):
+    intent = "racy"
+
+
+@program
+class NormWriteAfterForkJoined(NormAfterFork):
+    intent = "clean"
+    joined = True
+
+
+class NestedStreamBlocks(Base):
+    """`with torch.cuda.stream(aux2):` holds `with torch.cuda.stream(aux):` inside; the read of xb runs on
+    the inner one (aux). main then joins aux2 (the outer block's stream: wrong) or aux, and overwrites xb."""
+    mechanism = "held-out-j"
+    delay = "aux, before its read of xb"
+    join_inner = False
+
+    def extra(self):
+        self.xb = torch.zeros(N, device="cuda")
+        self.y_ref = (self.src * 2.0).sin()
+
+    def step(self, sleep):
+        main, aux, aux2, xb = self.main, self.aux, self.aux2, self.xb
+        torch.mul(self.src, 2.0, out=xb)
+        aux.wait_stream(main)
+        aux2.wait_stream(main)
+        with torch.cuda.stream(aux2):
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                y = xb.sin()
+        main.wait_stream(aux if self.join_inner else aux2)
+        torch.mul(self.src, 3.0, out=xb)
+        main.wait_stream(aux)
+        return [(y, self.y_ref)]
+
+
+@program
+class NestedStreamsJoinOuter(NestedStreamBlocks):
+    intent = "racy"
+
+
+@program
+class NestedStreamsJoinInner(NestedStreamBlocks):
+    intent = "clean"
+    join_inner = True
+
+
+class PinnedRefillWhileRead(Base):
+    """dbuf gets batch 0 by a non_blocking copy from pinned host memory on main; aux forks and reads dbuf;
+    main then copies batch 1 into dbuf (non_blocking, from pinned memory), joining aux first or not."""
+    mechanism = "held-out-j"
+    delay = "aux, before its read of dbuf"
+    joined = False
+
+    def extra(self):
+        g = torch.Generator()
+        g.manual_seed(17)
+        self.hbs = [torch.randn(N, generator=g).pin_memory() for _ in range(2)]
+        self.dbuf = torch.zeros(N, device="cuda")
+        self.y_ref = self.hbs[0].cuda() * 2.0
+        self.d_ref = self.hbs[1].cuda()
+
+    def step(self, sleep):
+        main, aux, dbuf = self.main, self.aux, self.dbuf
+        dbuf.copy_(self.hbs[0], non_blocking=True)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = dbuf * 2.0
+        if self.joined:
+            main.wait_stream(aux)
+        dbuf.copy_(self.hbs[1], non_blocking=True)
+        main.wait_stream(aux)
+        return [(y, self.y_ref), (dbuf, self.d_ref)]
+
+
+@program
+class PinnedRefillUnjoined(PinnedRefillWhileRead):
+    intent = "racy"
+
+
+@program
+class PinnedRefillJoined(PinnedRefillWhileRead):
+    intent = "clean"
+    joined = True
+
+
+class GradAccumOnSide(Base):
+    """A parameter's gradient is accumulated on aux (p.grad.add_(g), g = src.cos() made on main); the
+    optimizer (torch.optim.SGD, lr 0.5) then steps on main, joining aux first or not. p and p.grad are
+    zeroed at the start of each step."""
+    mechanism = "held-out-j"
+    delay = "aux, before its p.grad.add_"
+    joined = False
+
+    def extra(self):
+        self.prm = torch.nn.Parameter(torch.zeros(N, device="cuda"))
+        self.prm.grad = torch.zeros(N, device="cuda")
+        self.opt = torch.optim.SGD([self.prm], lr=0.5)
+        self.p_ref = self.src.cos() * -0.5
+
+    def step(self, sleep):
+        main, aux, prm = self.main, self.aux, self.prm
+        with torch.no_grad():
+            prm.zero_()
+            prm.grad.zero_()
+            g = self.src.cos()
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                prm.grad.add_(g)
+            if self.joined:
+                main.wait_stream(aux)
+            self.opt.step()
+            main.wait_stream(aux)
+        return [(prm.detach(), self.p_ref)]
+
+
+@program
+class GradAccumSideUnjoined(GradAccumOnSide):
+    intent = "racy"
+
+
+@program
+class GradAccumSideJoined(GradAccumOnSide):
+    intent = "clean"
+    joined = True
