@@ -691,10 +691,8 @@ func (b *builder) owners() {
 				continue
 			}
 			for _, w := range eo.Outputs {
-				if slices.ContainsFunc(eo.Inputs, func(r TensorRef) bool { return r.Storage == w.Storage }) {
-					// out= or in place: the storage existed before the
-					// operator; what it allocates is a temporary.
-					continue
+				if eo.rewrites(w.Storage) {
+					continue // existed before the operator: its allocation is a temporary
 				}
 				if w.Bytes() <= m.bytes && w.Bytes() > 0 {
 					b.owner[m] = w.Storage
@@ -756,14 +754,10 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 			return
 		}
 		var got *memEvent
-		// A storage the operator both reads and writes (out=, in place)
-		// existed before it: what it allocates is a temporary.
-		in := slices.ContainsFunc(eo.Inputs, func(x TensorRef) bool { return x.Storage == r.Storage })
-		out := slices.ContainsFunc(eo.Outputs, func(x TensorRef) bool { return x.Storage == r.Storage }) ||
-			slices.ContainsFunc(eo.Mutated, func(x TensorRef) bool { return x.Storage == r.Storage })
+		rewritten := eo.rewrites(r.Storage)
 		for _, m := range b.rt.mem {
-			if in && out {
-				break
+			if rewritten {
+				break // existed before the operator: its allocation is a temporary
 			}
 			if m.bytes > 0 && !b.claimed[m] && m.tid == it.op.tid && m.ts >= it.op.ts && m.ts <= it.op.end && (got == nil || (m.bytes == r.Bytes() && got.bytes != r.Bytes())) && m.bytes >= r.Bytes() {
 				got = m
@@ -779,7 +773,7 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 				b.noKernelAllocs++
 			}
 		}
-		if got == nil && it.op.idx == -1 && !in {
+		if got == nil && it.op.idx == -1 && !rewritten {
 			got = b.unseenAlloc(it.op, r)
 		}
 		if got == nil {

@@ -265,6 +265,16 @@ func readET(r io.Reader, file string, want map[int64]bool) (map[int64]*ETOp, err
 	return out, nil
 }
 
+// rewrites reports whether the operator reads and writes storage s (out=,
+// in place): the storage existed before it, so what the operator allocates
+// is a temporary, never that storage's block.
+func (op *ETOp) rewrites(s int64) bool {
+	has := func(rs []TensorRef) bool {
+		return slices.ContainsFunc(rs, func(r TensorRef) bool { return r.Storage == s })
+	}
+	return has(op.Inputs) && (has(op.Outputs) || has(op.Mutated))
+}
+
 // foreignStorages moves the storage ids of an operator of a capture that
 // collsim_record profiled in a session of its own (node ids past
 // foreignET: session k has ids k·10^9 + n) to that session's own range:
