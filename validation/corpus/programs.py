@@ -5351,3 +5351,595 @@ class GradAccumSideUnjoined(GradAccumOnSide):
 class GradAccumSideJoined(GradAccumOnSide):
     intent = "clean"
     joined = True
+
+
+# --- 18. held-out-k: idioms the corpus did not use (a loader stream's query() asked once and ignored, an
+# Event.query() polling loop on the wrong event, loss.item() or y.tolist() taken for a device-wide sync,
+# an inference loop whose iterations each sit in their own record_function("step") with the race across
+# them, two CUDA graphs captured from one function at two shapes in one pool, Event.synchronize() on an
+# event recorded before the copy, matmul(out=) scaled in place through mul(out=), accumulation through
+# add(out=), a batch made on a threading.Thread and its block reallocated on another, loss.backward()
+# inside a side stream's context, a foreach_lerp_ EMA beside the optimizer step). Written before being
+# scored, by a helper who had not read the importer; each label is what the GPU shows.
+
+class HostStagingRefill(Base):
+    """Common to the staging programs below: the host fills the pinned staging buffer hs with batch 0, the
+    loader stream aux copies hs into d (non_blocking H2D), the host waits in some way (wait_for_copy) and
+    refills hs with batch 1 for the next copy; main reads d after waiting for aux. Refilling hs before the
+    copy has read it puts batch 1 into d."""
+    mechanism = "held-out-k"
+    delay = "aux (the loader stream), before its copy"
+    L = N // 4
+
+    def extra(self):
+        g = torch.Generator()
+        g.manual_seed(29)
+        self.hb = [torch.randn(self.L, generator=g) for _ in range(2)]
+        self.hs = torch.empty(self.L).pin_memory()
+        self.d = torch.zeros(self.L, device="cuda")
+        self.d_ref = self.hb[0].cuda() * 2.0
+        self.ev = torch.cuda.Event()
+        self.last_loss = 0.0
+
+    def before_copy(self):
+        pass
+
+    def after_copy(self):
+        pass
+
+    def wait_for_copy(self):
+        raise NotImplementedError
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.hs.copy_(self.hb[0])
+        self.d.zero_()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            self.before_copy()
+            nap(sleep)
+            self.d.copy_(self.hs, non_blocking=True)
+            self.after_copy()
+        self.wait_for_copy()
+        self.hs.copy_(self.hb[1])
+        main.wait_stream(aux)
+        y = self.d * 2.0
+        return [(y, self.d_ref)]
+
+
+class StagingStreamQuery(HostStagingRefill):
+    """The host asks the loader stream aux.query() before refilling the staging buffer: once, only to
+    count how often the loader is still busy, and then goes on (racy); or in a loop,
+    `while not aux.query(): pass`, until the copy is done (clean)."""
+    polled = False
+
+    def extra(self):
+        super().extra()
+        self.busy = 0
+
+    def wait_for_copy(self):
+        if self.polled:
+            while not self.aux.query():
+                pass
+        elif not self.aux.query():
+            self.busy += 1
+
+
+@program
+class StagingQueryOnce(StagingStreamQuery):
+    intent = "racy"
+
+
+@program
+class StagingQueryPolled(StagingStreamQuery):
+    intent = "clean"
+    polled = True
+
+
+class StagingAfterLossItem(HostStagingRefill):
+    """While the loader stream copies the staged batch, main computes a loss (mean of src squared) and the
+    host logs loss.item() before refilling the staging buffer, taking .item() for a sync of everything:
+    it waits for main only (racy). The clean twin calls torch.cuda.synchronize() before .item()."""
+    synced = False
+
+    def wait_for_copy(self):
+        loss = self.src.square().mean()
+        if self.synced:
+            torch.cuda.synchronize()
+        self.last_loss = loss.item()
+
+
+@program
+class StagingRefillAfterItem(StagingAfterLossItem):
+    intent = "racy"
+
+
+@program
+class StagingRefillAfterDeviceSync(StagingAfterLossItem):
+    intent = "clean"
+    synced = True
+
+
+class StagingEventSynchronize(HostStagingRefill):
+    """The host waits with ev.synchronize() before refilling the staging buffer. ev is recorded on the
+    loader stream right after it forked from main, before its copy, as a "batch handed over" mark (racy);
+    or after the copy (clean)."""
+    recorded_after = False
+
+    def before_copy(self):
+        if not self.recorded_after:
+            self.ev.record()
+
+    def after_copy(self):
+        if self.recorded_after:
+            self.ev.record()
+
+    def wait_for_copy(self):
+        self.ev.synchronize()
+
+
+@program
+class StagingEventBeforeCopy(StagingEventSynchronize):
+    intent = "racy"
+
+
+@program
+class StagingEventAfterCopy(StagingEventSynchronize):
+    intent = "clean"
+    recorded_after = True
+
+
+class LoggerEventQuery(Base):
+    """Logging: main computes y = sin(src[:L] * k) (k alternates per step) and records ev_main; the logger
+    stream aux waits for main, copies y into pinned host memory hp (non_blocking D2H) and records ev_log.
+    The host polls `while not ev.query(): pass` and then reads hp: polling ev_main, main's "step done"
+    event (racy: the logger's copy is not behind it), or ev_log (clean). hp is zeroed by the host first."""
+    mechanism = "held-out-k"
+    delay = "aux (the logger stream), before its copy"
+    poll_log = False
+    L = N // 4
+
+    def extra(self):
+        self.hp = torch.zeros(self.L).pin_memory()
+        self.ev_main = torch.cuda.Event()
+        self.ev_log = torch.cuda.Event()
+        self.n = 0
+        self.refs = {k: (self.src[:self.L] * k).sin().cpu() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.hp.zero_()
+        y = (self.src[:self.L] * k).sin()
+        self.ev_main.record(main)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            self.hp.copy_(y, non_blocking=True)
+            self.ev_log.record(aux)
+        ev = self.ev_log if self.poll_log else self.ev_main
+        while not ev.query():
+            pass
+        got = self.hp.clone()
+        main.wait_stream(aux)
+        return [(got, self.refs[k])]
+
+
+@program
+class LoggerPollsMainEvent(LoggerEventQuery):
+    intent = "racy"
+
+
+@program
+class LoggerPollsLogEvent(LoggerEventQuery):
+    intent = "clean"
+    poll_log = True
+
+
+class SnapshotThenToList(Base):
+    """A checkpoint-style snapshot: y = sin(src[:L] * k) (k alternates per step) is copied into pinned host
+    memory hp with non_blocking=True, the host logs y[:4].tolist() (a copy to pageable memory on main,
+    which returns once main has done all it was given) and then reads hp. With the snapshot copy issued on
+    main, .tolist() returns after it (clean: the pageable copy orders what matters); issued on a copy
+    stream aux that forked from main, .tolist() does not wait for it (racy). hp is zeroed by the host first."""
+    mechanism = "held-out-k"
+    delay = "the stream that copies into hp (main or aux), before its copy"
+    on_side = False
+    L = N // 4
+
+    def extra(self):
+        self.hp = torch.zeros(self.L).pin_memory()
+        self.n = 0
+        self.head = []
+        self.refs = {k: (self.src[:self.L] * k).sin().cpu() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.hp.zero_()
+        y = (self.src[:self.L] * k).sin()
+        if self.on_side:
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                self.hp.copy_(y, non_blocking=True)
+        else:
+            nap(sleep)
+            self.hp.copy_(y, non_blocking=True)
+        self.head = y[:4].tolist()
+        got = self.hp.clone()
+        main.wait_stream(aux)
+        return [(got, self.refs[k])]
+
+
+@program
+class SnapshotCopiedOnSideToList(SnapshotThenToList):
+    intent = "racy"
+    on_side = True
+
+
+@program
+class SnapshotCopiedOnMainToList(SnapshotThenToList):
+    intent = "clean"
+
+
+class MetricsAcrossIterations(Base):
+    """An inference loop of three iterations: main writes batch i's logits into one reused buffer
+    (torch.matmul(x_i, W, out=out)); the metrics stream aux waits for main and accumulates out.sum(0)
+    into acc. Joined only after the loop, iteration i+1's matmul(out=) can overwrite out before aux read
+    iteration i's (racy); main waits for aux at the end of each iteration (clean). The recorded region
+    puts each iteration in its own record_function("step"): the race crosses from one range to the next."""
+    mechanism = "held-out-k"
+    delay = "aux (the metrics stream), before each read of out"
+    joined = False
+    iters = 3
+
+    def extra(self):
+        self.W = torch.randn(1024, 1024, device="cuda") / 32.0
+        self.xs = [torch.randn(2048, 1024, device="cuda") for _ in range(self.iters)]
+        self.out = torch.empty(2048, 1024, device="cuda")
+        self.acc = torch.zeros(1024, device="cuda")
+        ref = torch.zeros(1024, device="cuda")
+        for x in self.xs:
+            ref += (x @ self.W).sum(0)
+        self.acc_ref = ref
+
+    def iteration(self, i, sleep):
+        main, aux = self.main, self.aux
+        if i == 0:
+            self.acc.zero_()
+        torch.matmul(self.xs[i], self.W, out=self.out)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            self.acc += self.out.sum(0)
+        if self.joined:
+            main.wait_stream(aux)
+
+    def step(self, sleep):
+        for i in range(self.iters):
+            self.iteration(i, sleep)
+        self.main.wait_stream(self.aux)
+        return [(self.acc, self.acc_ref)]
+
+    def record(self, rec):
+        from torch.profiler import record_function
+        with rec(step=False):
+            for i in range(self.iters):
+                with record_function("step"):
+                    self.iteration(i, 0)
+            self.main.wait_stream(self.aux)
+        return [(self.acc, self.acc_ref)]
+
+
+@program
+class MetricsAcrossIterationsNoJoin(MetricsAcrossIterations):
+    intent = "racy"
+
+
+@program
+class MetricsAcrossIterationsJoined(MetricsAcrossIterations):
+    intent = "clean"
+    joined = True
+
+
+class TwoShapeGraphs(Base):
+    """One function f(x) = sin(x * 2) captured as two CUDA graphs at set-up (torch.cuda.graph, a batch of N
+    and one of N / 2, the second in the first's memory pool, pool=g.pool()). A step replays the large graph
+    on batch 0, aux reads its static output, the small graph runs, then the large graph replays on batch 1
+    and rewrites that output. main waits for aux before the second large replay (clean) or not (racy)."""
+    kind = "graph"
+    mechanism = "held-out-k"
+    delay = "aux, before its read of the large graph's output"
+    joined = False
+
+    def f(self, x):
+        return torch.sin(x * 2.0)
+
+    def extra(self):
+        self.b1 = torch.randn(N, device="cuda")
+        self.sb = torch.randn(N // 2, device="cuda")
+        self.xl = self.src.clone()
+        self.xsm = self.sb.clone()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                self.f(self.xl)
+                self.f(self.xsm)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        self.gl = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.gl):
+            self.ol = self.f(self.xl)
+        self.gsm = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.gsm, pool=self.gl.pool()):
+            self.osm = self.f(self.xsm)
+        torch.cuda.synchronize()
+        self.r_ref = self.f(self.src).cos()
+        self.ol_ref = self.f(self.b1)
+        self.osm_ref = self.f(self.sb)
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.xl.copy_(self.src)
+        self.gl.replay()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            r = self.ol.cos()
+        self.xsm.copy_(self.sb)
+        self.gsm.replay()
+        if self.joined:
+            main.wait_stream(aux)
+        self.xl.copy_(self.b1)
+        self.gl.replay()
+        main.wait_stream(aux)
+        return [(r, self.r_ref), (self.ol, self.ol_ref), (self.osm, self.osm_ref)]
+
+
+@program
+class TwoShapeGraphsOutputOverwritten(TwoShapeGraphs):
+    intent = "racy"
+
+
+@program
+class TwoShapeGraphsJoined(TwoShapeGraphs):
+    intent = "clean"
+    joined = True
+
+
+class ActivationScaledOut(Base):
+    """main computes activations with torch.matmul(x, W, out=h); the probe stream aux forks and takes
+    activation statistics h.abs().amax(0); main then scales h in place for the next layer with
+    torch.mul(h, 2.0, out=h), waiting for aux first (clean) or not (racy)."""
+    mechanism = "held-out-k"
+    delay = "aux (the probe stream), before its read of h"
+    joined = False
+
+    def extra(self):
+        self.x = torch.randn(2048, 1024, device="cuda")
+        self.W = torch.randn(1024, 1024, device="cuda") / 32.0
+        self.h = torch.empty(2048, 1024, device="cuda")
+        hr = self.x @ self.W
+        self.s_ref = hr.abs().amax(0)
+        self.h_ref = hr * 2.0
+
+    def step(self, sleep):
+        main, aux, h = self.main, self.aux, self.h
+        torch.matmul(self.x, self.W, out=h)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            s = h.abs().amax(0)
+        if self.joined:
+            main.wait_stream(aux)
+        torch.mul(h, 2.0, out=h)
+        main.wait_stream(aux)
+        return [(s, self.s_ref), (h, self.h_ref)]
+
+
+@program
+class ActivationScaledOutUnjoined(ActivationScaledOut):
+    intent = "racy"
+
+
+@program
+class ActivationScaledOutJoined(ActivationScaledOut):
+    intent = "clean"
+    joined = True
+
+
+class AccumulateAddOut(Base):
+    """Micro-batch gradient accumulation through out=: main sets acc = g0 + g1 with torch.add(g0, g1,
+    out=acc); the logging stream aux forks and copies acc into a snapshot (snap.copy_(acc)); main then
+    adds the third micro-batch with torch.add(acc, g2, out=acc), waiting for aux first (clean) or not
+    (racy: the snapshot holds g0 + g1 + g2)."""
+    mechanism = "held-out-k"
+    delay = "aux (the logging stream), before its copy of acc"
+    joined = False
+
+    def extra(self):
+        self.g = [torch.randn(N, device="cuda") for _ in range(3)]
+        self.acc = torch.empty(N, device="cuda")
+        self.snap = torch.empty(N, device="cuda")
+        self.snap_ref = self.g[0] + self.g[1]
+        self.acc_ref = self.snap_ref + self.g[2]
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        torch.add(self.g[0], self.g[1], out=self.acc)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            self.snap.copy_(self.acc)
+        if self.joined:
+            main.wait_stream(aux)
+        torch.add(self.acc, self.g[2], out=self.acc)
+        main.wait_stream(aux)
+        return [(self.snap, self.snap_ref), (self.acc, self.acc_ref)]
+
+
+@program
+class AccumulateAddOutUnjoined(AccumulateAddOut):
+    intent = "racy"
+
+
+@program
+class AccumulateAddOutJoined(AccumulateAddOut):
+    intent = "clean"
+    joined = True
+
+
+class ThreadMadeBatch(Base):
+    """A threading.Thread makes the batch on the GPU (x = src * 2, 16 MiB, on its current stream: the
+    default stream, main's) and hands it over in a list; aux reads it; the main thread drops x and has
+    another thread make the next tensor (src.cos(), the same size, main's stream), which the allocator
+    places in x's block. x.record_stream(aux) is called before the drop (clean) or not (racy)."""
+    mechanism = "held-out-k"
+    delay = "aux, before its read of x"
+    recorded = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+        self.w_ref = self.src.cos()
+
+    def in_thread(self, fn):
+        import threading
+        box = []
+        t = threading.Thread(target=lambda: box.append(fn()))
+        t.start()
+        t.join()
+        return box.pop()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        x = self.in_thread(lambda: self.src * 2.0)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = x.sin()
+        if self.recorded:
+            x.record_stream(aux)
+        del x
+        w = self.in_thread(self.src.cos)
+        main.wait_stream(aux)
+        return [(y[:NS], self.y_ref[:NS]), (w[:NS], self.w_ref[:NS])]   # small: see ResizeWhileRead
+
+
+@program
+class ThreadMadeBatchDropped(ThreadMadeBatch):
+    intent = "racy"
+
+
+@program
+class ThreadMadeBatchRecordStream(ThreadMadeBatch):
+    intent = "clean"
+    recorded = True
+
+
+class BackwardInSideContext(Base):
+    """The pattern PyTorch's notes on the stream semantics of backward passes call unsafe: an nn.Linear's
+    forward and loss.backward() run inside `with torch.cuda.stream(aux):` (the gradients are accumulated
+    in place on aux), then the optimizer (torch.optim.SGD, lr 0.01) steps on main. main waits for aux
+    first (clean) or not (racy: the step reads the zeroed gradients). Parameters and gradients are reset
+    on main at the start of each step."""
+    mechanism = "held-out-k"
+    delay = "aux, before the forward"
+    joined = False
+
+    def extra(self):
+        self.lin = torch.nn.Linear(1024, 1024).cuda()
+        self.x = torch.randn(256, 1024, device="cuda")
+        self.prms = list(self.lin.parameters())
+        self.p0 = [p.detach().clone() for p in self.prms]
+        for p in self.prms:
+            p.grad = torch.zeros_like(p)
+        self.opt = torch.optim.SGD(self.prms, lr=0.01)
+        self.reset()
+        self.lin(self.x).square().sum().backward()
+        self.opt.step()
+        self.p_ref = [p.detach().clone() for p in self.prms]
+        self.reset()
+
+    def reset(self):
+        with torch.no_grad():
+            for p, p0 in zip(self.prms, self.p0):
+                p.copy_(p0)
+                p.grad.zero_()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.reset()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            loss = self.lin(self.x).square().sum()
+            loss.backward()
+        if self.joined:
+            main.wait_stream(aux)
+        self.opt.step()
+        main.wait_stream(aux)
+        return [(p.detach(), r) for p, r in zip(self.prms, self.p_ref)]
+
+
+@program
+class BackwardInSideContextNoWait(BackwardInSideContext):
+    intent = "racy"
+
+
+@program
+class BackwardInSideContextWaited(BackwardInSideContext):
+    intent = "clean"
+    joined = True
+
+
+class EmaLerpBesideOptimizer(Base):
+    """Model EMA on a side stream, as timm's ModelEmaV3 does it: aux forks after main set the parameters
+    and moves the EMA copies toward them with torch._foreach_lerp_(ema, params, 0.25); main then takes
+    the optimizer step (torch.optim.SGD, lr 0.5, foreach) that rewrites the parameters in place, waiting
+    for aux first (clean) or not (racy: the EMA lerps toward the updated parameters)."""
+    mechanism = "held-out-k"
+    delay = "aux, before the lerp"
+    joined = False
+
+    def extra(self):
+        L = N // 4
+        self.p0 = [torch.randn(L, device="cuda") for _ in range(2)]
+        self.prms = [torch.nn.Parameter(p.clone()) for p in self.p0]
+        for p in self.prms:
+            p.grad = torch.randn(L, device="cuda")
+        self.ema = [torch.zeros(L, device="cuda") for _ in range(2)]
+        self.opt = torch.optim.SGD(self.prms, lr=0.5, foreach=True)
+        self.ema_ref = [p * 0.25 for p in self.p0]
+        self.p_ref = [p0 - 0.5 * p.grad for p0, p in zip(self.p0, self.prms)]
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        with torch.no_grad():
+            for p, p0, e in zip(self.prms, self.p0, self.ema):
+                p.copy_(p0)
+                e.zero_()
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                torch._foreach_lerp_(self.ema, self.prms, 0.25)
+            if self.joined:
+                main.wait_stream(aux)
+            self.opt.step()
+            main.wait_stream(aux)
+        pairs = [(e, r) for e, r in zip(self.ema, self.ema_ref)]
+        return pairs + [(p.detach(), r) for p, r in zip(self.prms, self.p_ref)]
+
+
+@program
+class EmaLerpBesideOptimizerUnjoined(EmaLerpBesideOptimizer):
+    intent = "racy"
+
+
+@program
+class EmaLerpJoinedBeforeStep(EmaLerpBesideOptimizer):
+    intent = "clean"
+    joined = True
