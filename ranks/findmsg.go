@@ -136,6 +136,8 @@ type findingState struct {
 	log      findings.Log // the findings, counted, capped and de-duplicated
 	pending  []pendingMsg // findings whose messages are not yet formatted (findmsg.go)
 	raceSeen findings.KeySet[raceKey]
+	// a retired task's stand-in for its name in a report (World.nameView)
+	nameScratch task
 	// mismatches reported, by interned ids (exec.go)
 	mismatchSeen map[mismatchKey]bool
 	// recently looked-up keys, all in raceSeen (zero: empty; no real key is zero)

@@ -980,9 +980,10 @@ func (w *World) wakeAll(ws *[]int32) {
 	*ws = (*ws)[:0]
 }
 
-// TaskInfo describes a task for reports.
+// taskName is task id's name in reports: its kernel, a sync, an event
+// op or a replay's join.
 func (w *World) taskName(id int32) string {
-	t := w.task(id)
+	t := w.nameView(id)
 	if t.op == nil {
 		return fmt.Sprintf("replay %d", t.replay)
 	}
@@ -996,8 +997,32 @@ func (w *World) taskName(id int32) string {
 }
 
 func (w *World) streamName(id int32) string {
-	t := w.task(id)
+	t := w.nameView(id)
 	return w.progs[t.rank].Streams[t.stream]
+}
+
+// nameView is what taskName and streamName read of task id: the live task,
+// or for a retired one its rank, stream, replay and op in w's scratch task,
+// the op as the program holds it. A folded rank's task runs a copy of the
+// op whose kernel differs only in what it runs (its micro-ops, generator,
+// order and exclusive keys renamed, fold.go), never in the kind, name,
+// stream or event a name is made of, so the stand-in w.task builds (with
+// that copy, and a generator rebound) is not needed here: a race report
+// names a retired task on every first race of a pair. Valid until the
+// next call.
+func (w *World) nameView(id int32) *task {
+	if t := w.tasks[id]; t != nil {
+		return t
+	}
+	in := w.identOf(id)
+	r := int(in.rank)
+	g := &w.nameScratch
+	*g = task{id: id, rank: r, replay: in.replay, node: -1, state: done, inst: Instance{Call: -1}}
+	if in.node >= 0 {
+		n := w.plan.nodes[r][in.node]
+		g.stream, g.op, g.node = n.stream, &w.progs[r].Ops[n.op], int32(n.op)
+	}
+	return g
 }
 
 func (w *World) callName(inst Instance) string {
