@@ -1,6 +1,9 @@
 package sim
 
-import "math/rand/v2"
+import (
+	"math/bits"
+	"math/rand/v2"
+)
 
 // Decision names what a choice is about. It is recorded with the choice so a
 // witness file is readable and a replay can detect drift.
@@ -50,25 +53,47 @@ func (Nominal) ChooseItem([]Item) int { return 0 }
 // drawing uniformly among the non-nominal choices. All randomness comes from
 // its seed; there is no global RNG.
 type Random struct {
-	rng      *rand.Rand
+	pcg      rand.PCG
 	PerMille int
 }
 
 // NewRandom returns a Random seeded with seed.
 func NewRandom(seed uint64, perMille int) *Random {
-	return &Random{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), PerMille: perMille}
+	r := &Random{PerMille: perMille}
+	r.pcg.Seed(seed, seed^0x9e3779b97f4a7c15)
+	return r
 }
 
 // Choose implements [Chooser].
 func (r *Random) Choose(_ Decision, n int) int {
-	if n <= 1 || r.rng.IntN(1000) >= r.PerMille {
+	if n <= 1 || r.intN(1000) >= r.PerMille {
 		return 0
 	}
-	return 1 + r.rng.IntN(n-1)
+	return 1 + r.intN(n-1)
 }
 
 // ChooseItem implements [Chooser].
-func (r *Random) ChooseItem(items []Item) int { return r.rng.IntN(len(items)) }
+func (r *Random) ChooseItem(items []Item) int { return r.intN(len(items)) }
+
+// intN is rand.New(&r.pcg).IntN(n): the same draws and the same values
+// (math/rand/v2's uint64n, Lemire's multiply and reject, which its 32-bit
+// path reproduces exactly), called on the PCG itself rather than through a
+// Rand's Source interface: a random schedule draws once or twice per
+// micro-op. n > 0.
+func (r *Random) intN(n int) int {
+	u := uint64(n)
+	if u&(u-1) == 0 { // a power of two: mask
+		return int(r.pcg.Uint64() & (u - 1))
+	}
+	hi, lo := bits.Mul64(r.pcg.Uint64(), u)
+	if lo < u {
+		thresh := -u % u
+		for lo < thresh {
+			hi, lo = bits.Mul64(r.pcg.Uint64(), u)
+		}
+	}
+	return int(hi)
+}
 
 // Choice is one recorded decision.
 type Choice struct {
