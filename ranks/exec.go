@@ -745,6 +745,9 @@ func (w *World) taskNameIDOf(id int32) (int32, int) {
 	if t := w.tasks[id]; t != nil {
 		return w.taskNameID(t), t.rank
 	}
+	if who := w.lz.who[id]; who.name != 0 {
+		return who.name, int(who.rank) // a launch's, kept as it retired
+	}
 	in := w.identOf(id)
 	if in.node >= 0 {
 		// The stand-in's node is the op's index, and taskNameID gives a

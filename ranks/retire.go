@@ -168,6 +168,10 @@ type lazyTasks struct {
 	// and whether it was retired
 	waiting []int32
 	retired []bool
+	// per task id: a retired launch's (op, stream) name id and rank, what
+	// a race check asks of the other side of most pairs (taskNameIDOf);
+	// name 0: not kept
+	who []retiredWho
 	// per launch of a replay, in launch order: its first task id (they
 	// grow) and its slot (rank × replays + replay); a task's rank, node
 	// and replay follow from its launch (identOf), so nothing per task
@@ -183,6 +187,9 @@ type lazyTasks struct {
 }
 
 type taskIdent struct{ rank, node, replay int32 }
+
+// retiredWho is a retired task's name id and rank (lazyTasks.who).
+type retiredWho struct{ name, rank int32 }
 
 // identOf returns the rank, node (-1: the replay's join) and replay of task
 // id of a lazy launch.
@@ -229,6 +236,7 @@ func (w *World) launchLazy(r int, replay int32) {
 		w.tasks = append(w.tasks, nil)
 		lz.waiting = append(lz.waiting, wait)
 		lz.retired = append(lz.retired, false)
+		lz.who = append(lz.who, retiredWho{})
 	}
 	join := w.allocTask(task{id: int32(len(w.tasks)), rank: r, stream: 0, lane: w.laneBase[r], replay: replay, node: -1, inst: Instance{Call: -1}})
 	if h.next < w.cfg.Replays {
@@ -237,6 +245,7 @@ func (w *World) launchLazy(r int, replay int32) {
 	w.tasks = append(w.tasks, join)
 	lz.waiting = append(lz.waiting, 0)
 	lz.retired = append(lz.retired, false)
+	lz.who = append(lz.who, retiredWho{})
 	w.alive()
 	join.deps = w.int32s(len(h.nodes))
 	for i := range h.nodes {
@@ -371,6 +380,13 @@ func (w *World) retireTask(t *task) {
 	}
 	w.tasks[t.id] = nil
 	w.lz.retired[t.id] = true
+	if t.node >= 0 {
+		// taskNameIDOf's answer from the plan, which names launches
+		// (nothing is interned here: names keep their order)
+		if nid := w.plan.opName[t.rank][t.node]; nid != 0 {
+			w.lz.who[t.id] = retiredWho{name: nid, rank: int32(t.rank)}
+		}
+	}
 	w.lz.made--
 	w.freeI32(t.deps)
 	w.freeI32(t.dependents)

@@ -381,6 +381,7 @@ func (w *World) Run() (*Result, error) {
 		w.lz.first = make([]int32, w.N*w.cfg.Replays)
 		w.lz.prev = make([]int32, w.N*w.cfg.Replays)
 		w.lz.waiting, w.lz.retired = make([]int32, 0, tasks), make([]bool, 0, tasks)
+		w.lz.who = make([]retiredWho, 0, tasks)
 		w.lz.launchFirst, w.lz.launchSlot = make([]int32, 0, w.N*w.cfg.Replays), make([]int32, 0, w.N*w.cfg.Replays)
 	}
 	// Host threads start, each with a chosen skew.
