@@ -140,9 +140,13 @@ func (e *Engine) Schedule(at Time, key uint64, actor int32) {
 				}
 			}
 			i := lo
-			if i == e.runAt && e.runAt > 0 {
-				e.runAt-- // before the head: reuse the popped slot
-				e.run[e.runAt] = it
+			if e.runAt > 0 && i-e.runAt < len(e.run)-i {
+				// Nearer the head: move the items before it one slot
+				// down, into the popped prefix (at the head, only the
+				// slot), not the longer tail up.
+				copy(e.run[e.runAt-1:i-1], e.run[e.runAt:i])
+				e.runAt--
+				e.run[i-1] = it
 				return
 			}
 			e.run = append(e.run, Item{})
