@@ -37,6 +37,8 @@ type Chooser interface {
 	// Choose returns a value in [0, n).
 	Choose(d Decision, n int) int
 	// ChooseItem returns an index into items (sorted by the queue order).
+	// items is the engine's queue itself, read in place: a chooser reads
+	// it during the call and neither keeps nor changes it.
 	ChooseItem(items []Item) int
 }
 

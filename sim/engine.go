@@ -61,7 +61,6 @@ type Engine struct {
 	choose Chooser
 	hash   uint64
 	steps  uint64
-	cands  []Item // scratch for Untimed
 	obs    func(it Item, chosen bool)
 }
 
@@ -126,7 +125,7 @@ func (e *Engine) Schedule(at Time, key uint64, actor int32) {
 			// A short queue is kept whole in run: a sorted insert into a
 			// few items beats the btree's generic node operations. In
 			// Untimed mode the whole queue is run, however long: every
-			// step hands the chooser every pending item, a copy of run
+			// step hands the chooser every pending item, run itself
 			// (listing a btree cost more than the insert's copy).
 			// it < run[last]: its place is the first item after it,
 			// found by binary search in run[runAt:last]
@@ -212,14 +211,16 @@ func (e *Engine) Next() (Item, bool) {
 	var it Item
 	chosen := false
 	if e.mode == Untimed && len(e.run)-e.runAt > 1 {
-		// Every pending item is in run, in queue order (Schedule).
+		// Every pending item is in run, in queue order (Schedule); the
+		// chooser reads them in place (Chooser.ChooseItem), capped so
+		// that no append of its can reach run's spare room.
 		chosen = true
-		e.cands = append(e.cands[:0], e.run[e.runAt:]...)
-		i := e.choose.ChooseItem(e.cands)
-		if i < 0 || i >= len(e.cands) {
-			panic(fmt.Sprintf("sim: chooser picked %d of %d items", i, len(e.cands)))
+		cands := e.run[e.runAt:len(e.run):len(e.run)]
+		i := e.choose.ChooseItem(cands)
+		if i < 0 || i >= len(cands) {
+			panic(fmt.Sprintf("sim: chooser picked %d of %d items", i, len(cands)))
 		}
-		it = e.cands[i]
+		it = cands[i]
 		// Remove run[runAt+i], moving the shorter side.
 		k := e.runAt + i
 		if i < len(e.run)-1-k {
