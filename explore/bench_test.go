@@ -39,3 +39,32 @@ func BenchmarkStrategies(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExplore measures explorations of tp8-shared-expert with one
+// layer as simctl explore runs them (Explore, one worker, the explorer's
+// collector target, each schedule released for the next): 1000 random
+// schedules of each variant, and a fresh DPOR search of 150 traces of the
+// buggy one.
+func BenchmarkExplore(b *testing.B) {
+	for _, c := range []struct {
+		variant, strategy string
+		budget            int
+	}{{"fixed", "random", 1000}, {"buggy", "random", 1000}, {"buggy", "dpor", 150}} {
+		b.Run(c.variant+"/"+c.strategy, func(b *testing.B) {
+			t, err := NewTarget("tp8-shared-expert", c.variant, []string{"layers=1"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				s, err := New(c.strategy, t, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := Explore(t, s, 1, Options{Budget: c.budget, Workers: 1, GCPercent: DefaultGCPercent}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*c.budget)/b.Elapsed().Seconds(), "schedules/s")
+		})
+	}
+}

@@ -612,7 +612,7 @@ func (r *dporRun) again(it sim.Item, chosen bool) bool {
 	if i >= r.branch || i >= cap(r.steps) {
 		return false
 	}
-	st := r.steps[: i+1 : i+1][i]
+	st := &r.steps[: i+1 : i+1][i] // in place: a step is large
 	if st.fifo || st.pseudo || r.w.ActorOf(it.Actor) != st.actor || int(*r.localOf(it.Actor))+1 != st.local || int(st.accEnd) > cap(r.acc) || st.accEnd < int32(len(r.acc)) {
 		return false
 	}
@@ -622,7 +622,7 @@ func (r *dporRun) again(it sim.Item, chosen bool) bool {
 	r.acc = r.acc[:st.accEnd]
 	st.enabled, st.sleep = nil, nil
 	r.stepDone(chosen, len(r.ev)-1)
-	r.steps = append(r.steps, st)
+	r.steps = r.steps[:i+1] // the step at its index, kept as it was
 	return true
 }
 
