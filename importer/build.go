@@ -146,6 +146,7 @@ type builder struct {
 	sliced                              int             // tensors some kernel reaches in part (views.go)
 	orphanRf                            int64           // keys given to linked orphan operators in et (below every ET key)
 	queries                             int             // event queries that saw their event done
+	blindSyncs                          int             // syncs and queries of threads that launch and free nothing after them
 	hostOpsN                            int             // host operators on pinned memory (host.go)
 	opaqueAt                            map[int]float64 // an opaque graph launch (its number) → its host time
 	// bySeq holds the communicators whose calls are named by the process
@@ -414,9 +415,20 @@ func (b *builder) eager() error {
 	}
 	var items []*item
 	var orphans []orphanLaunch
+	lastAct := b.lastActs()
 	for _, c := range rt.calls {
 		if c.capture || c.capIdx >= 0 {
 			continue // made at capture: a replay issues it (inlineReplay)
+		}
+		if hostSyncs[c.name] && c.tid != rt.tid && c.ts > lastAct[c.tid] {
+			// A sync or query on a thread other than the step's that
+			// launches and frees nothing after it (NCCL's watchdog
+			// polling its work's end events): what the thread learnt
+			// reaches no launch and no free, so it orders nothing. On
+			// the step's thread, or before a later launch of its own,
+			// it is kept (threads are merged by host time).
+			b.blindSyncs++
+			continue
 		}
 		acts := rt.dev[c.corr]
 		var work, syncs []*devAct
@@ -554,6 +566,41 @@ func (b *builder) eager() error {
 	}
 	b.linkOrphans(orphans)
 	return b.finish(append(items, b.hostOps(items)...))
+}
+
+// hostSyncs are the runtime calls through which the host learns that
+// device work ended.
+var hostSyncs = map[string]bool{
+	"cudaEventQuery": true, "cudaEventSynchronize": true, "cudaStreamQuery": true,
+	"cudaStreamSynchronize": true, "cudaDeviceSynchronize": true, "cudaCtxSynchronize": true,
+}
+
+// lastActs is, per host thread, the host time of its last launch (a call
+// that made device work) or free in the step.
+func (b *builder) lastActs() map[ID]float64 {
+	last := map[ID]float64{}
+	set := func(tid ID, t float64) {
+		if v, ok := last[tid]; !ok || t > v {
+			last[tid] = t
+		}
+	}
+	for _, c := range b.rt.calls {
+		for _, a := range b.rt.dev[c.corr] {
+			if a.cat != "cuda_sync" {
+				set(c.tid, c.ts)
+				break
+			}
+		}
+		if strings.Contains(c.name, "GraphLaunch") {
+			set(c.tid, c.ts)
+		}
+	}
+	for _, m := range b.rt.mem {
+		if m.bytes < 0 && b.rt.window.has(m.ts) {
+			set(m.tid, m.ts)
+		}
+	}
+	return last
 }
 
 // hasSyncEvents reports whether the trace holds any cuda_sync entry (it was
@@ -1431,6 +1478,9 @@ func (b *builder) pair(out []*item) error {
 	}
 	if n := b.streamQueries[0]; n > 0 {
 		p.notef("%d cudaStreamQuery calls (torch.cuda.Stream.query()) whose stream the trace does not name: taken to order nothing, so a host that polled a stream until it drained may read as racy (record with validation/collsim_record.py, whose probe names the stream)", n)
+	}
+	if b.blindSyncs > 0 {
+		p.notef("%d syncs and queries on host threads other than the step's that launch and free nothing after them (such as NCCL's watchdog polling its work's events): what those threads learn reaches no launch, so they order nothing", b.blindSyncs)
 	}
 	if b.queries > 0 {
 		p.notef("%d cudaEventQuery calls returned after their event's work had ended in the recorded timing: each is taken as the host seeing the event done (a sync of its stream; a query before that orders nothing)", b.queries)

@@ -53,3 +53,42 @@ func TestEventQueryReadsTheRecordedTiming(t *testing.T) {
 	require.NotContains(t, string(res.YAML), "cudaEventQuery calls returned after")
 	require.Equal(t, "corruption", dporVerdict(t, res))
 }
+
+// onThread rewrites the corpus trace name so that its cudaEventQuery calls
+// are made by host thread tid, and writes it to a temporary file.
+func onThread(t *testing.T, name string, tid float64) string {
+	t.Helper()
+	tr := readCorpusTrace(t, name)
+	n := 0
+	for _, e := range tr["traceEvents"].([]any) {
+		if m := e.(map[string]any); m["name"] == "cudaEventQuery" {
+			m["tid"] = tid
+			n++
+		}
+	}
+	require.NotZero(t, n)
+	return writeTrace(t, name, tr)
+}
+
+// What a host thread learns from a sync or a query reaches only what that
+// thread does after it. NCCL's watchdog thread polls every collective's
+// end event and launches nothing: its queries order no launch of the
+// step's thread. BucketDivBeforeAllReduce's trace holds hundreds of them,
+// some after the all-reduce ended and before main's div_ was launched:
+// taken as the host's, they hid the race.
+func TestQueriesOfAThreadThatLaunchesNothingOrderNothing(t *testing.T) {
+	const name = "BucketDivBeforeAllReduce"
+	res, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, name+".json.gz")}, ET: []string{filepath.Join(corpusTraces, name+".et.json.gz")}})
+	require.NoError(t, err)
+	require.Contains(t, string(res.YAML), "syncs and queries on host threads other than the step's that launch and free nothing after them")
+	require.Equal(t, "corruption", dporVerdict(t, res))
+
+	// The same query that ordered aux's read after main's write, moved
+	// to a thread that launches nothing, orders nothing.
+	const polled = "EventQueryPollThenAux"
+	et := []string{filepath.Join(corpusTraces, polled+".et.json.gz")}
+	res, err = importer.Import(importer.Options{Traces: []string{onThread(t, polled, 987654)}, ET: et})
+	require.NoError(t, err)
+	require.NotContains(t, string(res.YAML), "cudaEventQuery calls returned after")
+	require.Equal(t, "corruption", dporVerdict(t, res))
+}
