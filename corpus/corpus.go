@@ -136,12 +136,20 @@ type Result struct {
 // Options bound the work per program.
 type Options struct {
 	DPORBudget int // traces (default 20000)
+	// Traces is the folder under dir the recordings are read from:
+	// "traces" (the default) holds each program recorded with the current
+	// recorder, "traces-first" its first recording (some made before the
+	// recorder's probes, as a trace from a plain profiler is).
+	Traces string
 }
 
 // Score imports and checks every program.
 func Score(dir string, progs []Program, o Options) []Result {
 	if o.DPORBudget <= 0 {
 		o.DPORBudget = 20000
+	}
+	if o.Traces == "" {
+		o.Traces = "traces"
 	}
 	var out []Result
 	for _, p := range progs {
@@ -152,7 +160,7 @@ func Score(dir string, progs []Program, o Options) []Result {
 
 func scoreOne(dir string, p Program, o Options) Result {
 	r := Result{Program: p}
-	tr := filepath.Join(dir, "traces", p.Name)
+	tr := filepath.Join(dir, o.Traces, p.Name)
 	res, err := importer.Import(importer.Options{Traces: []string{tr + ".json.gz"}, ET: []string{tr + ".et.json.gz"}})
 	if err != nil {
 		r.ImportErr = err.Error()

@@ -15,11 +15,33 @@ const dir = "../validation/corpus"
 // test fails when one of them starts to pass (take it off) or another fails.
 var knownMiss = map[string]string{}
 
-// TestBenchmark imports and checks every corpus program and requires
-// collsim's verdict to match the GPU's label on each: racy → race or worse,
-// clean → ok with DPOR complete, frozen → the import names the frozen host
-// value. -v prints the table docs/benchmark.md shows.
+// knownSlow lists the recordings whose imported step time is outside the
+// tolerance below, each with why; the test fails when one comes inside it.
+var knownSlow = map[string]string{
+	"GraphFreeWhileReadMarked": "the graph executor ran the capture's main-stream chain (mul, memset, mm, cos, add) on two replay streams; " +
+		"the capture does not say which stream each launch was captured on, so the edge cos → add between them is lost " +
+		"and the simulated replay is 12 % short (8 % on the first recording, whose replay had smaller gaps between nodes)",
+}
+
+// TestBenchmark imports and checks every corpus program, as recorded with
+// the current recorder, and requires collsim's verdict to match the GPU's
+// label on each: racy → race or worse, clean → ok with DPOR complete,
+// frozen → the import names the frozen host value. -v prints the table
+// docs/benchmark.md shows.
 func TestBenchmark(t *testing.T) {
+	benchmark(t, "traces", knownMiss, knownSlow)
+}
+
+// TestBenchmarkFirstRecordings does the same on each program's first
+// recording: a second trace of the same program, some recorded before the
+// recorder's probes existed (as a plain profiler's trace is). The labels
+// are the same; the traces differ in timing, in what other threads did
+// and in what the recorder added.
+func TestBenchmarkFirstRecordings(t *testing.T) {
+	benchmark(t, "traces-first", map[string]string{}, map[string]string{})
+}
+
+func benchmark(t *testing.T, traces string, knownMiss, knownSlow map[string]string) {
 	progs, err := corpus.Load(dir)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(progs), 30)
@@ -27,7 +49,7 @@ func TestBenchmark(t *testing.T) {
 	if testing.Short() {
 		budget = 5000
 	}
-	rs := corpus.Score(dir, progs, corpus.Options{DPORBudget: budget})
+	rs := corpus.Score(dir, progs, corpus.Options{DPORBudget: budget, Traces: traces})
 	var b strings.Builder
 	corpus.Table(&b, rs)
 	if testing.Verbose() {
@@ -45,7 +67,12 @@ func TestBenchmark(t *testing.T) {
 		if r.Mode == "graph" {
 			tol = 0.10
 		}
-		require.InDelta(t, 1, float64(r.SimulatedNs)/float64(r.RecordedNs), tol, "%s: simulated %d ns, recorded %d ns", r.Name, r.SimulatedNs, r.RecordedNs)
+		ratio := float64(r.SimulatedNs) / float64(r.RecordedNs)
+		if knownSlow[r.Name] != "" {
+			require.False(t, ratio >= 1-tol && ratio <= 1+tol, "%s: simulated %d ns, recorded %d ns: take it off knownSlow", r.Name, r.SimulatedNs, r.RecordedNs)
+			continue
+		}
+		require.InDelta(t, 1, ratio, tol, "%s: simulated %d ns, recorded %d ns", r.Name, r.SimulatedNs, r.RecordedNs)
 	}
 	for _, r := range rs {
 		if knownMiss[r.Name] != "" {

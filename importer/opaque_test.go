@@ -15,9 +15,19 @@ import (
 
 func importCorpus(t *testing.T, name string) *importer.Result {
 	t.Helper()
+	return importFrom(t, corpusTraces, name)
+}
+
+// corpusFirst holds each corpus program's first recording, some made
+// before the recorder captured graphs in a profiling session of their own
+// or probed anything: what a plain profiler's trace is.
+const corpusFirst = "../validation/corpus/traces-first"
+
+func importFrom(t *testing.T, dir, name string) *importer.Result {
+	t.Helper()
 	res, err := importer.Import(importer.Options{
-		Traces: []string{filepath.Join(corpusTraces, name+".json.gz")},
-		ET:     []string{filepath.Join(corpusTraces, name+".et.json.gz")},
+		Traces: []string{filepath.Join(dir, name+".json.gz")},
+		ET:     []string{filepath.Join(dir, name+".et.json.gz")},
 	})
 	require.NoError(t, err)
 	return res
@@ -35,7 +45,8 @@ func kernelNamed(t *testing.T, res *importer.Result, prefix string) scenarios.Op
 }
 
 // torch.compile(mode="reduce-overhead") captures its CUDA graph during
-// warm-up, before the recorded region, so the trace holds the replay's
+// warm-up, before the recorded region, so a plain profiler's trace (the
+// program's first recording) holds the replay's
 // kernel but not the capture that says what it reads and writes. The
 // importer gives it a graph's static buffers as the host uses them: it
 // reads the static input cudagraph trees filled just before it
@@ -45,7 +56,7 @@ func kernelNamed(t *testing.T, res *importer.Result, prefix string) scenarios.Op
 // nothing; with it, DPOR finds the race, and the twin that forks aux after
 // the replay stays ok.
 func TestOpaqueReplayTakesStaticBuffers(t *testing.T) {
-	res := importCorpus(t, "CompiledReduceOverheadNoFork")
+	res := importFrom(t, corpusFirst, "CompiledReduceOverheadNoFork")
 	require.Contains(t, string(res.YAML), "its capture is not in the trace (captured before the recorded region)")
 	cp := kernelNamed(t, res, "_foreach_copy_")
 	g := kernelNamed(t, res, "graph.")
@@ -62,7 +73,7 @@ func TestOpaqueReplayTakesStaticBuffers(t *testing.T) {
 	require.NotEmpty(t, reader.Name, "the aux stream reads what the replay writes")
 	require.Equal(t, "corruption", dporVerdict(t, res))
 
-	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "CompiledReduceOverheadForked")))
+	require.Equal(t, "ok", dporVerdict(t, importFrom(t, corpusFirst, "CompiledReduceOverheadForked")))
 }
 
 // Views: the execution trace gives each tensor's offset and element count,
