@@ -13,7 +13,11 @@ const dir = "../validation/corpus"
 
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
-var knownMiss = map[string]string{}
+var knownMiss = map[string]string{
+	"LoggerPollsMainEvent":          "the polled cudaEventQuery is paired with the latest record before it in host order (the logger's event), not the event it names",
+	"MetricsAcrossIterationsNoJoin": "aux's sum of a buffer made before the step takes sum's own workspace allocation for that buffer's block",
+	"ThreadMadeBatchDropped":        "two threads started in the region show as one thread in the trace: their launches get no operators",
+}
 
 // knownSlow lists the recordings whose imported step time is outside the
 // tolerance below, each with why; the test fails when one comes inside it.
@@ -38,7 +42,7 @@ func TestBenchmark(t *testing.T) {
 // are the same; the traces differ in timing, in what other threads did
 // and in what the recorder added.
 func TestBenchmarkFirstRecordings(t *testing.T) {
-	benchmark(t, "traces-first", map[string]string{}, map[string]string{})
+	benchmark(t, "traces-first", knownMiss, map[string]string{})
 }
 
 func benchmark(t *testing.T, traces string, knownMiss, knownSlow map[string]string) {
