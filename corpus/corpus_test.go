@@ -14,7 +14,6 @@ const dir = "../validation/corpus"
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
 var knownMiss = map[string]string{
-	"LoggerPollsMainEvent":          "the polled cudaEventQuery is paired with the latest record before it in host order (the logger's event), not the event it names",
 	"MetricsAcrossIterationsNoJoin": "aux's sum of a buffer made before the step takes sum's own workspace allocation for that buffer's block",
 	"ThreadMadeBatchDropped":        "two threads started in the region show as one thread in the trace: their launches get no operators",
 }

@@ -555,7 +555,13 @@ func (b *builder) eager() error {
 			b.streamQueries[1]++
 			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: s, waitEvent: -1})
 		case c.name == "cudaEventQuery":
-			items = append(items, &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: 0, recStream: -1, recCorr: -1, corr: c.corr, device: true, query: true})
+			// Its "Event Sync" entry names the event queried, as a
+			// cudaEventSynchronize's does: paired by that number.
+			it := &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: 0, recStream: -1, recCorr: -1, corr: c.corr, device: true, query: true}
+			if len(syncs) > 0 {
+				it.waitEvent, it.recStream, it.recCorr, it.cupti = syncs[0].waitEvent, syncs[0].waitStream, syncs[0].waitCorr, max(syncs[0].waitEvent, 0)
+			}
+			items = append(items, it)
 		case c.name == "cudaEventSynchronize":
 			it := &item{kind: scenarios.OpSync, ts: c.ts, issue: c.end, stream: -1, waitEvent: -1, recStream: -1, recCorr: -1, corr: c.corr, device: true}
 			if len(syncs) > 0 {
