@@ -14,8 +14,7 @@ const dir = "../validation/corpus"
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
 var knownMiss = map[string]string{
-	"MetricsAcrossIterationsNoJoin": "aux's sum of a buffer made before the step takes sum's own workspace allocation for that buffer's block",
-	"ThreadMadeBatchDropped":        "two threads started in the region show as one thread in the trace: their launches get no operators",
+	"ThreadMadeBatchDropped": "two threads started in the region show as one thread in the trace: their launches get no operators",
 }
 
 // knownSlow lists the recordings whose imported step time is outside the

@@ -800,16 +800,19 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 		return "s" + strconv.FormatInt(s, 10)
 	}
 	// claim makes the storage's allocation an alloc op before the kernel:
-	// the one its own operator made, else the latest earlier allocation
-	// tied to this storage by an operator that launched no kernel.
-	claim := func(r TensorRef) {
+	// for an output, the one its own operator made, else the latest
+	// earlier allocation tied to this storage by an operator that launched
+	// no kernel. An input existed before its operator: an allocation
+	// inside the operator is a temporary (a reduction's workspace), never
+	// the input's block.
+	claim := func(r TensorRef, output bool) {
 		if it.captured || b.live[r.Storage] != nil {
 			return
 		}
 		var got *memEvent
-		rewritten := eo.rewrites(r.Storage)
+		temporary := eo.rewrites(r.Storage) || !output
 		for _, m := range b.rt.mem {
-			if rewritten {
+			if temporary {
 				break // existed before the operator: its allocation is a temporary
 			}
 			if m.bytes > 0 && !b.claimed[m] && m.tid == it.op.tid && m.ts >= it.op.ts && m.ts <= it.op.end && (got == nil || (m.bytes == r.Bytes() && got.bytes != r.Bytes())) && m.bytes >= r.Bytes() {
@@ -826,7 +829,7 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 				b.noKernelAllocs++
 			}
 		}
-		if got == nil && it.op.idx == -1 && !rewritten {
+		if got == nil && it.op.idx == -1 && !temporary {
 			got = b.unseenAlloc(it.op, r)
 		}
 		if got == nil {
@@ -842,14 +845,14 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 		allocs = append(allocs, &item{kind: scenarios.OpAlloc, ts: got.ts, issue: got.ts, stream: it.stream, tensorKey: key, mem: got})
 	}
 	for _, w := range append(append([]TensorRef(nil), eo.Outputs...), eo.Mutated...) {
-		claim(w)
+		claim(w, true)
 		key := keyOf(w.Storage)
 		it.writes = appendOnce(it.writes, key)
 		b.tensor(key, w.Bytes())
 		it.addSpan(key, w)
 	}
 	for _, r := range eo.Inputs {
-		claim(r)
+		claim(r, false)
 		key := keyOf(r.Storage)
 		it.reads = appendOnce(it.reads, key)
 		b.tensor(key, r.Bytes())
