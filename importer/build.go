@@ -141,14 +141,16 @@ type builder struct {
 	graphOf                             map[int]string   // an opaque or foreign replay (its number) → the graph it replays (opaqueReplays)
 	replays                             int
 	emptyCaches                         int
-	recProbed                           int             // event records whose stream a probe named
-	foreignAt                           map[int]bool    // replays of captures from another ET session (graph.go)
-	sliced                              int             // tensors some kernel reaches in part (views.go)
-	orphanRf                            int64           // keys given to linked orphan operators in et (below every ET key)
-	queries                             int             // event queries that saw their event done
-	blindSyncs                          int             // syncs and queries of threads that launch and free nothing after them
-	hostOpsN                            int             // host operators on pinned memory (host.go)
-	opaqueAt                            map[int]float64 // an opaque graph launch (its number) → its host time
+	recProbed                           int                 // event records whose stream a probe named
+	foreignAt                           map[int]bool        // replays of captures from another ET session (graph.go)
+	sliced                              int                 // tensors some kernel reaches in part (views.go)
+	orphanRf                            int64               // keys given to linked orphan operators in et (below every ET key)
+	queries                             int                 // event queries that saw their event done
+	blindSyncs                          int                 // syncs and queries of threads that launch and free nothing after them
+	freed                               map[int64]*memEvent // a storage id → the free of its last block in the step
+	reusedByID                          int                 // outputs given a freed block by their storage id (no allocation in the trace)
+	hostOpsN                            int                 // host operators on pinned memory (host.go)
+	opaqueAt                            map[int]float64     // an opaque graph launch (its number) → its host time
 	// bySeq holds the communicators whose calls are named by the process
 	// group's sequence number: every rank's records on them carry one
 	// (Import decides, over all ranks).
@@ -412,6 +414,7 @@ func (b *builder) eager() error {
 	if b.et != nil && len(rt.mem) > 0 {
 		b.lifetime = true
 		b.live, b.byAddr, b.claimed, b.uses = map[int64]*liveTensor{}, map[string]int64{}, map[*memEvent]bool{}, map[string][]int64{}
+		b.freed = map[int64]*memEvent{}
 	}
 	var items []*item
 	var orphans []orphanLaunch
@@ -829,6 +832,16 @@ func (b *builder) accessLive(it *item, label string) (allocs []*item, ok bool) {
 				b.noKernelAllocs++
 			}
 		}
+		if got == nil && !temporary && b.freed[r.Storage] != nil {
+			// No allocation in the trace, but the execution trace's
+			// storage id (it follows the data pointer) is a block the
+			// step freed: the allocator handed that block out again,
+			// to an operator whose allocations the profiler did not
+			// record (a thread started in the region).
+			f := b.freed[r.Storage]
+			got = &memEvent{idx: -1, tid: it.op.tid, ts: it.op.ts, addr: f.addr, bytes: -f.bytes}
+			b.reusedByID++
+		}
 		if got == nil && it.op.idx == -1 && !temporary {
 			got = b.unseenAlloc(it.op, r)
 		}
@@ -925,6 +938,7 @@ func (b *builder) finish(items []*item) error {
 			}
 			it.tensorKey = b.live[s].key
 			out = b.flushRecordStream(out, it.tensorKey, it)
+			b.freed[s] = it.mem
 			delete(b.live, s)
 			delete(b.byAddr, it.mem.addr)
 			out = append(out, it)
@@ -1475,6 +1489,9 @@ func (b *builder) pair(out []*item) error {
 			continue // a stream waiting on itself orders nothing new
 		}
 		it.event = r.event
+	}
+	if b.reusedByID > 0 {
+		p.notef("%d outputs with no allocation in the trace have the storage id of a block the step freed (the execution trace's storage ids follow the data pointer): each is taken to be that block handed out again", b.reusedByID)
 	}
 	if b.unseen > 0 {
 		p.notef("%d tensors made by operators of threads the profiler did not record are tied to the first later free of a block no recorded allocation made, of their size or more (a guess: such threads' allocations are not in the trace)", b.unseen)

@@ -1,8 +1,10 @@
 package importer_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/collsim/collsim/scenarios"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,4 +30,28 @@ func TestAnInputNeverTakesAnAllocationOfItsOperator(t *testing.T) {
 	require.Contains(t, sum.Reads, mm.Writes[0], "aux sums the buffer main's matmul(out=) writes")
 	require.Equal(t, "corruption", dporVerdict(t, res))
 	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "MetricsAcrossIterationsJoined")))
+}
+
+// Threads a program starts inside the recorded region have no operators
+// in the profiler's trace, and the system may give a second thread the id
+// of a first that ended: ThreadMadeBatch* shows two such threads as one.
+// Their launches take the execution trace's operators in the order they
+// ran, and an output with no allocation in the trace whose storage id (it
+// follows the data pointer) is a block the step freed is that block
+// handed out again: the second thread's tensor reuses the first's block
+// while aux still reads it, unless record_stream held it.
+func TestThreadsStartedInTheRegionReuseAFreedBlock(t *testing.T) {
+	res := importCorpus(t, "ThreadMadeBatchDropped")
+	y := string(res.YAML)
+	require.Contains(t, y, "in the order they ran")
+	require.Contains(t, y, "storage id of a block the step freed")
+	cos := kernelNamed(t, res, "cos")
+	require.NotEmpty(t, cos.Writes)
+	allocated := false
+	for _, op := range res.Spec.Programs[0].Ops {
+		allocated = allocated || (op.Kind == scenarios.OpAlloc && strings.HasPrefix(cos.Writes[0], op.Name))
+	}
+	require.True(t, allocated, "the second thread's tensor is allocated in the step, where the allocator can hand it the freed block")
+	require.Equal(t, "corruption", dporVerdict(t, res))
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "ThreadMadeBatchRecordStream")))
 }

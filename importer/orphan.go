@@ -64,36 +64,65 @@ func (b *builder) linkOrphans(ls []orphanLaunch) {
 		}
 		byTid[l.c.tid] = append(byTid[l.c.tid], l)
 	}
+	type pair struct {
+		l  orphanLaunch
+		eo *ETOp
+		lo float64 // the thread's previous launch ended here: the operator ran after it
+	}
+	var pairs []pair
+	prevEnd := func(tid ID, before *call) float64 {
+		lo := b.rt.window.lo
+		for _, l := range ls {
+			if l.c.tid == tid && l.c.end <= before.ts {
+				lo = max(lo, l.c.end)
+			}
+		}
+		return lo
+	}
 	ok := len(order) == len(etGroups)
 	for i := 0; ok && i < len(order); i++ {
 		ok = len(byTid[order[i]]) == len(etGroups[i])
 	}
-	if !ok {
+	how := "the execution trace's operators of those threads in order"
+	if ok {
+		for i, tid := range order {
+			for j, l := range byTid[tid] {
+				pairs = append(pairs, pair{l, etGroups[i][j], prevEnd(tid, l.c)})
+			}
+		}
+	} else if len(ls) == len(ets) {
+		// The threads do not pair up (the system reuses a finished
+		// thread's id, so two threads started one after the other show
+		// as one in the trace), but the counts do: launches in host order
+		// with operators in the execution trace's order, whose node ids
+		// are given as operators run, across threads.
+		byNode := append([]*ETOp(nil), ets...)
+		sort.Slice(byNode, func(i, j int) bool { return byNode[i].Node < byNode[j].Node })
+		byTime := append([]orphanLaunch(nil), ls...)
+		sort.SliceStable(byTime, func(i, j int) bool { return byTime[i].c.ts < byTime[j].c.ts })
+		for i, l := range byTime {
+			pairs = append(pairs, pair{l, byNode[i], prevEnd(l.c.tid, l.c)})
+		}
+		how = "the execution trace's operators of threads started in the region in the order they ran (the threads themselves do not pair up)"
+	} else {
 		b.p.notef("%d kernel launches from %d host threads with no operator in the trace (threads started inside the recorded region: the profiler records no operators for them): they touch nothing the importer can name; start such threads before recording", len(ls), len(order))
 		return
 	}
 	if b.orphanRf == 0 {
 		b.orphanRf = -1 << 40 // below ReadET's orphan keys
 	}
-	for i, tid := range order {
-		for j, l := range byTid[tid] {
-			eo := etGroups[i][j]
-			b.orphanRf--
-			rf := b.orphanRf
-			b.et[rf] = eo
-			// The operator ran on its thread between that thread's last
-			// launch and this one: its allocations are in that span.
-			lo := b.rt.window.lo
-			if j > 0 {
-				lo = byTid[tid][j-1].c.end
-			}
-			op := &cpuOp{idx: -1, tid: tid, name: eo.Name, cat: "cpu_op", ts: lo, end: l.c.end, ext: -1, rf: rf, seq: -1, peer: -1, groupRank: -1}
-			for _, it := range l.its {
-				it.op = op
-			}
+	for _, pr := range pairs {
+		b.orphanRf--
+		rf := b.orphanRf
+		b.et[rf] = pr.eo
+		// The operator ran on its thread between that thread's last
+		// launch and this one: its allocations are in that span.
+		op := &cpuOp{idx: -1, tid: pr.l.c.tid, name: pr.eo.Name, cat: "cpu_op", ts: pr.lo, end: pr.l.c.end, ext: -1, rf: rf, seq: -1, peer: -1, groupRank: -1}
+		for _, it := range pr.l.its {
+			it.op = op
 		}
 	}
-	b.p.notef("%d kernel launches from %d host threads whose operators the profiler did not record (threads started inside the recorded region) are matched to the execution trace's operators of those threads in order (a guess; start such threads before recording to know)", len(ls), len(order))
+	b.p.notef("%d kernel launches from %d host threads whose operators the profiler did not record (threads started inside the recorded region) are matched to %s (a guess; start such threads before recording to know)", len(ls), len(order), how)
 }
 
 // allSpin reports whether every kernel of a launch is torch.cuda._sleep's.
