@@ -289,7 +289,10 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 	// Programs: the kernels share the template's micro-ops, which are never
 	// written; a run resolves the buffers, pads and FIFOs they name to its
 	// own (World.bufOf, padOf, fifoOf). Generated kernels are rebound.
-	ks := nw.mem.kernels.Get(len(t.kernels))
+	// Unzeroed: a recycled slab holds the kernels of the copy that last
+	// used this arena, released, whose generators the rebinding below
+	// reuses (every field is written before anything reads it).
+	ks := nw.mem.kernels.GetUnzeroed(len(t.kernels))
 	nw.tPads = make([]*SignalPad, len(pads))
 	for i := range pads {
 		nw.tPads[i] = &pads[i]
@@ -303,14 +306,20 @@ func (t *Template) Instantiate(eng *sim.Engine) *World {
 		pads[i].id = int32(i + 1)
 	}
 	nw.isCopy = true
+	m := Rebinding{
+		Buffer: func(b *Buffer) *Buffer { return nw.bufs[b.id] },
+		Fifo:   func(f *Fifo) *Fifo { return &fifos[t.fifoIx[f]] },
+		Pad:    func(p *SignalPad) *SignalPad { return &pads[t.padIx[p]] },
+	}
 	for i, k := range t.kernels {
+		old := ks[i].Gen // the released copy's generator of kernel i, or nil
 		ks[i] = *k
 		if k.Gen != nil {
-			ks[i].Gen = k.Gen.Rebind(Rebinding{
-				Buffer: func(b *Buffer) *Buffer { return nw.bufs[b.id] },
-				Fifo:   func(f *Fifo) *Fifo { return &fifos[t.fifoIx[f]] },
-				Pad:    func(p *SignalPad) *SignalPad { return &pads[t.padIx[p]] },
-			})
+			if r, ok := k.Gen.(Rebinder); ok && old != nil {
+				ks[i].Gen = r.RebindInto(m, old)
+			} else {
+				ks[i].Gen = k.Gen.Rebind(m)
+			}
 		}
 	}
 	for r, p := range w.progs {
