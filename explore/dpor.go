@@ -104,7 +104,7 @@ type DPOR struct {
 	finished func(steps []dstep)
 
 	// scratch of analyse, reused by every execution
-	dense     map[ranks.ActorID]int
+	denseOf   []int32 // analyse's scratch: per engine actor, 1 + its dense index (0: not seen)
 	clocks    []int32
 	rs        []rstate
 	lastOf    []int
@@ -286,6 +286,7 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 // dstep is one visible step of an execution.
 type dstep struct {
 	actor   ranks.ActorID
+	eng     int32 // the engine actor that ran it (one per ActorID in a run)
 	enabled []ranks.ActorID
 	acc     []access
 	a       int // dense actor index
@@ -312,7 +313,7 @@ func (r *dporRun) attempt(e int32, st *ranks.Step) {
 	n := *r.localOf(e)
 	acc := r.accesses(st, n == 0, false)
 	r.pseudo = append(r.pseudo, pseudoStep{pos: len(r.steps),
-		step: dstep{actor: st.Actor, acc: acc, local: int(n) + 1, pseudo: true, node: -1}})
+		step: dstep{actor: st.Actor, eng: e, acc: acc, local: int(n) + 1, pseudo: true, node: -1}})
 }
 
 // localOf is the count of engine actor e's steps so far in this execution
@@ -586,7 +587,7 @@ func (r *dporRun) observe(it sim.Item, chosen bool) {
 		}
 	}
 	r.stepDone(chosen, e)
-	r.steps = append(r.steps, dstep{actor: st.Actor, enabled: enabled, acc: acc, accEnd: int32(len(r.acc)), local: local, sleep: sleepHere, fifo: st.Instr != nil && st.Instr.Fifo != nil})
+	r.steps = append(r.steps, dstep{actor: st.Actor, eng: it.Actor, enabled: enabled, acc: acc, accEnd: int32(len(r.acc)), local: local, sleep: sleepHere, fifo: st.Instr != nil && st.Instr.Fifo != nil})
 }
 
 // stepDone records, for the step observed as event e, how many engine
@@ -620,7 +621,7 @@ func (r *dporRun) again(it sim.Item, chosen bool) bool {
 	r.have = false
 	*r.localOf(it.Actor)++
 	r.acc = r.acc[:st.accEnd]
-	st.enabled, st.sleep = nil, nil
+	st.enabled, st.sleep, st.eng = nil, nil, it.Actor
 	r.stepDone(chosen, len(r.ev)-1)
 	r.steps = r.steps[:i+1] // the step at its index, kept as it was
 	return true
@@ -984,20 +985,24 @@ func (r *dporRun) recv(out []access, f *ranks.Fifo, commit bool) []access {
 func (d *DPOR) analyse(steps []dstep, reuse int) {
 	// The analysis's scratch lives with the search and is reused by every
 	// execution: a trace allocates nearly nothing here.
-	if d.dense == nil {
-		d.dense = map[ranks.ActorID]int{}
-	}
-	clear(d.dense)
-	dense := d.dense
+	// Actors are numbered densely in order of first appearance, through
+	// a table by engine actor (an engine actor is one ActorID throughout
+	// a run) rather than a map by ActorID: a lookup per step.
+	na := 0
 	for i := range steps {
-		a, ok := dense[steps[i].actor]
-		if !ok {
-			a = len(dense)
-			dense[steps[i].actor] = a
+		e := steps[i].eng
+		if int(e) >= len(d.denseOf) {
+			d.denseOf = append(d.denseOf, make([]int32, int(e)+1-len(d.denseOf))...)
 		}
-		steps[i].a = a
+		if d.denseOf[e] == 0 {
+			na++
+			d.denseOf[e] = int32(na)
+		}
+		steps[i].a = int(d.denseOf[e]) - 1
 	}
-	na := len(dense)
+	for i := range steps {
+		d.denseOf[steps[i].eng] = 0 // clean for the next execution
+	}
 	if na > d.stride {
 		d.stride, reuse = na+na/4, 0 // rows get longer: recompute every clock
 	}
