@@ -149,6 +149,7 @@ type builder struct {
 	blindSyncs                          int                 // syncs and queries of threads that launch and free nothing after them
 	freed                               map[int64]*memEvent // a storage id → the free of its last block in the step
 	reusedByID                          int                 // outputs given a freed block by their storage id (no allocation in the trace)
+	sized                               int                 // replays told from captures of the same operators by size (bySize)
 	hostOpsN                            int                 // host operators on pinned memory (host.go)
 	opaqueAt                            map[int]float64     // an opaque graph launch (its number) → its host time
 	// bySeq holds the communicators whose calls are named by the process
@@ -1489,6 +1490,9 @@ func (b *builder) pair(out []*item) error {
 			continue // a stream waiting on itself orders nothing new
 		}
 		it.event = r.event
+	}
+	if b.sized > 0 {
+		p.notef("%d graph launches replay one of several captures of the same operators: taken to be the capture whose rank by the elements its operators write is the replay's rank by threads among the replays of the same kernels (one function captured at several sizes; a guess)", b.sized)
 	}
 	if b.reusedByID > 0 {
 		p.notef("%d outputs with no allocation in the trace have the storage id of a block the step freed (the execution trace's storage ids follow the data pointer): each is taken to be that block handed out again", b.reusedByID)

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -94,6 +95,9 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 			ci, exact, best = i, fits, score
 		}
 	}
+	if ci >= 0 {
+		ci = b.bySize(ci, best, launch, work)
+	}
 	if ci < 0 {
 		var items []*item
 		for _, a := range work {
@@ -152,6 +156,95 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 		b.graphOf[b.replays] = "capture:" + strconv.Itoa(ci)
 	}
 	return items
+}
+
+// bySize tells apart captures that the kernels' names cannot: one function
+// captured at several sizes (torch.cuda.graph at two batch sizes) makes
+// captures of the same operators, and their replays run the same kernels
+// on grids of different sizes. Of the captures before the launch that
+// score best (ci, the latest, by default), the one whose rank by the
+// elements its operators write is the rank of this replay's threads among
+// the replays of the same kernels in the trace. Where the sizes do not
+// rank apart (as many distinct sizes on each side), ci stays.
+func (b *builder) bySize(ci, best int, launch *call, work []*devAct) int {
+	rt := b.rt
+	var tied []int
+	for i := range rt.caps {
+		if rt.caps[i].hi > launch.ts {
+			continue
+		}
+		launches := b.capLaunches(i)
+		score := 2 * nameMatches(launches, work, b)
+		if len(launches) == len(work) {
+			score++
+		}
+		if score == best {
+			tied = append(tied, i)
+		}
+	}
+	if len(tied) < 2 {
+		return ci
+	}
+	names := func(w []*devAct) string {
+		var ns []string
+		for _, a := range w {
+			ns = append(ns, a.name)
+		}
+		return strings.Join(ns, "\x00")
+	}
+	threads := func(w []*devAct) float64 {
+		t := 0.0
+		for _, a := range w {
+			t += a.threads
+		}
+		return t
+	}
+	key, mine := names(work), threads(work)
+	var ts []float64
+	for _, c := range rt.calls {
+		if !strings.Contains(c.name, "GraphLaunch") || c.capture || c.capIdx >= 0 {
+			continue
+		}
+		var w []*devAct
+		for _, a := range rt.dev[c.corr] {
+			if a.cat != "cuda_sync" {
+				w = append(w, a)
+			}
+		}
+		if names(w) == key && !slices.Contains(ts, threads(w)) {
+			ts = append(ts, threads(w))
+		}
+	}
+	type sized struct {
+		capIdx int
+		elems  int64
+	}
+	var cs []sized
+	for _, i := range tied {
+		var n int64
+		for _, c := range b.capLaunches(i) {
+			if op := b.byExt[c.ext]; op != nil {
+				if eo := b.et[op.rf]; eo != nil {
+					for _, o := range eo.Outputs {
+						n += o.Numel
+					}
+				}
+			}
+		}
+		cs = append(cs, sized{i, n})
+	}
+	slices.Sort(ts)
+	slices.SortStableFunc(cs, func(x, y sized) int { return cmp.Compare(x.elems, y.elems) })
+	if len(ts) != len(cs) || mine == 0 {
+		return ci
+	}
+	for k := 1; k < len(cs); k++ {
+		if cs[k].elems == cs[k-1].elems {
+			return ci
+		}
+	}
+	b.sized++
+	return cs[slices.Index(ts, mine)].capIdx
 }
 
 // capLaunches is capture i's kernel, memset and memcpy launches, in host

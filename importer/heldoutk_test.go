@@ -55,3 +55,17 @@ func TestThreadsStartedInTheRegionReuseAFreedBlock(t *testing.T) {
 	require.Equal(t, "corruption", dporVerdict(t, res))
 	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "ThreadMadeBatchRecordStream")))
 }
+
+// One function captured as two CUDA graphs at two sizes makes two captures
+// of the same operators; the kernels' names cannot tell which one a replay
+// runs, their grids can: the larger replay is the capture whose operators
+// write more. TwoShapeGraphsJoined replays the large graph, the small one
+// while aux reads the large one's output, then (after joining aux) the
+// large one again: taken for replays of one capture, the small replay
+// wrote the large one's output under aux's read.
+func TestCapturesOfOneFunctionAtTwoSizes(t *testing.T) {
+	res := importCorpus(t, "TwoShapeGraphsJoined")
+	require.Contains(t, string(res.YAML), "one function captured at several sizes")
+	require.Equal(t, "ok", dporVerdict(t, res))
+	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "TwoShapeGraphsOutputOverwritten")))
+}

@@ -63,8 +63,9 @@ type devAct struct {
 	waitEvent  int64
 	waitStream int64
 	waitCorr   int64
-	shape      string // a kernel's grid and block, "[g]/[b]"
-	graphID    int64  // the CUDA graph that ran it, where the trace says (> 0)
+	shape      string  // a kernel's grid and block, "[g]/[b]"
+	threads    float64 // its grid's blocks times a block's threads (0: not given)
+	graphID    int64   // the CUDA graph that ran it, where the trace says (> 0)
 }
 
 // span is a closed time range on one host thread.
@@ -349,6 +350,10 @@ func readRank(path, step string, idx int, lim Limits) (*rankTrace, error) {
 			syncKind: e.Args.SyncKind, waitEvent: e.Args.WaitEvent, waitStream: e.Args.WaitStream, waitCorr: e.Args.WaitCorr, graphID: e.Args.GraphID}
 		if len(e.Args.Grid)+len(e.Args.Block) > 0 {
 			a.shape = fmt.Sprint(e.Args.Grid, "/", e.Args.Block)
+			a.threads = 1
+			for _, d := range append(append([]int64(nil), e.Args.Grid...), e.Args.Block...) {
+				a.threads *= float64(max(d, 1))
+			}
 		}
 		rt.dev[a.corr] = append(rt.dev[a.corr], a)
 		return nil
