@@ -75,11 +75,14 @@ func FuzzImport(f *testing.F) {
 	// the region, pinned host buffers, views, a graph captured before the
 	// region, an in-place _foreach_ op, backward on the autograd thread;
 	// and the event-number probe's waits, graphs of make_graphed_callables
-	// and of a shared pool, a MemPool, a reduce_scatter.
+	// and of a shared pool, a MemPool, a reduce_scatter; NCCL's watchdog
+	// polling events, a polled query naming its event, threads started in
+	// the region, two graphs of one function at two sizes.
 	for _, name := range []string{"GraphFreeWhileRead", "TwoGraphsSideStream", "EmptyLikeOut", "NcclSideStreamNoJoin", "StaticOutputHeldAcrossReplays",
 		"EventQueryPollThenAux", "EmptyCacheAfterDel", "ThreadHandoffNoEvent", "D2HHostReadNoSync", "HostBufferReuseRacy", "HalvesDisjoint",
 		"WarmGraphAuxReadNoFork", "CompiledReduceOverheadNoFork", "BackwardThenAuxNoFork",
-		"RecordEventBeforeLaunch", "GraphedCallableOutputHeld", "SharedPoolGraphsConcurrent", "MemPoolFreeWhileRead", "ReduceScatterReadNoJoin"} {
+		"RecordEventBeforeLaunch", "GraphedCallableOutputHeld", "SharedPoolGraphsConcurrent", "MemPoolFreeWhileRead", "ReduceScatterReadNoJoin",
+		"BucketDivBeforeAllReduce", "LoggerPollsMainEvent", "ThreadMadeBatchDropped", "TwoShapeGraphsJoined"} {
 		f.Add(gunzip(f, filepath.Join(corpusTraces, name+".json.gz")), gunzip(f, filepath.Join(corpusTraces, name+".et.json.gz")))
 	}
 	f.Fuzz(func(t *testing.T, trace, et []byte) {
