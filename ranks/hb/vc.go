@@ -86,11 +86,13 @@ func (v *VC) Join(o *VC) {
 		if o.d == nil {
 			return // the empty clock (Empty): nothing to learn
 		}
+		// max, not a compare and a store: which side is larger is close
+		// to a coin toss per lane (a lane ahead in one clock, behind in
+		// the other), and a mispredicted branch per lane cost more than
+		// the join itself.
 		d := v.d[:len(o.d)]
 		for i, c := range o.d {
-			if c > d[i] {
-				d[i] = c
-			}
+			d[i] = max(d[i], c)
 		}
 		return
 	}

@@ -1,6 +1,7 @@
 package hb
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -60,4 +61,29 @@ func TestSparseVCMatchesDense(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkDenseJoin joins 16-lane dense clocks whose lanes are each
+// ahead in one or the other at random, as the snapshots a barrier's waits
+// acquire are.
+func BenchmarkDenseJoin(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var vs, os []*VC
+	for range 1024 {
+		d, o := make([]uint32, 16), make([]uint32, 16)
+		for i := range d {
+			d[i], o[i] = r.Uint32N(100), r.Uint32N(100)
+		}
+		v, w := &VC{}, &VC{}
+		v.SetDense(d)
+		w.SetDense(o)
+		vs, os = append(vs, v), append(os, w)
+	}
+	i := 0
+	for b.Loop() {
+		k := i & 1023
+		copy(vs[k].d, os[(k+7)&1023].d) // a fresh left side
+		vs[k].Join(os[k])
+		i++
+	}
 }
