@@ -1094,10 +1094,10 @@ func (d *DPOR) analyse(steps []dstep, reuse int) {
 				if !p.hbEdge || p.i == own || int(clock[steps[p.i].a]) >= steps[p.i].local {
 					continue
 				}
-				for a, v := range steps[p.i].clock {
-					if v > clock[a] {
-						clock[a] = v
-					}
+				pc := steps[p.i].clock
+				c := clock[:len(pc)]
+				for a, v := range pc {
+					c[a] = max(c[a], v) // a conditional move (ranks/hb's Join)
 				}
 			}
 			clock[sj.a] = int32(sj.local)
