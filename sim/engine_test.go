@@ -488,3 +488,20 @@ func TestUntimedMatchesSortedReference(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkEngineShortQueue measures one Schedule and one Next with about a
+// dozen items pending at random times, as a random tp8 schedule keeps them
+// (most inserts land inside the queue, not at its end).
+func BenchmarkEngineShortQueue(b *testing.B) {
+	e := sim.NewEngine(sim.Timed, nil)
+	r := sim.NewRandom(1, 1000)
+	for i := range 12 {
+		e.Schedule(sim.Time(r.Choose(sim.DecJitter, 1000)), uint64(i%8), int32(i))
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		e.Schedule(e.Now()+sim.Time(r.Choose(sim.DecJitter, 1000)), uint64(i%8), int32(i))
+		e.Next()
+	}
+}
