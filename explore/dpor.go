@@ -104,6 +104,7 @@ type DPOR struct {
 	finished func(steps []dstep)
 
 	// scratch of analyse, reused by every execution
+	seen      []int32 // analyse's scratch: per step, the actors that appeared up to it
 	denseOf   []int32 // analyse's scratch: per engine actor, 1 + its dense index (0: not seen)
 	clocks    []int32
 	rs        []rstate
@@ -988,7 +989,16 @@ func (d *DPOR) analyse(steps []dstep, reuse int) {
 	// Actors are numbered densely in order of first appearance, through
 	// a table by engine actor (an engine actor is one ActorID throughout
 	// a run) rather than a map by ActorID: a lookup per step.
+	// seen[i] is how many actors appeared up to step i: every entry of
+	// its clock from there on is 0 (its own actor and its predecessors'
+	// appeared by then), so a copy or join of it stops there. A trace of
+	// tp8 one layer joins clocks of 196 such entries on average, of 264
+	// actors in rows of 330.
 	na := 0
+	if cap(d.seen) < len(steps) {
+		d.seen = make([]int32, len(steps), len(steps)+len(steps)/4)
+	}
+	seen := d.seen[:len(steps)]
 	for i := range steps {
 		e := steps[i].eng
 		if int(e) >= len(d.denseOf) {
@@ -999,6 +1009,7 @@ func (d *DPOR) analyse(steps []dstep, reuse int) {
 			d.denseOf[e] = int32(na)
 		}
 		steps[i].a = int(d.denseOf[e]) - 1
+		seen[i] = int32(na)
 	}
 	for i := range steps {
 		d.denseOf[steps[i].eng] = 0 // clean for the next execution
@@ -1087,14 +1098,14 @@ func (d *DPOR) analyse(steps []dstep, reuse int) {
 			// join over it is skipped.
 			own := -1
 			if p := lastOf[sj.a]; p >= 0 {
-				copy(clock, steps[p].clock)
+				copy(clock, steps[p].clock[:seen[p]])
 				own = p
 			}
 			for _, p := range preds {
 				if !p.hbEdge || p.i == own || int(clock[steps[p.i].a]) >= steps[p.i].local {
 					continue
 				}
-				pc := steps[p.i].clock
+				pc := steps[p.i].clock[:seen[p.i]]
 				c := clock[:len(pc)]
 				for a, v := range pc {
 					c[a] = max(c[a], v) // a conditional move (ranks/hb's Join)
