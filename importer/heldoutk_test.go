@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/collsim/collsim/importer"
 	"github.com/collsim/collsim/scenarios"
 	"github.com/stretchr/testify/require"
 )
@@ -15,8 +16,18 @@ import (
 // later, may still run: paired by host order with that later record, the
 // query hid the race.
 func TestEventQueryWaitsForTheEventItNames(t *testing.T) {
-	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "LoggerPollsMainEvent")))
-	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "LoggerPollsLogEvent")))
+	twins(t, "LoggerPollsMainEvent", "LoggerPollsLogEvent")
+}
+
+// twins imports a racy corpus program and its clean twin and requires
+// DPOR to find corruption in the first and nothing in the second; it
+// returns the racy one's import.
+func twins(t *testing.T, racy, clean string) *importer.Result {
+	t.Helper()
+	res := importCorpus(t, racy)
+	require.Equal(t, "corruption", dporVerdict(t, res), racy)
+	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, clean)), clean)
+	return res
 }
 
 // An operator's input existed before the operator: an allocation inside
@@ -25,11 +36,9 @@ func TestEventQueryWaitsForTheEventItNames(t *testing.T) {
 // step; taking sum's workspace for that buffer made the read touch a
 // fresh block, and the next iteration's matmul(out=) raced with nothing.
 func TestAnInputNeverTakesAnAllocationOfItsOperator(t *testing.T) {
-	res := importCorpus(t, "MetricsAcrossIterationsNoJoin")
+	res := twins(t, "MetricsAcrossIterationsNoJoin", "MetricsAcrossIterationsJoined")
 	mm, sum := kernelNamed(t, res, "mm"), kernelNamed(t, res, "sum")
 	require.Contains(t, sum.Reads, mm.Writes[0], "aux sums the buffer main's matmul(out=) writes")
-	require.Equal(t, "corruption", dporVerdict(t, res))
-	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "MetricsAcrossIterationsJoined")))
 }
 
 // Threads a program starts inside the recorded region have no operators
@@ -41,7 +50,7 @@ func TestAnInputNeverTakesAnAllocationOfItsOperator(t *testing.T) {
 // handed out again: the second thread's tensor reuses the first's block
 // while aux still reads it, unless record_stream held it.
 func TestThreadsStartedInTheRegionReuseAFreedBlock(t *testing.T) {
-	res := importCorpus(t, "ThreadMadeBatchDropped")
+	res := twins(t, "ThreadMadeBatchDropped", "ThreadMadeBatchRecordStream")
 	y := string(res.YAML)
 	require.Contains(t, y, "in the order they ran")
 	require.Contains(t, y, "storage id of a block the step freed")
@@ -52,8 +61,6 @@ func TestThreadsStartedInTheRegionReuseAFreedBlock(t *testing.T) {
 		allocated = allocated || (op.Kind == scenarios.OpAlloc && strings.HasPrefix(cos.Writes[0], op.Name))
 	}
 	require.True(t, allocated, "the second thread's tensor is allocated in the step, where the allocator can hand it the freed block")
-	require.Equal(t, "corruption", dporVerdict(t, res))
-	require.Equal(t, "ok", dporVerdict(t, importCorpus(t, "ThreadMadeBatchRecordStream")))
 }
 
 // One function captured as two CUDA graphs at two sizes makes two captures
@@ -64,8 +71,6 @@ func TestThreadsStartedInTheRegionReuseAFreedBlock(t *testing.T) {
 // large one again: taken for replays of one capture, the small replay
 // wrote the large one's output under aux's read.
 func TestCapturesOfOneFunctionAtTwoSizes(t *testing.T) {
-	res := importCorpus(t, "TwoShapeGraphsJoined")
-	require.Contains(t, string(res.YAML), "one function captured at several sizes")
-	require.Equal(t, "ok", dporVerdict(t, res))
-	require.Equal(t, "corruption", dporVerdict(t, importCorpus(t, "TwoShapeGraphsOutputOverwritten")))
+	twins(t, "TwoShapeGraphsOutputOverwritten", "TwoShapeGraphsJoined")
+	require.Contains(t, string(importCorpus(t, "TwoShapeGraphsJoined").YAML), "one function captured at several sizes")
 }
