@@ -5947,3 +5947,302 @@ class EmaLerpBesideOptimizerUnjoined(EmaLerpBesideOptimizer):
 class EmaLerpJoinedBeforeStep(EmaLerpBesideOptimizer):
     intent = "clean"
     joined = True
+
+
+# --- 19. held-out-l: idioms the corpus did not use (a ThreadPoolExecutor started inside the step making
+# tensors the main thread hands to a side stream, a list of per-microbatch events polled at the wrong
+# index, reductions with a workspace (vector_norm, topk) on a side stream over a buffer main rewrites in
+# place, one function captured as CUDA graphs at three sizes in their own pools and replayed out of
+# capture order, a long-lived logger thread fed through a queue.Queue that synchronizes an event while the
+# main thread does not wait for it). Written before being scored, by a helper who had not read the
+# importer; each label is what the GPU shows.
+
+class PoolMadeBatch(Base):
+    """Inside the step, a ThreadPoolExecutor with two workers makes the batch x = src * 2 (16 MiB) and a
+    small bias b = src[:NS] + 1 on the GPU (each worker's current stream is the default stream: main's);
+    aux reads both (y = x.sin(), v = x[:NS] + b). The main thread drops x and has a worker make the next
+    tensor w = src.cos() (same size, main's stream), which the allocator places in x's freed block. The
+    main stream waits for aux before x is dropped (clean) or not (racy: w overwrites x before aux reads)."""
+    mechanism = "held-out-l"
+    delay = "aux, before its read of x"
+    joined = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+        self.v_ref = self.src[:NS] * 2.0 + (self.src[:NS] + 1.0)
+        self.w_ref = self.src.cos()
+
+    def step(self, sleep):
+        from concurrent.futures import ThreadPoolExecutor
+        main, aux, src = self.main, self.aux, self.src
+        box = {}
+
+        def make(name, fn):
+            box[name] = fn()     # handed over in a dict, not as the future's result: no other reference
+
+        with ThreadPoolExecutor(max_workers=2) as ex:
+            fx = ex.submit(make, "x", lambda: src * 2.0)
+            fb = ex.submit(make, "b", lambda: src[:NS] + 1.0)
+            fx.result()
+            fb.result()
+            x, b = box.pop("x"), box.pop("b")
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                nap(sleep)
+                y = x.sin()
+                v = x[:NS] + b
+            if self.joined:
+                main.wait_stream(aux)
+            del x
+            ex.submit(make, "w", src.cos).result()
+            w = box.pop("w")
+        main.wait_stream(aux)
+        return [(y[:NS], self.y_ref[:NS]), (v, self.v_ref), (w[:NS], self.w_ref[:NS])]   # small slices
+
+
+@program
+class PoolMadeBatchDroppedUnjoined(PoolMadeBatch):
+    intent = "racy"
+
+
+@program
+class PoolMadeBatchJoinedBeforeDrop(PoolMadeBatch):
+    intent = "clean"
+    joined = True
+
+
+class MicrobatchEventList(Base):
+    """Four micro-batches: main computes y_i = sin(src_i * k) (src_i the i-th slice of L elements of src, k
+    alternates per step); the copy stream aux waits for main, copies y_i into its slot of pinned host memory hp
+    (non_blocking D2H) and records evs[i], one event per micro-batch, all live at once. The host then polls
+    `while not evs[j].query(): pass` and reads hp: j the last index (clean), or j = len(evs) - 2, one too
+    early (racy: the last slot's copy is not behind that event). hp is zeroed by the host first; slots are
+    small (256 KiB) and the last slot is read first, so the host's read ends well inside the delay. Every
+    y_i stays alive until main has waited for aux (no block of one is reused while its copy is pending)."""
+    mechanism = "held-out-l"
+    delay = "aux, before the last micro-batch's copy"
+    right_index = False
+    mbs = 4
+    L = 1 << 16
+
+    def extra(self):
+        self.hp = torch.zeros(self.mbs, self.L).pin_memory()
+        self.evs = [torch.cuda.Event() for _ in range(self.mbs)]
+        self.n = 0
+        src = self.src[:self.mbs * self.L].view(self.mbs, self.L)
+        self.refs = {k: (src * k).sin().cpu() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        self.hp.zero_()
+        ys = []
+        for i in range(self.mbs):
+            ys.append((self.src[i * self.L:(i + 1) * self.L] * k).sin())
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
+                if i == self.mbs - 1:
+                    nap(sleep)
+                self.hp[i].copy_(ys[i], non_blocking=True)
+                self.evs[i].record(aux)
+        j = len(self.evs) - 1 if self.right_index else len(self.evs) - 2
+        while not self.evs[j].query():
+            pass
+        last = self.hp[-1].clone()
+        rest = self.hp[:-1].clone()
+        main.wait_stream(aux)
+        return [(last, self.refs[k][-1]), (rest, self.refs[k][:-1])]
+
+
+@program
+class MicrobatchEventsPolledOffByOne(MicrobatchEventList):
+    intent = "racy"
+
+
+@program
+class MicrobatchEventsPolledLast(MicrobatchEventList):
+    intent = "clean"
+    right_index = True
+
+
+class NormTopkBesideDecay(Base):
+    """Monitoring on a side stream over a weight buffer P made at set-up: main resets P to P0; aux forks
+    and takes torch.linalg.vector_norm(P) and torch.topk(P, 16) (reductions over 4M elements that use
+    temporary workspace on aux); main then applies weight decay in place, P.mul_(0.5), waiting for aux
+    first (clean) or not (racy: the norm and the top values come out halved)."""
+    mechanism = "held-out-l"
+    delay = "aux, before the norm"
+    joined = False
+
+    def extra(self):
+        self.P0 = torch.randn(N, device="cuda")
+        self.P = self.P0.clone()
+        self.n_ref = torch.linalg.vector_norm(self.P0)
+        self.t_ref = torch.topk(self.P0, 16).values
+        self.P_ref = self.P0 * 0.5
+
+    def step(self, sleep):
+        main, aux, P = self.main, self.aux, self.P
+        P.copy_(self.P0)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            nrm = torch.linalg.vector_norm(P)
+            top = torch.topk(P, 16).values
+        if self.joined:
+            main.wait_stream(aux)
+        P.mul_(0.5)
+        main.wait_stream(aux)
+        return [(nrm, self.n_ref), (top, self.t_ref), (P, self.P_ref)]
+
+
+@program
+class NormTopkBesideDecayUnjoined(NormTopkBesideDecay):
+    intent = "racy"
+
+
+@program
+class NormTopkJoinedBeforeDecay(NormTopkBesideDecay):
+    intent = "clean"
+    joined = True
+
+
+class ThreeSizeGraphs(Base):
+    """One function f(x) = tanh(x * 3) + x captured as three CUDA graphs at set-up (torch.cuda.graph, batches
+    of N, N / 2 and N / 4, captured in that order, each in its own private memory pool). A step replays
+    them out of capture order: the quarter graph, the full graph on batch 0 (aux then reads its static
+    output), the half graph, and the full graph again on batch 1, which rewrites that output. main waits
+    for aux before the second full replay (clean) or not (racy). No other graph touches the full graph's
+    output: each graph has its own pool."""
+    kind = "graph"
+    mechanism = "held-out-l"
+    delay = "aux, before its read of the full graph's output"
+    joined = False
+
+    def f(self, x):
+        return torch.tanh(x * 3.0) + x
+
+    def extra(self):
+        self.b1 = torch.randn(N, device="cuda")
+        self.bh = torch.randn(N // 2, device="cuda")
+        self.bq = torch.randn(N // 4, device="cuda")
+        self.xf = self.src.clone()
+        self.xh = self.bh.clone()
+        self.xq = self.bq.clone()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                self.f(self.xf)
+                self.f(self.xh)
+                self.f(self.xq)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        self.gf = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.gf):
+            self.of = self.f(self.xf)
+        self.gh = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.gh):
+            self.oh = self.f(self.xh)
+        self.gq = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.gq):
+            self.oq = self.f(self.xq)
+        torch.cuda.synchronize()
+        self.r_ref = self.f(self.src) * 2.0
+        self.of_ref = self.f(self.b1)
+        self.oh_ref = self.f(self.bh)
+        self.oq_ref = self.f(self.bq)
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.xq.copy_(self.bq)
+        self.gq.replay()
+        self.xf.copy_(self.src)
+        self.gf.replay()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            r = self.of * 2.0
+        self.xh.copy_(self.bh)
+        self.gh.replay()
+        if self.joined:
+            main.wait_stream(aux)
+        self.xf.copy_(self.b1)
+        self.gf.replay()
+        main.wait_stream(aux)
+        return [(r, self.r_ref), (self.of, self.of_ref), (self.oh, self.oh_ref), (self.oq, self.oq_ref)]
+
+
+@program
+class ThreeSizeGraphsOutputRewritten(ThreeSizeGraphs):
+    intent = "racy"
+
+
+@program
+class ThreeSizeGraphsJoined(ThreeSizeGraphs):
+    intent = "clean"
+    joined = True
+
+
+class QueueLoggerThread(Base):
+    """A logger thread started at set-up waits on a queue.Queue; each step main writes buf = src * k (k
+    alternates per step), the stats stream aux forks, reads buf (s = buf.square()) and records ev, and the
+    main thread puts ev on the queue. The logger thread calls ev.synchronize(), counts the step (host work
+    only) and puts a note on a reply queue. The main thread then overwrites buf for the next step
+    (torch.add(src, 1, out=buf)) after taking the logger's note from the reply queue (clean: ev, and so aux's
+    read, is done by then) or without waiting for it (racy)."""
+    mechanism = "held-out-l"
+    delay = "aux, before its read of buf"
+    waits = False
+
+    def extra(self):
+        import queue
+        import threading
+        self.todo = queue.Queue()
+        self.done = queue.Queue()
+        self.logged = 0
+        self.buf = torch.empty(N, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.n = 0
+        self.refs = {k: (self.src * k).square() for k in (1.0, 2.0)}
+        self.buf_ref = self.src + 1.0
+
+        def logger():
+            while True:
+                ev = self.todo.get()
+                ev.synchronize()
+                self.logged += 1
+                self.done.put(self.logged)
+
+        threading.Thread(target=logger, daemon=True).start()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.buf)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            s = self.buf.square()
+            self.ev.record(aux)
+        self.todo.put(self.ev)
+        if self.waits:
+            self.done.get()
+        torch.add(self.src, 1.0, out=self.buf)
+        if not self.waits:
+            self.done.get()
+        main.wait_stream(aux)
+        return [(s[:NS], self.refs[k][:NS]), (self.buf[:NS], self.buf_ref[:NS])]
+
+
+@program
+class QueueLoggerMainNoWait(QueueLoggerThread):
+    intent = "racy"
+
+
+@program
+class QueueLoggerMainWaitsNote(QueueLoggerThread):
+    intent = "clean"
+    waits = True
