@@ -102,6 +102,9 @@ type DPOR struct {
 	// finished, when set (tests), sees the steps of every execution that
 	// ran to its end (was not cut short by its sleep set), in order.
 	finished func(steps []dstep)
+	// analysed, when set (tests), sees every execution's steps, pseudo-steps
+	// in place, after analyse gave them their clocks.
+	analysed func(steps []dstep)
 
 	// scratch of analyse, reused by every execution
 	seen      []int32 // analyse's scratch: per step, the actors that appeared up to it
@@ -275,7 +278,11 @@ func (d *DPOR) End(_ int, _ *Schedule) error {
 	if d.finished != nil && !r.blocked {
 		d.finished(r.steps)
 	}
-	d.analyse(r.merged(), r.reusable())
+	steps := r.merged()
+	d.analyse(steps, r.reusable())
+	if d.analysed != nil {
+		d.analysed(steps)
+	}
 	d.spareRaw, d.spareAt = d.raw, d.rawAt
 	d.raw, d.rawAt = r.raw, r.rawAt
 	d.spareEv, d.spareEvAt = d.ev, d.evAt
