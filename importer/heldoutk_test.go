@@ -74,3 +74,12 @@ func TestCapturesOfOneFunctionAtTwoSizes(t *testing.T) {
 	twins(t, "TwoShapeGraphsOutputOverwritten", "TwoShapeGraphsJoined")
 	require.Contains(t, string(importCorpus(t, "TwoShapeGraphsJoined").YAML), "one function captured at several sizes")
 }
+
+// Taking a view of a pinned host buffer (hp[i*S:(i+1)*S]: aten::slice,
+// aten::as_strided) touches no element. MicrobatchEventsPolledLast copies
+// each microbatch into its slot of a pinned buffer on a side stream; the
+// host's slicing between the copies was taken for a write of the whole
+// buffer, racing with the copies in flight.
+func TestHostViewOpsTouchNothing(t *testing.T) {
+	twins(t, "MicrobatchEventsPolledOffByOne", "MicrobatchEventsPolledLast")
+}

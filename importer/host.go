@@ -93,7 +93,7 @@ func (b *builder) hostOps(items []*item) []*item {
 	}
 	touches := func(op *cpuOp) (*ETOp, bool) {
 		eo := b.et[op.rf]
-		if eo == nil {
+		if eo == nil || viewOps[shortOp(op.name)] {
 			return nil, false
 		}
 		for _, r := range append(append([]TensorRef(nil), eo.HostReads...), eo.HostWrites...) {
@@ -137,6 +137,19 @@ func (b *builder) hostOps(items []*item) []*item {
 		b.hostOpsN++
 	}
 	return out
+}
+
+// viewOps are PyTorch's operators that make a view of their input (a new
+// tensor header over the same storage) and touch no element: taking
+// hp[i*S:(i+1)*S] of a pinned buffer reads and writes nothing. Those that
+// copy where they must (reshape, contiguous, flatten) do it in an inner
+// operator (aten::clone, aten::copy_), which is the host access then.
+var viewOps = map[string]bool{
+	"as_strided": true, "slice": true, "select": true, "view": true, "_unsafe_view": true, "narrow": true,
+	"reshape": true, "reshape_as": true, "view_as": true, "flatten": true, "unflatten": true, "contiguous": true,
+	"expand": true, "expand_as": true, "t": true, "transpose": true, "permute": true, "unsqueeze": true,
+	"squeeze": true, "alias": true, "detach": true, "split": true, "split_with_sizes": true, "chunk": true,
+	"unbind": true, "diagonal": true, "unfold": true, "movedim": true, "swapaxes": true, "lift_fresh": true,
 }
 
 func removeStr(xs []string, x string) []string {
