@@ -14,7 +14,6 @@ const dir = "../validation/corpus"
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
 var knownMiss = map[string]string{
-	"QueueLoggerMainWaitsNote":       "the logger thread's cudaEventSynchronize, answered to main through a queue, is dropped as a sync of a thread that launches nothing after it",
 	"ThreeSizeGraphsOutputRewritten": "the first of four replays (the smallest graph) is taken to write every static output the step reads later, the full graph's among them",
 	"PoolMadeBatchDroppedUnjoined":   "not yet known",
 }

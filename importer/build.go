@@ -146,7 +146,7 @@ type builder struct {
 	sliced                              int                 // tensors some kernel reaches in part (views.go)
 	orphanRf                            int64               // keys given to linked orphan operators in et (below every ET key)
 	queries                             int                 // event queries that saw their event done
-	blindSyncs                          int                 // syncs and queries of threads that launch and free nothing after them
+	blindSyncs                          int                 // queries of threads that launch and free nothing after them
 	freed                               map[int64]*memEvent // a storage id → the free of its last block in the step
 	reusedByID                          int                 // outputs given a freed block by their storage id (no allocation in the trace)
 	sized                               int                 // replays told from captures of the same operators by size (bySize)
@@ -424,13 +424,17 @@ func (b *builder) eager() error {
 		if c.capture || c.capIdx >= 0 {
 			continue // made at capture: a replay issues it (inlineReplay)
 		}
-		if hostSyncs[c.name] && c.tid != rt.tid && c.ts > lastAct[c.tid] {
-			// A sync or query on a thread other than the step's that
-			// launches and frees nothing after it (NCCL's watchdog
-			// polling its work's end events): what the thread learnt
-			// reaches no launch and no free, so it orders nothing. On
-			// the step's thread, or before a later launch of its own,
-			// it is kept (threads are merged by host time).
+		if hostQueries[c.name] && c.tid != rt.tid && c.ts > lastAct[c.tid] {
+			// A query on a thread other than the step's that launches
+			// and frees nothing after it (NCCL's watchdog polling its
+			// work's end events): what the thread learnt reaches no
+			// launch and no free, so it orders nothing. On the step's
+			// thread, or before a later launch of its own, it is kept
+			// (threads are merged by host time). A blocking sync on
+			// such a thread is kept too: a thread that blocks on the
+			// device to launch nothing after it blocks to tell another
+			// (a logger thread answering through a queue), which the
+			// trace cannot show.
 			b.blindSyncs++
 			continue
 		}
@@ -578,12 +582,9 @@ func (b *builder) eager() error {
 	return b.finish(append(items, b.hostOps(items)...))
 }
 
-// hostSyncs are the runtime calls through which the host learns that
-// device work ended.
-var hostSyncs = map[string]bool{
-	"cudaEventQuery": true, "cudaEventSynchronize": true, "cudaStreamQuery": true,
-	"cudaStreamSynchronize": true, "cudaDeviceSynchronize": true, "cudaCtxSynchronize": true,
-}
+// hostQueries are the runtime calls through which the host asks, without
+// blocking, whether device work ended.
+var hostQueries = map[string]bool{"cudaEventQuery": true, "cudaStreamQuery": true}
 
 // lastActs is, per host thread, the host time of its last launch (a call
 // that made device work) or free in the step.
@@ -1510,7 +1511,7 @@ func (b *builder) pair(out []*item) error {
 		p.notef("%d cudaStreamQuery calls (torch.cuda.Stream.query()) whose stream the trace does not name: taken to order nothing, so a host that polled a stream until it drained may read as racy (record with validation/collsim_record.py, whose probe names the stream)", n)
 	}
 	if b.blindSyncs > 0 {
-		p.notef("%d syncs and queries on host threads other than the step's that launch and free nothing after them (such as NCCL's watchdog polling its work's events): what those threads learn reaches no launch, so they order nothing", b.blindSyncs)
+		p.notef("%d queries on host threads other than the step's that launch and free nothing after them (such as NCCL's watchdog polling its work's events): what those threads learn reaches no launch, so they order nothing (a blocking sync on such a thread still orders what every thread does after it: it may answer another thread, as a logger thread through a queue does)", b.blindSyncs)
 	}
 	if b.queries > 0 {
 		p.notef("%d cudaEventQuery calls returned after their event's work had ended in the recorded timing: each is taken as the host seeing the event done (a sync of its stream; a query before that orders nothing)", b.queries)

@@ -83,3 +83,14 @@ func TestCapturesOfOneFunctionAtTwoSizes(t *testing.T) {
 func TestHostViewOpsTouchNothing(t *testing.T) {
 	twins(t, "MicrobatchEventsPolledOffByOne", "MicrobatchEventsPolledLast")
 }
+
+// A thread that blocks on the device (cudaEventSynchronize) and launches
+// nothing after it does so to tell another thread: QueueLoggerMain*'s
+// logger thread answers the main thread through a queue, which the trace
+// cannot show. Its sync still orders what the main thread does after it
+// in host time (only non-blocking queries of such threads, as NCCL's
+// watchdog makes, order nothing); the twin whose main thread goes on
+// without the answer launched its overwrite before the sync returned.
+func TestABlockingSyncOfAThreadThatLaunchesNothingStillOrders(t *testing.T) {
+	twins(t, "QueueLoggerMainNoWait", "QueueLoggerMainWaitsNote")
+}

@@ -80,7 +80,7 @@ func TestQueriesOfAThreadThatLaunchesNothingOrderNothing(t *testing.T) {
 	const name = "BucketDivBeforeAllReduce"
 	res, err := importer.Import(importer.Options{Traces: []string{filepath.Join(corpusTraces, name+".json.gz")}, ET: []string{filepath.Join(corpusTraces, name+".et.json.gz")}})
 	require.NoError(t, err)
-	require.Contains(t, string(res.YAML), "syncs and queries on host threads other than the step's that launch and free nothing after them")
+	require.Contains(t, string(res.YAML), "queries on host threads other than the step's that launch and free nothing after them")
 	require.Equal(t, "corruption", dporVerdict(t, res))
 
 	// The same query that ordered aux's read after main's write, moved
