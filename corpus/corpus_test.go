@@ -14,8 +14,7 @@ const dir = "../validation/corpus"
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
 var knownMiss = map[string]string{
-	"ThreeSizeGraphsOutputRewritten": "the first of four replays (the smallest graph) is taken to write every static output the step reads later, the full graph's among them",
-	"PoolMadeBatchDroppedUnjoined":   "not yet known",
+	"PoolMadeBatchDroppedUnjoined": "not yet known",
 }
 
 // knownSlow lists the recordings whose imported step time is outside the

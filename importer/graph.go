@@ -564,6 +564,46 @@ func nameFits(kernel, op string) bool {
 // writes its outputs in place, at addresses fixed at capture), but a
 // tensor that merely looks like one is taken for one: the note says so and
 // how to know (record the capture).
+// captureSizes is, for a replay of a capture the recorder profiled in a
+// session of its own, the byte sizes of the tensors its operators read and
+// write: a graph's static input or output is one of them (nil, nil for a
+// replay whose capture the trace lacks).
+func (b *builder) captureSizes(r int) (in, out map[int64]bool) {
+	g, ok := strings.CutPrefix(b.graphOf[r], "capture:")
+	if !ok || !b.foreignAt[r] {
+		return nil, nil
+	}
+	ci, err := strconv.Atoi(g)
+	if err != nil {
+		return nil, nil
+	}
+	in, out = map[int64]bool{}, map[int64]bool{}
+	for _, c := range b.capLaunches(ci) {
+		op := b.byExt[c.ext]
+		if op == nil {
+			continue
+		}
+		if eo := b.et[op.rf]; eo != nil {
+			for _, t := range eo.Inputs {
+				in[t.Bytes()] = true
+			}
+			for _, t := range eo.Outputs {
+				out[t.Bytes()] = true
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return in, out
+}
+
+// fitsSize reports whether a tensor of n bytes is one of sizes (any size
+// when sizes is nil).
+func fitsSize(sizes map[int64]bool, n int64) bool {
+	return sizes == nil || sizes[n]
+}
+
 func (b *builder) opaqueReplays(out []*item) {
 	if len(b.opaqueAt) == 0 {
 		return
@@ -634,8 +674,9 @@ func (b *builder) opaqueReplays(out []*item) {
 			}
 		}
 		rp := &replay{r: r, firstK: firstK, lastK: lastK}
+		inSize, outSize := b.captureSizes(r)
 		for _, k := range order {
-			if lastWrite[k] && static(k) {
+			if lastWrite[k] && static(k) && fitsSize(inSize, b.tensors[k].bytes) {
 				rp.ins = append(rp.ins, k)
 			}
 		}
@@ -647,6 +688,9 @@ func (b *builder) opaqueReplays(out []*item) {
 			for _, k := range it.reads {
 				switch {
 				case after[k] || !static(k):
+				case !fitsSize(outSize, b.tensors[k].bytes):
+					// Not the size of any tensor the capture's
+					// operators write: another graph's output.
 				case !seen[k]:
 					rp.outs = append(rp.outs, k)
 				case lastWrite[k] && !slices.Contains(it.writes, k):

@@ -94,3 +94,12 @@ func TestHostViewOpsTouchNothing(t *testing.T) {
 func TestABlockingSyncOfAThreadThatLaunchesNothingStillOrders(t *testing.T) {
 	twins(t, "QueueLoggerMainNoWait", "QueueLoggerMainWaitsNote")
 }
+
+// A graph's static output is the size of a tensor its capture's operators
+// write. ThreeSizeGraphs* captures one function at three sizes and replays
+// the smallest first: that replay was taken to write every static output
+// the step read later, the full graph's among them, and the full graph's
+// second replay (which rewrites what aux reads) wrote nothing of the step's.
+func TestStaticBuffersHaveTheirCapturesSizes(t *testing.T) {
+	twins(t, "ThreeSizeGraphsOutputRewritten", "ThreeSizeGraphsJoined")
+}
