@@ -13,9 +13,7 @@ const dir = "../validation/corpus"
 
 // knownMiss lists the programs collsim gets wrong today, each with why. The
 // test fails when one of them starts to pass (take it off) or another fails.
-var knownMiss = map[string]string{
-	"PoolMadeBatchDroppedUnjoined": "not yet known",
-}
+var knownMiss = map[string]string{}
 
 // knownSlow lists the recordings whose imported step time is outside the
 // tolerance below, each with why; the test fails when one comes inside it.

@@ -103,3 +103,11 @@ func TestABlockingSyncOfAThreadThatLaunchesNothingStillOrders(t *testing.T) {
 func TestStaticBuffersHaveTheirCapturesSizes(t *testing.T) {
 	twins(t, "ThreeSizeGraphsOutputRewritten", "ThreeSizeGraphsJoined")
 }
+
+// A thread pool's worker takes a slice of a tensor it made (aten::slice,
+// aten::as_strided): operators that launch no kernel. Counted among the
+// workers' operators, they broke the pairing of launches with operators
+// (five operators, three launches) and every worker launch touched nothing.
+func TestWorkerViewsPairWithNoLaunch(t *testing.T) {
+	twins(t, "PoolMadeBatchDroppedUnjoined", "PoolMadeBatchJoinedBeforeDrop")
+}

@@ -39,7 +39,9 @@ func (b *builder) linkOrphans(ls []orphanLaunch) {
 	}
 	var ets []*ETOp
 	for k, op := range b.et {
-		if k < 0 && op.Orphan {
+		// Views and empty allocations launch no kernel: they pair
+		// with no launch (a slice taken on a worker thread).
+		if k < 0 && op.Orphan && !viewOps[shortOp(op.Name)] && !noKernelOps[shortOp(op.Name)] {
 			ets = append(ets, op)
 		}
 	}
@@ -134,3 +136,7 @@ func allSpin(its []*item) bool {
 	}
 	return len(its) > 0
 }
+
+// noKernelOps allocate without writing an element: like views, they launch
+// no kernel.
+var noKernelOps = map[string]bool{"empty": true, "empty_strided": true, "empty_like": true, "new_empty": true, "new_empty_strided": true}
