@@ -82,7 +82,8 @@ func FuzzImport(f *testing.F) {
 		"EventQueryPollThenAux", "EmptyCacheAfterDel", "ThreadHandoffNoEvent", "D2HHostReadNoSync", "HostBufferReuseRacy", "HalvesDisjoint",
 		"WarmGraphAuxReadNoFork", "CompiledReduceOverheadNoFork", "BackwardThenAuxNoFork",
 		"RecordEventBeforeLaunch", "GraphedCallableOutputHeld", "SharedPoolGraphsConcurrent", "MemPoolFreeWhileRead", "ReduceScatterReadNoJoin",
-		"BucketDivBeforeAllReduce", "LoggerPollsMainEvent", "ThreadMadeBatchDropped", "TwoShapeGraphsJoined"} {
+		"BucketDivBeforeAllReduce", "LoggerPollsMainEvent", "ThreadMadeBatchDropped", "TwoShapeGraphsJoined",
+		"PoolMadeBatchDroppedUnjoined", "MicrobatchEventsPolledLast", "ThreeSizeGraphsOutputRewritten", "QueueLoggerMainWaitsNote"} {
 		f.Add(gunzip(f, filepath.Join(corpusTraces, name+".json.gz")), gunzip(f, filepath.Join(corpusTraces, name+".et.json.gz")))
 	}
 	f.Fuzz(func(t *testing.T, trace, et []byte) {
