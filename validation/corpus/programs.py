@@ -6246,3 +6246,176 @@ class QueueLoggerMainNoWait(QueueLoggerThread):
 class QueueLoggerMainWaitsNote(QueueLoggerThread):
     intent = "clean"
     waits = True
+
+
+# --- 20. held-out-m: idioms the corpus did not use (one side stream handing a result to a second side
+# stream through a torch.cuda.Event, scatter_add_ on a side stream into a buffer main zeroes, an async
+# all_gather_into_tensor whose Work.wait() is skipped before main rewrites its input, an in-place relu_ on
+# main while a side stream reads). Written before being scored, by a helper who had not read the importer;
+# each label is what the GPU shows.
+
+class SideToSideHandoff(Base):
+    """main resets a buffer buf (made at set-up) to -1; aux forks and writes buf = src * 2 (torch.mul out=)
+    and records ev; aux2 forks from main and reads r = buf * 2. aux2 waits for ev (clean) or only for main
+    (racy: aux2 reads the -1s before aux's delayed write)."""
+    mechanism = "held-out-m"
+    delay = "aux, before its write of buf"
+    waits_event = False
+
+    def extra(self):
+        self.buf = torch.full((N,), -1.0, device="cuda")
+        self.ev = torch.cuda.Event()
+        self.r_ref = self.src * 4.0
+
+    def step(self, sleep):
+        main, aux, aux2, buf = self.main, self.aux, self.aux2, self.buf
+        buf.fill_(-1.0)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            torch.mul(self.src, 2.0, out=buf)
+            self.ev.record(aux)
+        aux2.wait_stream(main)
+        if self.waits_event:
+            aux2.wait_event(self.ev)
+        with torch.cuda.stream(aux2):
+            r = buf * 2.0
+        main.wait_stream(aux2)
+        main.wait_stream(aux)
+        return [(r, self.r_ref)]
+
+
+@program
+class SideToSideNoEvent(SideToSideHandoff):
+    intent = "racy"
+
+
+@program
+class SideToSideEventWaited(SideToSideHandoff):
+    intent = "clean"
+    waits_event = True
+
+
+class ScatterAddSide(Base):
+    """main zeroes an accumulator acc (made at set-up); aux forks and does acc.scatter_add_(0, idx, v) with
+    idx a permutation (unique indices: no atomics order to vary); main then copies acc out (clone), waiting
+    for aux first (clean) or not (racy: the clone is all zeros)."""
+    mechanism = "held-out-m"
+    delay = "aux, before its scatter_add_"
+    joined = False
+
+    def extra(self):
+        self.acc = torch.zeros(N, device="cuda")
+        self.idx = torch.randperm(N, device="cuda")
+        self.v = torch.randn(N, device="cuda")
+        self.ref = torch.zeros(N, device="cuda").scatter_add_(0, self.idx, self.v)
+
+    def step(self, sleep):
+        main, aux, acc = self.main, self.aux, self.acc
+        acc.zero_()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            acc.scatter_add_(0, self.idx, self.v)
+        if self.joined:
+            main.wait_stream(aux)
+        out = acc.clone()
+        main.wait_stream(aux)
+        return [(out, self.ref)]
+
+
+@program
+class ScatterAddReadUnjoined(ScatterAddSide):
+    intent = "racy"
+
+
+@program
+class ScatterAddReadJoined(ScatterAddSide):
+    intent = "clean"
+    joined = True
+
+
+class AsyncAllGather(Base):
+    """main writes inp = src * 2 and resets out to -1; the comm stream cs forks and issues
+    dist.all_gather_into_tensor(out, inp, async_op=True) on a one-rank group (its NCCL stream waits for
+    cs). main then rewrites inp with 7s, after work.wait() (clean: main waits for the gather) or before it
+    (racy: the gather, behind cs's delay, copies the 7s)."""
+    kind = "nccl"
+    mechanism = "held-out-m"
+    delay = "cs (the comm stream), before the all_gather"
+    waited = False
+
+    def extra(self):
+        self.dist = one_rank_group()
+        self.cs = torch.cuda.Stream()
+        self.inp = torch.zeros(N, device="cuda")
+        self.out = torch.zeros(N, device="cuda")
+        self.cs.wait_stream(self.main)
+        with torch.cuda.stream(self.cs):
+            self.dist.all_gather_into_tensor(self.out, self.inp)
+        torch.cuda.synchronize()
+        self.ref = self.src * 2.0
+
+    def step(self, sleep):
+        main, cs, inp, out = self.main, self.cs, self.inp, self.out
+        torch.mul(self.src, 2.0, out=inp)
+        out.fill_(-1.0)
+        cs.wait_stream(main)
+        with torch.cuda.stream(cs):
+            nap(sleep)
+            work = self.dist.all_gather_into_tensor(out, inp, async_op=True)
+        if self.waited:
+            work.wait()          # current stream (main) waits for the gather
+        inp.fill_(7.0)
+        if not self.waited:
+            work.wait()
+        main.wait_stream(cs)
+        return [(out, self.ref)]
+
+
+@program
+class AsyncAllGatherWaitSkipped(AsyncAllGather):
+    intent = "racy"
+
+
+@program
+class AsyncAllGatherWaited(AsyncAllGather):
+    intent = "clean"
+    waited = True
+
+
+class ReluInplaceBesideRead(Base):
+    """main makes h = src * 2 (src has negatives); aux forks and reads s = h * 3; main applies h.relu_()
+    in place, waiting for aux first (clean) or not (racy: aux's delayed read sees the zeroed negatives).
+    h stays alive (returned), so no block is reused."""
+    mechanism = "held-out-m"
+    delay = "aux, before its read of h"
+    joined = False
+
+    def extra(self):
+        self.s_ref = (self.src * 2.0) * 3.0
+        self.h_ref = torch.relu(self.src * 2.0)
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        h = self.src * 2.0
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            s = h * 3.0
+        if self.joined:
+            main.wait_stream(aux)
+        h.relu_()
+        main.wait_stream(aux)
+        return [(s, self.s_ref), (h, self.h_ref)]
+
+
+@program
+class ReluInplaceUnjoined(ReluInplaceBesideRead):
+    intent = "racy"
+
+
+@program
+class ReluInplaceJoined(ReluInplaceBesideRead):
+    intent = "clean"
+    joined = True
