@@ -142,7 +142,7 @@ type builder struct {
 	replays                             int
 	emptyCaches                         int
 	recProbed                           int                 // event records whose stream a probe named
-	foreignAt                           map[int]bool        // replays of captures from another ET session (graph.go)
+	foreignAt                           map[int]int         // a replay of a capture from another ET session (graph.go) → the capture
 	sliced                              int                 // tensors some kernel reaches in part (views.go)
 	orphanRf                            int64               // keys given to linked orphan operators in et (below every ET key)
 	queries                             int                 // event queries that saw their event done
@@ -163,7 +163,7 @@ type builder struct {
 
 func newBuilder(rt *rankTrace, et map[int64]*ETOp, rank int) *builder {
 	b := &builder{rt: rt, et: et, p: &rankProg{rank: rank, file: rt.file, colls: map[string][]int{}}, tensors: map[string]*tensor{}, byExt: map[int64]*cpuOp{},
-		probeStream: map[*cpuOp]int64{}, probeEvent: map[*cpuOp]int64{}, graphOf: map[int]string{}, opaqueAt: map[int]float64{}, foreignAt: map[int]bool{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
+		probeStream: map[*cpuOp]int64{}, probeEvent: map[*cpuOp]int64{}, graphOf: map[int]string{}, opaqueAt: map[int]float64{}, foreignAt: map[int]int{}, rsPending: map[string][]*item{}, beforeFirst: map[string]int{}}
 	if rt.steps > 0 {
 		b.p.notef("the step annotation %q occurs %d times on its thread (iterations of a loop): imported from the first to the last as one step, so a race from one into the next shows (--step-index N imports one)", rt.step, rt.steps+1)
 	}

@@ -78,6 +78,7 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 	rt, p := b.rt, b.p
 	b.replays++
 	ci, exact, best := -1, false, -1
+	var tied []int // the captures of the best score, latest first
 	for i := len(rt.caps) - 1; i >= 0; i-- {
 		if rt.caps[i].hi > launch.ts {
 			continue
@@ -91,12 +92,15 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 		if fits {
 			score++
 		}
-		if score > best {
-			ci, exact, best = i, fits, score
+		switch {
+		case score > best:
+			ci, exact, best, tied = i, fits, score, []int{i}
+		case score == best:
+			tied = append(tied, i)
 		}
 	}
-	if ci >= 0 {
-		ci = b.bySize(ci, best, launch, work)
+	if len(tied) > 1 {
+		ci = b.bySize(ci, tied, work)
 	}
 	if ci < 0 {
 		var items []*item
@@ -152,7 +156,7 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 	}
 	if foreign {
 		b.opaqueAt[b.replays] = launch.ts
-		b.foreignAt[b.replays] = true
+		b.foreignAt[b.replays] = ci
 		b.graphOf[b.replays] = "capture:" + strconv.Itoa(ci)
 	}
 	return items
@@ -162,29 +166,12 @@ func (b *builder) inlineReplay(launch *call, work []*devAct) []*item {
 // captured at several sizes (torch.cuda.graph at two batch sizes) makes
 // captures of the same operators, and their replays run the same kernels
 // on grids of different sizes. Of the captures before the launch that
-// score best (ci, the latest, by default), the one whose rank by the
+// score best (tied; ci, the latest, by default), the one whose rank by the
 // elements its operators write is the rank of this replay's threads among
 // the replays of the same kernels in the trace. Where the sizes do not
 // rank apart (as many distinct sizes on each side), ci stays.
-func (b *builder) bySize(ci, best int, launch *call, work []*devAct) int {
+func (b *builder) bySize(ci int, tied []int, work []*devAct) int {
 	rt := b.rt
-	var tied []int
-	for i := range rt.caps {
-		if rt.caps[i].hi > launch.ts {
-			continue
-		}
-		launches := b.capLaunches(i)
-		score := 2 * nameMatches(launches, work, b)
-		if len(launches) == len(work) {
-			score++
-		}
-		if score == best {
-			tied = append(tied, i)
-		}
-	}
-	if len(tied) < 2 {
-		return ci
-	}
 	names := func(w []*devAct) string {
 		var ns []string
 		for _, a := range w {
@@ -569,12 +556,8 @@ func nameFits(kernel, op string) bool {
 // write: a graph's static input or output is one of them (nil, nil for a
 // replay whose capture the trace lacks).
 func (b *builder) captureSizes(r int) (in, out map[int64]bool) {
-	g, ok := strings.CutPrefix(b.graphOf[r], "capture:")
-	if !ok || !b.foreignAt[r] {
-		return nil, nil
-	}
-	ci, err := strconv.Atoi(g)
-	if err != nil {
+	ci, ok := b.foreignAt[r]
+	if !ok {
 		return nil, nil
 	}
 	in, out = map[int64]bool{}, map[int64]bool{}
@@ -747,7 +730,7 @@ func (b *builder) opaqueReplays(out []*item) {
 		if len(ins[g]) > len(rp.ins) || len(outs[g]) > len(rp.outs) {
 			also = ", counting those of the other replays of the same graph"
 		}
-		if b.foreignAt[rp.r] {
+		if _, ok := b.foreignAt[rp.r]; ok {
 			b.p.notef("graph launch at host time %.3f µs replays a capture recorded in a profiling session of its own (before the region): its kernels use the capture's tensors, and are also taken to read the %d tensors the step filled just before it and to write the %d tensors it read after it with no write between (first there, or filled before it)%s, as a graph's static buffers are (the two sessions name tensors apart: a guess)", b.rel(b.opaqueAt[rp.r]), len(ins[g]), len(outs[g]), also)
 			continue
 		}
