@@ -6419,3 +6419,253 @@ class ReluInplaceUnjoined(ReluInplaceBesideRead):
 class ReluInplaceJoined(ReluInplaceBesideRead):
     intent = "clean"
     joined = True
+
+
+# --- 21. held-out-n: idioms the corpus did not use (host-side views of a pinned buffer taken between
+# non_blocking copies and read after waiting on the wrong event, a long-lived helper thread that
+# synchronizes a side stream on the main thread's behalf, one function captured as CUDA graphs at two sizes
+# replayed out of capture order, worker threads that make a tensor and views of it before handing it over).
+# Written before being scored, by a helper who had not read the importer; each label is what the GPU shows.
+
+class PinnedViewsBetweenCopies(Base):
+    """The host zeroes a pinned buffer hp (2 slots of 256 KiB); aux waits for main, copies y0 = src_0 * k
+    into hp[0] (non_blocking D2H) and records e0, then copies y1 = src_1 * k into hp.narrow(0, 1, 1) and
+    records e1. Between and after the copies the host only takes views (hp.view, hp[k], hp.narrow,
+    hp.reshape), touching no data; then it synchronizes e1 (clean) or e0, the earlier event (racy: slot 1's
+    delayed copy is not behind e0), and reads slot 1 first. y0, y1 stay alive until main waits for aux."""
+    mechanism = "held-out-n"
+    delay = "aux, before the second copy"
+    right_event = False
+    L = 1 << 16
+
+    def extra(self):
+        self.hp = torch.zeros(2, self.L).pin_memory()
+        self.e0 = torch.cuda.Event()
+        self.e1 = torch.cuda.Event()
+        self.n = 0
+        src = self.src[:2 * self.L].view(2, self.L)
+        self.refs = {k: (src * k).cpu() for k in (1.0, 2.0)}
+
+    def step(self, sleep):
+        main, aux, hp = self.main, self.aux, self.hp
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        hp.zero_()
+        y0 = self.src[:self.L] * k
+        y1 = self.src[self.L:2 * self.L] * k
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            hp[0].copy_(y0, non_blocking=True)
+            self.e0.record(aux)
+        flat = hp.view(-1)              # views only: no data touched
+        s0 = hp[0]
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            hp.narrow(0, 1, 1).copy_(y1.view(1, -1), non_blocking=True)
+            self.e1.record(aux)
+        s1 = hp.reshape(2, self.L)[1]
+        tail = flat.narrow(0, self.L, self.L)
+        (self.e1 if self.right_event else self.e0).synchronize()
+        last = tail.clone()
+        first = s0.clone()
+        also = s1.clone()
+        main.wait_stream(aux)
+        return [(last, self.refs[k][1]), (first, self.refs[k][0]), (also, self.refs[k][1])]
+
+
+@program
+class PinnedViewsEarlierEventWaited(PinnedViewsBetweenCopies):
+    intent = "racy"
+
+
+@program
+class PinnedViewsLastEventWaited(PinnedViewsBetweenCopies):
+    intent = "clean"
+    right_event = True
+
+
+class SyncHelperThread(Base):
+    """A helper thread started at set-up takes a stream from a queue.Queue, makes it current (thread-local)
+    and calls torch.cuda.current_stream().synchronize() on the main thread's behalf, then replies on a second
+    queue. Each step main writes buf = src * k (k alternates), aux forks and reads s = buf.square(), and the
+    main thread asks the helper to synchronize aux. main then overwrites buf (torch.add(src, 1, out=buf))
+    after taking the helper's reply (clean: aux's read is done) or before (racy)."""
+    mechanism = "held-out-n"
+    delay = "aux, before its read of buf"
+    waits = False
+
+    def extra(self):
+        import queue
+        import threading
+        self.ask = queue.Queue()
+        self.reply = queue.Queue()
+        self.buf = torch.empty(N, device="cuda")
+        self.n = 0
+        self.refs = {k: (self.src * k).square() for k in (1.0, 2.0)}
+        self.buf_ref = self.src + 1.0
+
+        def helper():
+            while True:
+                s = self.ask.get()
+                with torch.cuda.stream(s):
+                    torch.cuda.current_stream().synchronize()
+                self.reply.put(True)
+
+        threading.Thread(target=helper, daemon=True).start()
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.n += 1
+        k = 1.0 + (self.n % 2)
+        torch.mul(self.src, k, out=self.buf)
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            s = self.buf.square()
+        self.ask.put(aux)
+        if self.waits:
+            self.reply.get()
+        torch.add(self.src, 1.0, out=self.buf)
+        if not self.waits:
+            self.reply.get()
+        main.wait_stream(aux)
+        return [(s[:NS], self.refs[k][:NS]), (self.buf[:NS], self.buf_ref[:NS])]
+
+
+@program
+class SyncHelperReplyNotAwaited(SyncHelperThread):
+    intent = "racy"
+
+
+@program
+class SyncHelperReplyAwaited(SyncHelperThread):
+    intent = "clean"
+    waits = True
+
+
+class TwoSizeExpGraphs(Base):
+    """One function f(x) = x.exp().mul_(0.5) captured as two CUDA graphs at set-up (torch.cuda.graph, the
+    full batch N first, then N / 2, each in its own private pool). A step replays the half graph first, then
+    the full graph on batch 0 (aux reads its static output), then the full graph again on batch 1, which
+    rewrites that output. main waits for aux before the second full replay (clean) or not (racy)."""
+    kind = "graph"
+    mechanism = "held-out-n"
+    delay = "aux, before its read of the full graph's output"
+    joined = False
+
+    def f(self, x):
+        return x.exp().mul_(0.5)
+
+    def extra(self):
+        self.b1 = torch.randn(N, device="cuda")
+        self.bh = torch.randn(N // 2, device="cuda")
+        self.xf = self.src.clone()
+        self.xh = self.bh.clone()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                self.f(self.xf)
+                self.f(self.xh)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        self.gf = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.gf):
+            self.of = self.f(self.xf)
+        self.gh = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.gh):
+            self.oh = self.f(self.xh)
+        torch.cuda.synchronize()
+        self.r_ref = self.f(self.src) * 2.0
+        self.of_ref = self.f(self.b1)
+        self.oh_ref = self.f(self.bh)
+
+    def step(self, sleep):
+        main, aux = self.main, self.aux
+        self.xh.copy_(self.bh)
+        self.gh.replay()
+        self.xf.copy_(self.src)
+        self.gf.replay()
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            r = self.of * 2.0
+        if self.joined:
+            main.wait_stream(aux)
+        self.xf.copy_(self.b1)
+        self.gf.replay()
+        main.wait_stream(aux)
+        return [(r[:NS], self.r_ref[:NS]), (self.of[:NS], self.of_ref[:NS]), (self.oh[:NS], self.oh_ref[:NS])]
+
+
+@program
+class TwoSizeExpGraphsRewritten(TwoSizeExpGraphs):
+    intent = "racy"
+
+
+@program
+class TwoSizeExpGraphsJoined(TwoSizeExpGraphs):
+    intent = "clean"
+    joined = True
+
+
+class ThreadMadeViews(Base):
+    """Inside the step a plain threading.Thread makes x = src * 2 (16 MiB, on the default stream: main's)
+    and views of it (x.view(-1, 1024), x[:NS], x.unsqueeze(0)) and hands all over in a dict. aux reads
+    through the views (y = xv.sin(), v = head + 1). The main thread drops x and every view, and a second
+    thread makes w = src.cos() (same size, main's stream), which the allocator places in x's freed block
+    unless x.record_stream(aux) was called first (clean) (racy: w overwrites x before aux's delayed read)."""
+    mechanism = "held-out-n"
+    delay = "aux, before its read of x"
+    recorded = False
+
+    def extra(self):
+        self.y_ref = (self.src * 2.0).sin()
+        self.v_ref = self.src[:NS] * 2.0 + 1.0
+        self.w_ref = self.src.cos()
+
+    def step(self, sleep):
+        import threading
+        main, aux, src = self.main, self.aux, self.src
+        box = {}
+
+        def make_x():
+            x = src * 2.0
+            box["x"] = x
+            box["xv"] = x.view(-1, 1024)
+            box["head"] = x[:NS]
+            box["xu"] = x.unsqueeze(0)
+
+        t = threading.Thread(target=make_x)
+        t.start()
+        t.join()
+        x, xv, head, xu = box.pop("x"), box.pop("xv"), box.pop("head"), box.pop("xu")
+        aux.wait_stream(main)
+        with torch.cuda.stream(aux):
+            nap(sleep)
+            y = xv.sin().view(-1)
+            v = head + 1.0
+        if self.recorded:
+            x.record_stream(aux)
+        del x, xv, head, xu
+
+        def make_w():
+            box["w"] = src.cos()
+
+        t = threading.Thread(target=make_w)
+        t.start()
+        t.join()
+        w = box.pop("w")
+        main.wait_stream(aux)
+        return [(y[:NS], self.y_ref[:NS]), (v, self.v_ref), (w[:NS], self.w_ref[:NS])]   # small slices
+
+
+@program
+class ThreadMadeViewsDroppedUnrecorded(ThreadMadeViews):
+    intent = "racy"
+
+
+@program
+class ThreadMadeViewsRecordStream(ThreadMadeViews):
+    intent = "clean"
+    recorded = True
