@@ -177,6 +177,17 @@ func genStepped(t *rapid.T) richProgram {
 			SrcChunk: rapid.IntRange(0, 1).Draw(t, "srcChunk"),
 		}
 	})
+	genHostOps(t, &p, func(t *rapid.T) richKernel {
+		return richKernel{Instrs: rapid.SliceOfN(instr, 1, 2).Draw(t, "instrs"), Comm: 1}
+	})
+	return p
+}
+
+// genHostOps draws each of two ranks' host programs: one to three
+// launches, records and waits on either stream and event, at most two
+// launches per rank (a third draw of a launch records instead), each
+// launch's kernel drawn by kernel.
+func genHostOps(t *rapid.T, p *richProgram, kernel func(*rapid.T) richKernel) {
 	for r := range 2 {
 		n := rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("ops%d", r))
 		launches := 0
@@ -188,12 +199,11 @@ func genStepped(t *rapid.T) richProgram {
 			}
 			if op.Kind == ranks.Launch {
 				launches++
-				op.Kernel = richKernel{Instrs: rapid.SliceOfN(instr, 1, 2).Draw(t, "instrs"), Comm: 1}
+				op.Kernel = kernel(t)
 			}
 			p.Ops[r] = append(p.Ops[r], op)
 		}
 	}
-	return p
 }
 
 // TestDPORSteppedMatchNaive: on generated programs over stepped
@@ -201,11 +211,17 @@ func genStepped(t *rapid.T) richProgram {
 // race on its step counters), the verdicts and outcomes DPOR reaches are
 // exactly the naive enumeration's, and DPOR says it is complete.
 func TestDPORSteppedMatchNaive(t *testing.T) {
+	generatedMatchNaive(t, genStepped)
+}
+
+// generatedMatchNaive checks programs drawn by gen against the naive
+// enumeration: the same verdicts and outcomes, and DPOR complete.
+func generatedMatchNaive(t *testing.T, gen func(*rapid.T) richProgram) {
 	limit := scale(1500, 300)
 	var checked, skipped atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
-		gen := func(rt *rapid.T) *Target { return &Target{Scenario: genStepped(rt).scenario(), Variant: "rich"} }
-		requireDPORMatchesNaive(rt, gen, limit, dporEveryOutcome, &skipped)
+		target := func(rt *rapid.T) *Target { return &Target{Scenario: gen(rt).scenario(), Variant: "rich"} }
+		requireDPORMatchesNaive(rt, target, limit, dporEveryOutcome, &skipped)
 		checked.Add(1)
 	})
 	t.Logf("checked %d generated programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)
@@ -217,42 +233,29 @@ func TestDPORSteppedMatchNaive(t *testing.T) {
 // write that memory: which slot a kernel takes depends on the schedule.
 func genCounterSlots(t *rapid.T) richProgram {
 	var p richProgram
-	for r := range 2 {
-		n := rapid.IntRange(1, 3).Draw(t, fmt.Sprintf("ops%d", r))
-		launches := 0
-		for range n {
-			op := richOp{Kind: rapid.SampledFrom([]ranks.HostOpKind{ranks.Launch, ranks.Launch, ranks.Record, ranks.Wait}).Draw(t, "kind"),
-				Stream: rapid.IntRange(0, 1).Draw(t, "stream"), Event: rapid.IntRange(0, 1).Draw(t, "event")}
-			if launches == 2 && op.Kind == ranks.Launch {
-				op.Kind = ranks.Record
-			}
-			if op.Kind == ranks.Launch {
-				launches++
-				var k richKernel
-				indexed := rapid.Bool().Draw(t, "indexed")
-				if indexed {
-					k.Instrs = append(k.Instrs, tinyInstr{Op: "ix", SrcChunk: rapid.IntRange(0, 1).Draw(t, "counter")})
-				}
-				for range rapid.IntRange(1, 2).Draw(t, "body") {
-					ti := tinyInstr{
-						Op:       rapid.SampledFrom([]string{"copy", "copy", "fputown", "fwait"}).Draw(t, "op"),
-						DstRank:  rapid.IntRange(0, 1).Draw(t, "dstRank"),
-						DstOut:   rapid.Bool().Draw(t, "dstOut"),
-						DstChunk: rapid.IntRange(0, 1).Draw(t, "dstChunk"),
-						SrcRank:  rapid.IntRange(0, 1).Draw(t, "srcRank"),
-						SrcChunk: rapid.IntRange(0, 1).Draw(t, "srcChunk"),
-						Slot:     rapid.IntRange(0, 30).Draw(t, "value"),
-					}
-					if indexed && rapid.Bool().Draw(t, "shift") {
-						ti.Shift, ti.DstChunk = true, 0 // slot 0 or 1 of a two-chunk buffer
-					}
-					k.Instrs = append(k.Instrs, ti)
-				}
-				op.Kernel = k
-			}
-			p.Ops[r] = append(p.Ops[r], op)
+	genHostOps(t, &p, func(t *rapid.T) richKernel {
+		var k richKernel
+		indexed := rapid.Bool().Draw(t, "indexed")
+		if indexed {
+			k.Instrs = append(k.Instrs, tinyInstr{Op: "ix", SrcChunk: rapid.IntRange(0, 1).Draw(t, "counter")})
 		}
-	}
+		for range rapid.IntRange(1, 2).Draw(t, "body") {
+			ti := tinyInstr{
+				Op:       rapid.SampledFrom([]string{"copy", "copy", "fputown", "fwait"}).Draw(t, "op"),
+				DstRank:  rapid.IntRange(0, 1).Draw(t, "dstRank"),
+				DstOut:   rapid.Bool().Draw(t, "dstOut"),
+				DstChunk: rapid.IntRange(0, 1).Draw(t, "dstChunk"),
+				SrcRank:  rapid.IntRange(0, 1).Draw(t, "srcRank"),
+				SrcChunk: rapid.IntRange(0, 1).Draw(t, "srcChunk"),
+				Slot:     rapid.IntRange(0, 30).Draw(t, "value"),
+			}
+			if indexed && rapid.Bool().Draw(t, "shift") {
+				ti.Shift, ti.DstChunk = true, 0 // slot 0 or 1 of a two-chunk buffer
+			}
+			k.Instrs = append(k.Instrs, ti)
+		}
+		return k
+	})
 	return p
 }
 
@@ -260,12 +263,5 @@ func genCounterSlots(t *rapid.T) richProgram {
 // a slot from a value in memory that other kernels write, DPOR reaches
 // exactly the naive enumeration's verdicts and outcomes.
 func TestDPORCounterSlotsMatchNaive(t *testing.T) {
-	limit := scale(1500, 300)
-	var checked, skipped atomic.Int64
-	rapid.Check(t, func(rt *rapid.T) {
-		gen := func(rt *rapid.T) *Target { return &Target{Scenario: genCounterSlots(rt).scenario(), Variant: "rich"} }
-		requireDPORMatchesNaive(rt, gen, limit, dporEveryOutcome, &skipped)
-		checked.Add(1)
-	})
-	t.Logf("checked %d generated programs against the naive enumeration (%d too large to enumerate within %d runs)", checked.Load(), skipped.Load(), limit)
+	generatedMatchNaive(t, genCounterSlots)
 }
